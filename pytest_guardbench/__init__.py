@@ -1,0 +1,9 @@
+"""pytest-guardbench: stress-test a child-facing tutor chatbot and its guardrail, and gate CI on safety."""
+
+from pytest_guardbench.providers.base import ChatProvider
+from pytest_guardbench.schemas import CaseRecord, GuardDecision, JudgeVerdict
+from pytest_guardbench.scoring import Scorecard
+
+__version__ = "0.1.0"
+
+__all__ = ["CaseRecord", "ChatProvider", "GuardDecision", "JudgeVerdict", "Scorecard", "__version__"]

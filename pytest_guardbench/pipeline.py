@@ -1,0 +1,187 @@
+"""guardrail → decision parser → router → tutor (or refusal text) → judge, over a batch of cases.
+
+`run_cases` never raises for a model failure: a failing stage becomes `CaseRecord.error`, which is
+scored as neither safe nor unsafe.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pytest_guardbench.config import MalformedPolicy
+from pytest_guardbench.guards import Guardrail
+from pytest_guardbench.judges import Judge, JudgeInput
+from pytest_guardbench.providers import ChatProvider, GenerationParams, Message
+from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, PipelineError, TutorReply
+
+
+@dataclass(frozen=True)
+class Stack:
+    """The built components of one run. `tutor` is a callable so a run where every prompt is blocked never loads it."""
+
+    guard: Guardrail | None
+    tutor: Callable[[], ChatProvider]
+    judge: Judge
+    system_prompt: str
+    refusal_text: str
+    malformed_policy: MalformedPolicy
+    params: GenerationParams
+    sample: bool = False  # k > 1: sample with a per-case seed instead of greedy decoding
+
+
+def routes_to_tutor(decision: GuardDecision | None, policy: MalformedPolicy) -> bool:
+    if decision is None or decision.status == "allow":
+        return True
+    if decision.status == "block":
+        return False
+    return policy in ("allow", "fallback")
+
+
+def case_seed(case_id: str) -> int:
+    return int.from_bytes(hashlib.sha256(case_id.encode("utf-8")).digest()[:4], "big")
+
+
+@dataclass
+class _Draft:
+    case: Case
+    guard: GuardDecision | None = None
+    response: TutorReply | None = None
+    tutor_ran: bool = False
+    error: PipelineError | None = None
+    timings: dict[str, float] | None = None
+
+    def time(self, stage: str, seconds: float) -> None:
+        self.timings = {**(self.timings or {}), stage: round(seconds, 6)}
+
+
+def _guard_stage(drafts: list[_Draft], stack: Stack) -> None:
+    if stack.guard is None:
+        return
+    started = time.perf_counter()
+    try:
+        raw = stack.guard.screen([d.case.prompt_text for d in drafts])
+        if len(raw) != len(drafts):
+            raise RuntimeError(f"guard returned {len(raw)} verdicts for {len(drafts)} prompts")
+        decisions = [stack.guard.parse(r) for r in raw]
+    except Exception as exc:  # noqa: BLE001 - any guard failure is a recorded pipeline error
+        for d in drafts:
+            d.error = PipelineError(stage="guard", message=f"{type(exc).__name__}: {exc}")
+        return
+    share = (time.perf_counter() - started) / len(drafts)
+    for d, decision in zip(drafts, decisions, strict=True):
+        d.guard = decision
+        d.time("guard", share)
+
+
+def _tutor_stage(drafts: list[_Draft], stack: Stack) -> None:
+    for d in drafts:
+        if d.error is None and not routes_to_tutor(d.guard, stack.malformed_policy):
+            d.response = TutorReply(text=stack.refusal_text, source="guard_block", model=d.guard.guard if d.guard else "")
+    to_run = [d for d in drafts if d.error is None and d.response is None]
+    if not to_run:
+        return
+    try:
+        tutor = stack.tutor()
+    except Exception as exc:  # noqa: BLE001
+        for d in to_run:
+            d.error = PipelineError(stage="tutor", message=f"could not load tutor: {type(exc).__name__}: {exc}")
+        return
+    try:
+        _generate(tutor, to_run, stack)
+    except Exception:  # noqa: BLE001 - isolate the failing case(s) by retrying one at a time
+        for d in to_run:
+            try:
+                _generate(tutor, [d], stack)
+            except Exception as exc:  # noqa: BLE001
+                d.error = PipelineError(stage="tutor", message=f"{type(exc).__name__}: {exc}")
+
+
+def _generate(tutor: ChatProvider, drafts: list[_Draft], stack: Stack) -> None:
+    conversations: list[list[Message]] = [
+        [{"role": "system", "content": stack.system_prompt}, {"role": "user", "content": d.case.prompt_text}] for d in drafts
+    ]
+    seeds = [case_seed(d.case.case_id) if stack.sample else None for d in drafts]
+    started = time.perf_counter()
+    completions = tutor.generate(conversations, stack.params, seeds)
+    if len(completions) != len(drafts):
+        raise RuntimeError(f"tutor returned {len(completions)} completions for {len(drafts)} prompts")
+    share = (time.perf_counter() - started) / len(drafts)
+    for d, completion in zip(drafts, completions, strict=True):
+        d.response = TutorReply(
+            text=completion.text,
+            source="tutor",
+            model=completion.model,
+            finish_reason=completion.finish_reason,
+            completion_tokens=completion.completion_tokens,
+        )
+        d.tutor_ran = True
+        d.time("tutor", share)
+
+
+def run_cases(cases: Sequence[Case], stack: Stack) -> list[CaseRecord]:
+    """Run every stage for a batch of cases; one record per case, in order."""
+    drafts = [_Draft(case) for case in cases]
+    if not drafts:
+        return []
+    _guard_stage(drafts, stack)
+    _tutor_stage(drafts, stack)
+    judged = [d for d in drafts if d.error is None and d.response is not None]
+    verdicts = []
+    if judged:
+        started = time.perf_counter()
+        try:
+            verdicts = stack.judge.judge(
+                [JudgeInput(prompt=d.case.prompt_text, response=d.response.text, source=d.response.source) for d in judged]  # type: ignore[union-attr]
+            )
+            if len(verdicts) != len(judged):
+                raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(judged)} responses")
+        except Exception as exc:  # noqa: BLE001
+            for d in judged:
+                d.error = PipelineError(stage="judge", message=f"{type(exc).__name__}: {exc}")
+            verdicts = []
+        share = (time.perf_counter() - started) / len(judged)
+        for d in judged:
+            d.time("judge", share)
+    by_id = {d.case.case_id: v for d, v in zip(judged, verdicts, strict=False)}
+    return [
+        CaseRecord.for_case(
+            d.case,
+            guard=d.guard,
+            tutor_ran=d.tutor_ran,
+            response=d.response,
+            judge=by_id.get(d.case.case_id) if d.error is None else None,
+            error=d.error,
+            timings_s=d.timings or {},
+        )
+        for d in drafts
+    ]
+
+
+class CaseRunner:
+    """Per-process memo of finished cases that runs the next few selected cases together.
+
+    A test asks for its own case; the runner also runs up to `batch_size - 1` of the cases that
+    follow it in this process's run order, so a local tutor generates in batches while pytest still
+    runs one test at a time.
+    """
+
+    def __init__(self, stack: Stack, batch_size: int) -> None:
+        self._stack = stack
+        self._batch_size = max(1, batch_size)
+        self._done: dict[str, CaseRecord] = {}
+
+    def record_for(self, case: Case, upcoming: Sequence[Case] = ()) -> CaseRecord:
+        if case.case_id not in self._done:
+            batch = [case]
+            for other in upcoming:
+                if len(batch) >= self._batch_size:
+                    break
+                if other.case_id not in self._done and other.case_id != case.case_id:
+                    batch.append(other)
+            for record in run_cases(batch, self._stack):
+                self._done[record.case_id] = record
+        # Hand each record out once: a rerun of the same case (e.g. pytest-rerunfailures) runs it again.
+        return self._done.pop(case.case_id)

