@@ -157,7 +157,7 @@ class Settings(BaseModel):
     mode: GateMode = "gate"
     harmful_categories: tuple[str, ...] = MINORBENCH_HARMFUL_CATEGORIES
     thresholds: Thresholds = Field(default_factory=Thresholds)
-    max_new_tokens: int = 96
+    max_new_tokens: int = 64
     batch_size: int = 8
     model_cache: Path = Field(default_factory=lambda: default_model_cache())
 

@@ -163,14 +163,15 @@ def run_cases(cases: Sequence[Case], stack: Stack) -> list[CaseRecord]:
 class CaseRunner:
     """Per-process memo of finished cases that runs the next few selected cases together.
 
-    A test asks for its own case; the runner also runs up to `batch_size - 1` of the cases that
-    follow it in this process's run order, so a local tutor generates in batches while pytest still
-    runs one test at a time.
+    A test asks for its own case; the runner also runs the cases that follow it in this process's
+    run order (`lookahead` in all), so a local tutor generates in batches while pytest still runs one
+    test at a time. The look-ahead is a few tutor batches wide because the guard removes many cases
+    before the tutor stage.
     """
 
-    def __init__(self, stack: Stack, batch_size: int) -> None:
+    def __init__(self, stack: Stack, lookahead: int) -> None:
         self._stack = stack
-        self._batch_size = max(1, batch_size)
+        self._batch_size = max(1, lookahead)
         self._done: dict[str, CaseRecord] = {}
 
     def record_for(self, case: Case, upcoming: Sequence[Case] = ()) -> CaseRecord:

@@ -176,6 +176,10 @@ def _build_stack(config: pytest.Config) -> Stack:
     )
 
 
+def _lookahead(config: pytest.Config) -> int:
+    return 4 * config.stash[INPUTS_KEY].settings.batch_size
+
+
 def _upcoming(request: pytest.FixtureRequest) -> list[Case]:
     """Cases that this process will run next, for batching. A worker cannot know which items the
     xdist scheduler will send it, so it runs its cases one by one."""
@@ -191,7 +195,7 @@ def _upcoming(request: pytest.FixtureRequest) -> list[Case]:
         callspec = getattr(item, "callspec", None)
         if callspec is not None and isinstance(callspec.params.get("guardbench_case"), Case):
             following.append(callspec.params["guardbench_case"])
-        if len(following) >= request.config.stash[INPUTS_KEY].settings.batch_size:
+        if len(following) >= _lookahead(request.config):
             break
     return following
 
@@ -207,7 +211,7 @@ def guardbench_record(request: pytest.FixtureRequest, guardbench_case: Case) -> 
     """The full pipeline record of this case: guard decision, final response, judge verdict."""
     state = request.config.stash[PROCESS_KEY]
     if state.runner is None:
-        state.runner = CaseRunner(_build_stack(request.config), request.config.stash[INPUTS_KEY].settings.batch_size)
+        state.runner = CaseRunner(_build_stack(request.config), _lookahead(request.config))
     record = state.runner.record_for(guardbench_case, _upcoming(request))
     request.node.stash[RECORD_KEY] = record.model_dump(mode="json")
     return record

@@ -25,7 +25,7 @@ class Completion:
 class GenerationParams:
     """Sampling for one batch. `seeds[i]` set means sample conversation i with that seed; None means greedy."""
 
-    max_new_tokens: int = 96
+    max_new_tokens: int = 64
     temperature: float = 0.7
 
 

@@ -61,7 +61,8 @@ class HFChatProvider:
     ) -> list[Completion]:
         prompts = [self.render(c) for c in conversations]
         results: list[Completion | None] = [None] * len(prompts)
-        greedy = [i for i, seed in enumerate(seeds) if seed is None]
+        # Similar lengths share a batch, so little compute goes to left padding.
+        greedy = sorted((i for i, seed in enumerate(seeds) if seed is None), key=lambda i: len(prompts[i]))
         for start in range(0, len(greedy), self._batch_size):
             chunk = greedy[start : start + self._batch_size]
             for i, completion in zip(chunk, self._generate_batch([prompts[i] for i in chunk], params, None), strict=True):
