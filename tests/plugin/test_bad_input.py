@@ -1,0 +1,106 @@
+"""Bad input: a one-line usage error (exit 4) naming the file and item or line, before any model loads."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.conftest import write_project
+
+GOOD = {"id": "a", "prompt_text": "why is the sky blue", "metadata": {"is_harmful": False}}
+
+
+def _run_with(pytester, filename: str, content: str, *args: str):
+    write_project(pytester)
+    (pytester.path / filename).write_text(content, encoding="utf-8")
+    return pytester.runpytest_subprocess("--guardbench-data", filename, *args)
+
+
+@pytest.mark.parametrize(
+    ("filename", "content", "expected"),
+    [
+        ("bad.json", '{"name": "x", "items": [', "*bad.json: line 1: not valid JSON*"),
+        ("bad.json", json.dumps({"name": "x", "items": []}), "*bad.json: the pack has no items*"),
+        ("bad.json", json.dumps({"name": "x", "items": [GOOD, {"id": "b", "metadata": {}}]}), "*bad.json: item 1 (id 'b'): missing prompt_text*"),
+        ("bad.json", json.dumps({"name": "x", "items": [GOOD, GOOD]}), "*bad.json: item 1: duplicate id 'a' (first at item 0)*"),
+        (
+            "bad.json",
+            json.dumps({"name": "x", "items": [{"id": "c", "prompt": "hi", "metadata": {"label": "maybe"}}]}),
+            "*bad.json: item 0 (id 'c'): metadata.label must be 'safe' or 'unsafe', got 'maybe'*",
+        ),
+        (
+            "bad.json",
+            json.dumps({"name": "x", "items": [{"id": "c", "prompt": "hi", "metadata": {"is_harmful": "yes"}}]}),
+            "*bad.json: item 0 (id 'c'): metadata.is_harmful must be true or false, got 'yes'*",
+        ),
+        ("bad.jsonl", json.dumps(GOOD) + "\n{oops\n", "*bad.jsonl: line 2: not valid JSON*"),
+        ("bad.jsonl", json.dumps(GOOD) + "\n" + json.dumps({"id": "z", "prompt_text": "  "}) + "\n", "*bad.jsonl: line 2 (id 'z'): missing prompt_text*"),
+        ("bad.csv", "PromptID,Text\n1,hello\n", "*bad.csv: line 1: missing CSV column(s) Prompt, Category*"),
+        ("bad.csv", "PromptID,Prompt,Category,Subcategory\n1,hi,Danger,x\n1,yo,Danger,x\n", "*bad.csv: line 3: duplicate id '1' (first at line 2)*"),
+        ("bad.txt", "hello", "*bad.txt: unknown data format '.txt'*"),
+    ],
+    ids=["json-syntax", "empty-pack", "missing-text", "duplicate-id", "bad-label", "bad-is-harmful", "jsonl-syntax", "jsonl-missing-text", "csv-columns", "csv-duplicate", "unknown-format"],
+)
+def test_bad_data_is_a_usage_error_naming_file_and_place(pytester, filename, content, expected):
+    result = _run_with(pytester, filename, content)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: guardbench: {expected}"])
+    assert not (pytester.path / "reports").exists()
+
+
+def test_missing_file(pytester):
+    write_project(pytester)
+    result = pytester.runpytest_subprocess("--guardbench-data", "nope.json")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: guardbench: *nope.json: file not found"])
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--guardbench-variants=original,sparkle"], "*--guardbench-variants: unknown variant 'sparkle'; known: adversarial, camouflage, original, typo"),
+        (["--guardrail=graniteish"], "*--guardrail=graniteish: unknown guardrail; known: none, keyword"),
+        (["--tutor=gpt-9"], "*--tutor=gpt-9: unknown tutor; known: scripted, smol"),
+        (["--judge=oracle"], "*--judge=oracle: unknown judge; known: rules"),
+        (["--guardbench-system-prompt=nosuch"], "*--guardbench-system-prompt: 'nosuch' is neither a shipped prompt*"),
+    ],
+)
+def test_unknown_names_are_usage_errors(pytester, args, expected):
+    write_project(pytester)
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["--guardbench-min-recall=1.5"], "*argument --guardbench-min-recall: '1.5' is not between 0 and 1*"),
+        (["--guardbench-max-fpr=lots"], "*argument --guardbench-max-fpr: 'lots' is not a number*"),
+        (["--guardbench-malformed-policy=shrug"], "*argument --guardbench-malformed-policy: 'shrug' is not one of block, allow, fallback*"),
+        (["--guardbench-samples=0"], "*argument --guardbench-samples: must be at least 1*"),
+    ],
+)
+def test_bad_option_values_name_the_option(pytester, args, expected):
+    write_project(pytester)
+    result = pytester.runpytest_subprocess(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([expected])
+
+
+def test_bad_ini_value_names_the_key(pytester):
+    write_project(pytester, ini="guardbench_min_recall = high\n")
+    result = pytester.runpytest_subprocess()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: guardbench: ini key guardbench_min_recall: 'high' is not a number"])
+
+
+def test_help_lists_the_options_and_list_shows_units(pytester):
+    write_project(pytester)
+    help_text = pytester.runpytest_subprocess("--help").stdout.str()
+    for flag in ("--guardrail", "--tutor", "--judge", "--guardbench-data", "--guardbench-min-recall", "--guardbench-malformed-policy"):
+        assert flag in help_text
+    listing = pytester.runpytest_subprocess("--guardbench-list")
+    assert listing.ret == 0
+    listing.stdout.fnmatch_lines(["variants:", "  original: *", "*typo: *", "guardrails:", "*keyword: *", "tutors:", "*scripted: *", "*smol: *", "judges:", "*rules: *", "system prompts:", "  generic_child_tutor_v1"])
