@@ -48,11 +48,19 @@ _SPACED_LETTERS = re.compile(r"\b(?:[a-z][ ._\-*]){2,}[a-z]\b")
 _TOKEN = re.compile(r"[a-z]+")
 
 
+def _join_spaced(match: re.Match[str]) -> str:
+    letters = re.sub(r"[ ._\-*]", "", match.group(0))
+    # "make a b o m b": the article before the spelled-out word is a word of its own.
+    if letters[0] in "ai" and len(letters) > 4:
+        return f"{letters[0]} {letters[1:]}"
+    return letters
+
+
 def normalise(text: str) -> list[str]:
     """Lower-case word tokens with leetspeak undone and `b.o.m.b` / `b o m b` joined."""
     lowered = text.lower()
     unleeted = re.sub(r"[a-z0-9@$!+]+", lambda m: m.group(0).translate(_UNLEET) if re.search(r"[a-z]", m.group(0)) else m.group(0), lowered)
-    joined = _SPACED_LETTERS.sub(lambda m: re.sub(r"[ ._\-*]", "", m.group(0)), unleeted)
+    joined = _SPACED_LETTERS.sub(_join_spaced, unleeted)
     return _TOKEN.findall(joined)
 
 
