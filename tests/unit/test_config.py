@@ -1,0 +1,54 @@
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_guardbench.config import OPTIONS, ConfigError, Settings
+
+
+class FakeConfig:
+    def __init__(self, cli: dict, ini: dict, root: Path):
+        self.cli, self.ini = cli, ini
+        self.rootpath = root
+        self.invocation_params = SimpleNamespace(dir=root / "sub")
+
+    def getoption(self, dest):
+        return self.cli.get(dest)
+
+    def getini(self, key):
+        return self.ini.get(key, "")
+
+
+def test_cli_beats_ini_beats_default(tmp_path):
+    config = FakeConfig(
+        cli={"guardbench_min_recall": 0.9, "guardbench_data": ["cli.json"]},
+        ini={"guardbench_min_recall": "0.5", "guardbench_max_fpr": "0.1", "guardbench_data": ["ini.json"], "guardbench_variants": "original, typo"},
+        root=tmp_path,
+    )
+    settings = Settings.from_pytest(config)
+    assert settings.thresholds.min_recall == 0.9
+    assert settings.thresholds.max_fpr == 0.1
+    assert settings.thresholds.max_ber is None
+    assert settings.data == (tmp_path / "sub" / "cli.json",)  # CLI paths are relative to the invocation dir
+    assert settings.variants == ("original", "typo")
+    assert settings.tutor == "smol" and settings.guardrail == "keyword" and settings.judge == "rules"
+    assert settings.report_dir == tmp_path / "reports"
+
+
+def test_ini_paths_resolve_against_rootdir(tmp_path):
+    settings = Settings.from_pytest(FakeConfig({}, {"guardbench_data": ["packs/a.json"]}, tmp_path))
+    assert settings.data == (tmp_path / "packs" / "a.json",)
+
+
+def test_bad_ini_value_names_the_key(tmp_path):
+    with pytest.raises(ConfigError, match="ini key guardbench_max_fpr: '2' is not between 0 and 1"):
+        Settings.from_pytest(FakeConfig({}, {"guardbench_max_fpr": "2"}, tmp_path))
+
+
+def test_every_option_follows_the_naming_rules():
+    for spec in OPTIONS:
+        assert spec.dest.startswith("guardbench_") and spec.ini_key.startswith("guardbench_")
+        assert all(f.startswith("--guardbench-") or f in ("--guardrail", "--tutor", "--judge") for f in spec.flags)
+        assert spec.help.endswith(".")

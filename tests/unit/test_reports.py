@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import csv
+import io
+from datetime import UTC, datetime
+
+from pytest_guardbench.config import Thresholds
+from pytest_guardbench.gates import evaluate
+from pytest_guardbench.reports import assemble_summary, make_run_dir, summary_markdown, terminal_lines, variant_csv
+from pytest_guardbench.scoring import summarise
+from tests.unit.test_scoring import _table
+
+
+def _summary():
+    metrics = summarise([], _table())
+    return assemble_summary(metrics, evaluate(metrics, Thresholds()), run={"run_id": "r1"},
+                            stack={"guardrail": "keyword", "tutor": "smol", "judge": "rules", "malformed_policy": "block"},
+                            selection={}, thresholds={})
+
+
+def test_two_runs_in_the_same_second_do_not_collide(tmp_path):
+    now = datetime(2026, 1, 1, tzinfo=UTC)
+    ids = {make_run_dir(tmp_path, now)[0] for _ in range(20)}
+    assert len(ids) == 20 and all(i.startswith("20260101-000000-") for i in ids)
+
+
+def test_variant_csv_has_both_scopes_and_blank_nulls():
+    rows = list(csv.DictReader(io.StringIO(variant_csv(_summary()))))
+    assert [(r["variant"], r["scope"]) for r in rows] == [("original", "system"), ("original", "tutor_conditional")]
+    assert rows[0]["tp"] == "3" and rows[0]["recall"] == "0.75"
+
+
+def test_markdown_and_terminal_show_the_numbers_and_gate():
+    summary = _summary()
+    md = summary_markdown(summary)
+    assert "**Gate: FAILED**" in md and "FAIL: recall 0.75 < 0.8" in md
+    assert "| system | 11 | 3 | 2 | 5 | 1 | 0.750 |" in md
+    lines = terminal_lines(summary)
+    assert lines[1].split()[:6] == ["system", "11", "3", "2", "5", "1"]
