@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pytest_guardbench.config import MalformedPolicy
 from pytest_guardbench.guards import Guardrail
 from pytest_guardbench.judges import Judge, JudgeInput
-from pytest_guardbench.providers import ChatProvider, GenerationParams, Message
+from pytest_guardbench.providers.base import ChatProvider, GenerationParams, Message
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, PipelineError, TutorReply
 
 
