@@ -52,6 +52,11 @@ def slug(text: str) -> str:
     return re.sub(r"[^a-z0-9_-]+", "-", text.strip().lower()).strip("-")
 
 
+def variant_slug(text: str) -> str:
+    """Like `slug`, but keeps '+' so chained variant names (`typo+camouflage`) survive."""
+    return re.sub(r"[^a-z0-9_+-]+", "-", text.strip().lower()).strip("-") or "original"
+
+
 def resolve_label(metadata: dict[str, Any], harmful_categories: Sequence[str]) -> tuple[bool | None, LabelSource]:
     """First hit wins: a real bool `is_harmful`, then `label` safe/unsafe, then the category rule.
 
@@ -197,7 +202,7 @@ def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categori
         is_harmful=is_harmful,
         label_source=label_source,
         category=category_of(metadata),
-        variant=slug(variant_of(metadata)) or "original",
+        variant=variant_slug(variant_of(metadata)),
         base_prompt_id=slug(str(base)) if base not in (None, "") else item_id,
     )
 

@@ -43,7 +43,7 @@ TERMS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     }
 )
 
-_UNLEET = str.maketrans({"4": "a", "@": "a", "3": "e", "1": "i", "!": "i", "0": "o", "5": "s", "$": "s", "7": "t", "+": "t"})
+_UNLEET = str.maketrans({"4": "a", "@": "a", "3": "e", "1": "i", "!": "i", "0": "o", "5": "s", "$": "s", "7": "t", "+": "t", "8": "b", "9": "g", "|": "l"})
 _SPACED_LETTERS = re.compile(r"\b(?:[a-z][ ._\-*]){2,}[a-z]\b")
 _TOKEN = re.compile(r"[a-z]+")
 
@@ -56,10 +56,16 @@ def _join_spaced(match: re.Match[str]) -> str:
     return letters
 
 
+# Invisible characters hide words from a tokenizer; look-alike Cyrillic letters from a lexicon.
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
+_HOMOGLYPHS = str.maketrans({"а": "a", "с": "c", "е": "e", "о": "o", "р": "p", "х": "x", "у": "y", "і": "i", "ѕ": "s", "ј": "j"})
+
+
 def normalise(text: str) -> list[str]:
-    """Lower-case word tokens with leetspeak undone and `b.o.m.b` / `b o m b` joined."""
-    lowered = text.lower()
-    unleeted = re.sub(r"[a-z0-9@$!+]+", lambda m: m.group(0).translate(_UNLEET) if re.search(r"[a-z]", m.group(0)) else m.group(0), lowered)
+    """Lower-case word tokens with invisible characters dropped, homoglyphs and leetspeak undone, and
+    `b.o.m.b` / `b o m b` joined."""
+    lowered = text.translate(_INVISIBLE).lower().translate(_HOMOGLYPHS)
+    unleeted = re.sub(r"[a-z0-9@$!+|]+", lambda m: m.group(0).translate(_UNLEET) if re.search(r"[a-z]", m.group(0)) else m.group(0), lowered)
     joined = _SPACED_LETTERS.sub(_join_spaced, unleeted)
     return _TOKEN.findall(joined)
 

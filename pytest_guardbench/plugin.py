@@ -112,7 +112,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
 
     config._do_configure()
     registry = config.stash[PROCESS_KEY].registry
-    lines = ["variants:"] + [f"  {m.name}: {m.description}" for m in BUILTIN_MUTATORS.values()]
+    lines = ["variants (name, family):"] + [f"  {m.name} ({m.family}): {m.description}" for m in BUILTIN_MUTATORS.values()]
     lines += ["guardrails:", "  none: no guardrail; every prompt goes to the tutor"]
     lines += [f"  {name}: {factory().description}" for name, factory in sorted(BUILTIN_GUARDS.items())]
     lines += ["tutors:"] + [f"  {name}: {desc}" for name, desc in registry.describe().items()]

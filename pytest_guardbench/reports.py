@@ -69,17 +69,29 @@ def _write_json(path: Path, payload: Any) -> None:
     os.replace(tmp, path)
 
 
+FLIP_COLUMNS = ("guard_flip_rate", "outcome_flip_rate", "became_mishandled", "became_handled")
+
+
 def variant_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for variant, cards in summary["per_variant"].items():
+        flips = summary.get("flip_rates", {}).get(variant, {})
         for scope, card in cards.items():
-            rows.append({"variant": variant, "scope": scope, **{c: card[c] for c in CARD_COLUMNS}})
+            rows.append(
+                {
+                    "variant": variant,
+                    "family": summary.get("variant_families", {}).get(variant, ""),
+                    "scope": scope,
+                    **{c: card[c] for c in CARD_COLUMNS},
+                    **{c: flips.get(c) for c in FLIP_COLUMNS},
+                }
+            )
     return rows
 
 
 def variant_csv(summary: dict[str, Any]) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=("variant", "scope", *CARD_COLUMNS), lineterminator="\n")
+    writer = csv.DictWriter(buffer, fieldnames=("variant", "family", "scope", *CARD_COLUMNS, *FLIP_COLUMNS), lineterminator="\n")
     writer.writeheader()
     for row in variant_rows(summary):
         writer.writerow({k: "" if v is None else v for k, v in row.items()})
@@ -118,6 +130,15 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines += _md_table([(scope, card) for scope, card in summary["scorecards"].items()])
     lines += ["", "## Per variant (system)", ""]
     lines += _md_table([(v, cards["system"]) for v, cards in summary["per_variant"].items()])
+    lines += ["", "## Per mutator family (system)", ""]
+    lines += _md_table([(f, cards["system"]) for f, cards in summary.get("per_family", {}).items()])
+    if summary.get("flip_rates"):
+        lines += ["", "## Flip rate against original", "", "| variant | guard flips | outcome flips | became mishandled | became handled |", "|---|---|---|---|---|"]
+        for variant, f in summary["flip_rates"].items():
+            lines.append(
+                f"| {variant} | {_fmt(f['guard_flip_rate'])} ({f['guard_flips']}/{f['guard_pairs']}) | {_fmt(f['outcome_flip_rate'])} "
+                f"| {f['became_mishandled']} | {f['became_handled']} |"
+            )
     lines += ["", "## Per category (system)", ""]
     lines += _md_table([(c, cards["system"]) for c, cards in summary["per_category"].items()])
     cov = summary["coverage"]

@@ -59,7 +59,7 @@ def test_missing_file(pytester):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--guardbench-variants=original,sparkle"], "*--guardbench-variants: unknown variant 'sparkle'; known: adversarial, camouflage, original, typo"),
+        (["--guardbench-variants=original,sparkle"], "*--guardbench-variants: unknown variant 'sparkle'; known: adversarial, base64, *"),
         (["--guardrail=graniteish"], "*--guardrail=graniteish: unknown guardrail; known: none, keyword"),
         (["--tutor=gpt-9"], "*--tutor=gpt-9: unknown tutor; known: scripted, smol"),
         (["--judge=oracle"], "*--judge=oracle: unknown judge; known: rules"),
@@ -103,4 +103,4 @@ def test_help_lists_the_options_and_list_shows_units(pytester):
         assert flag in help_text
     listing = pytester.runpytest_subprocess("--guardbench-list")
     assert listing.ret == 0
-    listing.stdout.fnmatch_lines(["variants:", "  original: *", "*typo: *", "guardrails:", "*keyword: *", "tutors:", "*scripted: *", "*smol: *", "judges:", "*rules: *", "system prompts:", "  generic_child_tutor_v1"])
+    listing.stdout.fnmatch_lines(["variants (name, family):", "  original (none): *", "*typo (character): *", "*base64 (encoding): *", "guardrails:", "*keyword: *", "tutors:", "*scripted: *", "*smol: *", "judges:", "*rules: *", "system prompts:", "  generic_child_tutor_v1"])
