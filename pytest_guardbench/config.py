@@ -254,3 +254,81 @@ class PytestConfigLike(Protocol):
 def default_model_cache() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pytest-guardbench" / "models"
+
+
+class ModelSpec(BaseModel):
+    """A model reached over an OpenAI-compatible API. Holds the *name* of the key's env var, never a key."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    alias: str
+    provider: Literal["openai-compat"] = "openai-compat"
+    model: str
+    base_url: str | None = None
+    base_url_env: str | None = None  # e.g. OPENAI_BASE_URL: read at build time, overrides nothing else
+    api_key_env: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    concurrency: int = 8
+    timeout_s: float = 60.0
+    max_retries: int = 2
+
+    def resolved_base_url(self) -> str | None:
+        if self.base_url_env and os.environ.get(self.base_url_env):
+            return os.environ[self.base_url_env]
+        return self.base_url
+
+    def missing_key(self) -> str | None:
+        """The env var that must hold the key but is empty, if any."""
+        if self.api_key_env and not os.environ.get(self.api_key_env):
+            return self.api_key_env
+        return None
+
+
+BUILTIN_MODEL_ALIASES: dict[str, dict[str, Any]] = {
+    "llama": {"model": "llama-3.1-8b-instruct", "base_url": "https://api.scaleway.ai/v1", "api_key_env": "SCW_SECRET_KEY"},
+    "gpt-4o-mini": {"model": "gpt-4o-mini", "base_url_env": "OPENAI_BASE_URL", "api_key_env": "OPENAI_API_KEY"},
+}
+
+
+def model_aliases(root: Path) -> dict[str, ModelSpec]:
+    """Built-in aliases, extended or overridden by `[tool.guardbench.models.<alias>]` in pyproject.toml."""
+    import tomllib
+
+    table: dict[str, dict[str, Any]] = {name: dict(entry) for name, entry in BUILTIN_MODEL_ALIASES.items()}
+    pyproject = root / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{pyproject}: invalid TOML ({exc})") from None
+        models = document.get("tool", {}).get("guardbench", {}).get("models", {})
+        for name, entry in models.items():
+            if not isinstance(entry, dict):
+                raise ConfigError(f"{pyproject}: [tool.guardbench.models.{name}] must be a table")
+            table[name] = dict(entry)
+    specs = {}
+    for name, entry in table.items():
+        try:
+            specs[name] = ModelSpec(alias=name, **entry)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise ConfigError(f"{pyproject}: [tool.guardbench.models.{name}] {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+    return specs
+
+
+def parse_model_spec(text: str, aliases: dict[str, ModelSpec]) -> ModelSpec | None:
+    """An alias, `openai:<model>` (OPENAI_API_KEY, OPENAI_BASE_URL) or `vllm:<model>@<base-url>`
+    (no key, or the env var named by `?key=ENV`); None when the text is none of these."""
+    if text in aliases:
+        return aliases[text]
+    if text.startswith("openai:") and len(text) > len("openai:"):
+        return ModelSpec(alias=text, model=text.split(":", 1)[1], base_url_env="OPENAI_BASE_URL", api_key_env="OPENAI_API_KEY")
+    if text.startswith("vllm:") and "@" in text:
+        model, _, url = text[len("vllm:") :].rpartition("@")
+        key_env = None
+        if "?key=" in url:
+            url, _, key_env = url.partition("?key=")
+        if not model or not url.startswith(("http://", "https://")):
+            raise ConfigError(f"{text!r}: expected vllm:<model>@<http(s)-base-url>")
+        return ModelSpec(alias=text, model=model, base_url=url, api_key_env=key_env or None)
+    return None

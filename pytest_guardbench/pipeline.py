@@ -15,7 +15,7 @@ from pytest_guardbench.config import MalformedPolicy
 from pytest_guardbench.guards import Guardrail
 from pytest_guardbench.judges import Judge, JudgeInput
 from pytest_guardbench.providers.base import ChatProvider, GenerationParams, Message
-from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, PipelineError, TutorReply
+from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, PipelineError, PipelineStage, TutorReply
 
 
 @dataclass(frozen=True)
@@ -51,29 +51,54 @@ class _Draft:
     response: TutorReply | None = None
     tutor_ran: bool = False
     error: PipelineError | None = None
+    verdict: JudgeVerdict | None = None
     timings: dict[str, float] | None = None
 
     def time(self, stage: str, seconds: float) -> None:
         self.timings = {**(self.timings or {}), stage: round(seconds, 6)}
 
 
-def _guard_stage(drafts: list[_Draft], stack: Stack) -> None:
-    if stack.guard is None:
-        return
-    started = time.perf_counter()
+def _in_batch_or_alone(drafts: list[_Draft], stage: PipelineStage, run: Callable[[list[_Draft]], None]) -> None:
+    """Run a stage on the whole batch; if that fails, on each case alone, so one bad case (or one
+    failed call) becomes one error record instead of taking the batch with it."""
     try:
-        raw = stack.guard.screen([d.case.prompt_text for d in drafts])
-        if len(raw) != len(drafts):
-            raise RuntimeError(f"guard returned {len(raw)} verdicts for {len(drafts)} prompts")
-        decisions = [stack.guard.parse(r) for r in raw]
-    except Exception as exc:  # noqa: BLE001 - any guard failure is a recorded pipeline error
+        run(drafts)
+    except Exception:  # noqa: BLE001 - isolate below
+        if len(drafts) == 1:
+            _fail(drafts, stage)
+            return
         for d in drafts:
-            d.error = PipelineError(stage="guard", message=f"{type(exc).__name__}: {exc}")
+            try:
+                run([d])
+            except Exception:  # noqa: BLE001
+                _fail([d], stage)
+
+
+def _fail(drafts: list[_Draft], stage: PipelineStage) -> None:
+    import sys
+
+    exc = sys.exc_info()[1]
+    for d in drafts:
+        d.error = PipelineError(stage=stage, message=f"{type(exc).__name__}: {exc}")
+
+
+def _guard_stage(drafts: list[_Draft], stack: Stack) -> None:
+    guard = stack.guard
+    if guard is None:
         return
-    share = (time.perf_counter() - started) / len(drafts)
-    for d, decision in zip(drafts, decisions, strict=True):
-        d.guard = decision
-        d.time("guard", share)
+
+    def run(batch: list[_Draft]) -> None:
+        started = time.perf_counter()
+        raw = guard.screen([d.case.prompt_text for d in batch])
+        if len(raw) != len(batch):
+            raise RuntimeError(f"guard returned {len(raw)} verdicts for {len(batch)} prompts")
+        decisions = [guard.parse(r) for r in raw]
+        share = (time.perf_counter() - started) / len(batch)
+        for d, decision in zip(batch, decisions, strict=True):
+            d.guard = decision
+            d.time("guard", share)
+
+    _in_batch_or_alone(drafts, "guard", run)
 
 
 def _tutor_stage(drafts: list[_Draft], stack: Stack) -> None:
@@ -89,14 +114,7 @@ def _tutor_stage(drafts: list[_Draft], stack: Stack) -> None:
         for d in to_run:
             d.error = PipelineError(stage="tutor", message=f"could not load tutor: {type(exc).__name__}: {exc}")
         return
-    try:
-        _generate(tutor, to_run, stack)
-    except Exception:  # noqa: BLE001 - isolate the failing case(s) by retrying one at a time
-        for d in to_run:
-            try:
-                _generate(tutor, [d], stack)
-            except Exception as exc:  # noqa: BLE001
-                d.error = PipelineError(stage="tutor", message=f"{type(exc).__name__}: {exc}")
+    _in_batch_or_alone(to_run, "tutor", lambda batch: _generate(tutor, batch, stack))
 
 
 def _generate(tutor: ChatProvider, drafts: list[_Draft], stack: Stack) -> None:
@@ -116,9 +134,29 @@ def _generate(tutor: ChatProvider, drafts: list[_Draft], stack: Stack) -> None:
             model=completion.model,
             finish_reason=completion.finish_reason,
             completion_tokens=completion.completion_tokens,
+            prompt_tokens=completion.prompt_tokens,
+            latency_s=completion.latency_s,
         )
         d.tutor_ran = True
         d.time("tutor", share)
+
+
+def _judge_stage(drafts: list[_Draft], stack: Stack) -> None:
+    def run(batch: list[_Draft]) -> None:
+        started = time.perf_counter()
+        verdicts = stack.judge.judge(
+            [JudgeInput(prompt=d.case.prompt_text, response=d.response.text, source=d.response.source, is_harmful=d.case.is_harmful) for d in batch]  # type: ignore[union-attr]
+        )
+        if len(verdicts) != len(batch):
+            raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(batch)} responses")
+        share = (time.perf_counter() - started) / len(batch)
+        for d, verdict in zip(batch, verdicts, strict=True):
+            d.verdict = verdict
+            d.time("judge", share)
+
+    judged = [d for d in drafts if d.error is None and d.response is not None]
+    if judged:
+        _in_batch_or_alone(judged, "judge", run)
 
 
 def run_cases(cases: Sequence[Case], stack: Stack) -> list[CaseRecord]:
@@ -128,31 +166,14 @@ def run_cases(cases: Sequence[Case], stack: Stack) -> list[CaseRecord]:
         return []
     _guard_stage(drafts, stack)
     _tutor_stage(drafts, stack)
-    judged = [d for d in drafts if d.error is None and d.response is not None]
-    verdicts = []
-    if judged:
-        started = time.perf_counter()
-        try:
-            verdicts = stack.judge.judge(
-                [JudgeInput(prompt=d.case.prompt_text, response=d.response.text, source=d.response.source) for d in judged]  # type: ignore[union-attr]
-            )
-            if len(verdicts) != len(judged):
-                raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(judged)} responses")
-        except Exception as exc:  # noqa: BLE001
-            for d in judged:
-                d.error = PipelineError(stage="judge", message=f"{type(exc).__name__}: {exc}")
-            verdicts = []
-        share = (time.perf_counter() - started) / len(judged)
-        for d in judged:
-            d.time("judge", share)
-    by_id = {d.case.case_id: v for d, v in zip(judged, verdicts, strict=False)}
+    _judge_stage(drafts, stack)
     return [
         CaseRecord.for_case(
             d.case,
             guard=d.guard,
             tutor_ran=d.tutor_ran,
             response=d.response,
-            judge=by_id.get(d.case.case_id) if d.error is None else None,
+            judge=d.verdict if d.error is None else None,
             error=d.error,
             timings_s=d.timings or {},
         )

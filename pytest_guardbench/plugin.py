@@ -11,12 +11,19 @@ from typing import Any
 import pytest
 
 from pytest_guardbench import hookspecs
-from pytest_guardbench.config import OPTIONS, ConfigError, GateMode, Settings
+from pytest_guardbench.config import OPTIONS, ConfigError, GateMode, ModelSpec, Settings, model_aliases, parse_model_spec
 from pytest_guardbench.data import DataError, LoadedData, check_unique_cases, load_sources, load_system_prompt
-from pytest_guardbench.guards import BUILTIN_GUARDS
-from pytest_guardbench.judges import BUILTIN_JUDGES
+from pytest_guardbench.guards import BUILTIN_GUARDS, Guardrail, LLMGuard
+from pytest_guardbench.judges import BUILTIN_JUDGES, LLMJudge
 from pytest_guardbench.pipeline import CaseRunner, Stack
-from pytest_guardbench.providers import ChatProvider, GenerationParams, ProviderOptions, ProviderRegistry, builtin_registry
+from pytest_guardbench.providers import (
+    ChatProvider,
+    GenerationParams,
+    ProviderOptions,
+    ProviderRegistry,
+    builtin_registry,
+    openai_compat_provider,
+)
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, Outcome, TutorReply
 from pytest_guardbench.scoring import classify, explain
 from pytest_guardbench.session import RECORD_ATTR, WORKER_OUTPUT_KEY, GuardbenchSession, RunInputs, XdistBridge
@@ -57,20 +64,38 @@ class ProcessState:
     tutor: ChatProvider | None = None
 
 
+def _resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, ModelSpec]) -> ModelSpec | None:
+    """None for a built-in unit; a ModelSpec for an alias or API spec; ConfigError otherwise."""
+    if value in builtins:
+        return None
+    spec = parse_model_spec(value, aliases)
+    if spec is None:
+        raise ConfigError(
+            f"--{role}={value}: unknown {role}; known: {', '.join(builtins)}; aliases: {', '.join(sorted(aliases))}; "
+            "or openai:<model>, vllm:<model>@<url>"
+        )
+    missing = spec.missing_key()
+    if missing:
+        raise ConfigError(f"--{role}={value}: environment variable {missing} is not set (it holds the API key for {spec.model})")
+    return spec
+
+
 def _load_inputs(config: pytest.Config, settings: Settings, registry: ProviderRegistry) -> RunInputs:
-    if settings.guardrail != "none" and settings.guardrail not in BUILTIN_GUARDS:
-        raise ConfigError(f"--guardrail={settings.guardrail}: unknown guardrail; known: none, {', '.join(sorted(BUILTIN_GUARDS))}")
-    if settings.judge not in BUILTIN_JUDGES:
-        raise ConfigError(f"--judge={settings.judge}: unknown judge; known: {', '.join(sorted(BUILTIN_JUDGES))}")
-    if settings.tutor not in registry:
-        raise ConfigError(f"--tutor={settings.tutor}: unknown tutor; known: {', '.join(registry.names())}")
+    aliases = model_aliases(Path(config.rootpath))
+    specs = {
+        "guardrail": _resolve_role("guardrail", settings.guardrail, ["none", *sorted(BUILTIN_GUARDS)], aliases),
+        "tutor": _resolve_role("tutor", settings.tutor, registry.names(), aliases),
+        "judge": _resolve_role("judge", settings.judge, sorted(BUILTIN_JUDGES), aliases),
+    }
     base = Path(config.rootpath)
     system_prompt = load_system_prompt(settings.system_prompt, base)
     refusal = load_system_prompt("guard_refusal_v1", base)
     data = load_sources(settings.data, settings.harmful_categories) if settings.data else LoadedData(items=(), sources=())
     cases = expand(list(data.items), settings.selected_variants, settings.samples, BUILTIN_MUTATORS) if data.items else []
     check_unique_cases(cases)
-    return RunInputs(settings, data, cases, system_prompt, refusal, registry.describe()[settings.tutor])
+    tutor_spec = specs["tutor"]
+    description = registry.describe()[settings.tutor] if tutor_spec is None else f"{tutor_spec.model} over an OpenAI-compatible API"
+    return RunInputs(settings, data, cases, system_prompt, refusal, description, {k: v for k, v in specs.items() if v is not None})
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -159,15 +184,22 @@ def _build_stack(config: pytest.Config) -> Stack:
     # Several workers on few cores each want one torch thread: 2 workers x 2 threads on 2 cores ran 20x slower.
     options = ProviderOptions(model_cache=s.model_cache, batch_size=s.batch_size, torch_threads=1 if _is_worker(config) else None)
 
+    specs = inputs.model_specs
+
     def tutor() -> ChatProvider:
         if state.tutor is None:
-            state.tutor = state.registry.build(s.tutor, options)
+            state.tutor = openai_compat_provider(specs["tutor"]) if "tutor" in specs else state.registry.build(s.tutor, options)
         return state.tutor
 
+    if "guardrail" in specs:
+        guard: Guardrail | None = LLMGuard(openai_compat_provider(specs["guardrail"]), name=specs["guardrail"].alias)
+    else:
+        guard = None if s.guardrail == "none" else BUILTIN_GUARDS[s.guardrail]()
+    judge = LLMJudge(openai_compat_provider(specs["judge"]), name=specs["judge"].alias) if "judge" in specs else BUILTIN_JUDGES[s.judge]()
     return Stack(
-        guard=None if s.guardrail == "none" else BUILTIN_GUARDS[s.guardrail](),
+        guard=guard,
         tutor=tutor,
-        judge=BUILTIN_JUDGES[s.judge](),
+        judge=judge,
         system_prompt=inputs.system_prompt,
         refusal_text=inputs.refusal_text,
         malformed_policy=s.malformed_policy,

@@ -74,6 +74,8 @@ class TutorReply(_Frozen):
     model: str
     finish_reason: str | None = None
     completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    latency_s: float | None = None
 
 
 class JudgeVerdict(_Frozen):

@@ -17,7 +17,7 @@ import pytest
 from pydantic import ValidationError
 
 from pytest_guardbench import gates, reports, scoring
-from pytest_guardbench.config import Settings
+from pytest_guardbench.config import ModelSpec, Settings
 from pytest_guardbench.data import LoadedData, manifest
 from pytest_guardbench.gates import GateResult
 from pytest_guardbench.schemas import Case, CaseRecord
@@ -37,6 +37,7 @@ class RunInputs:
     system_prompt: str
     refusal_text: str
     tutor_description: str
+    model_specs: dict[str, ModelSpec] = field(default_factory=dict)  # role -> spec, for API-backed roles
     cases_by_id: dict[str, Case] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -144,6 +145,7 @@ class GuardbenchSession:
             "run_id": self.run_id,
             "stack": self._stack(),
             "tutor_description": self.inputs.tutor_description,
+            "models": {role: {**spec.model_dump(exclude={"params"}), "base_url": spec.resolved_base_url(), "params": spec.params} for role, spec in sorted(self.inputs.model_specs.items())},
             "system_prompt_sha256": hashlib.sha256(self.inputs.system_prompt.encode("utf-8")).hexdigest(),
             "refusal_text_sha256": hashlib.sha256(self.inputs.refusal_text.encode("utf-8")).hexdigest(),
             "settings": self.inputs.settings.public_view(),

@@ -97,6 +97,15 @@ def stable(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if k not in VOLATILE_SUMMARY_KEYS}
 
 
+@pytest.fixture(scope="session")
+def openai_stub():
+    from tests.openai_stub import OpenAIStub
+
+    stub = OpenAIStub()
+    yield stub
+    stub.close()
+
+
 @pytest.fixture
 def run_guardbench(pytester: pytest.Pytester) -> Callable[..., tuple[pytest.RunResult, dict[str, Any] | None]]:
     """Write the small project, run pytest in a subprocess, return (result, summary or None)."""

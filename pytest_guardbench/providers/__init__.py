@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from pytest_guardbench.config import ModelSpec
 from pytest_guardbench.providers.base import (
     ChatProvider,
     Completion,
@@ -25,6 +26,7 @@ __all__ = [
     "ProviderOptions",
     "ProviderRegistry",
     "builtin_registry",
+    "openai_compat_provider",
 ]
 
 
@@ -67,6 +69,22 @@ def _smol(options: ProviderOptions) -> ChatProvider:
     from pytest_guardbench.providers.hf_local import smollm2_provider
 
     return smollm2_provider(options)
+
+
+def openai_compat_provider(spec: ModelSpec) -> ChatProvider:
+    """Build the OpenAI-compatible client for a model spec (imports `openai` only now)."""
+    from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
+
+    return OpenAICompatProvider(
+        spec.alias,
+        spec.model,
+        spec.resolved_base_url(),
+        spec.api_key_env,
+        concurrency=spec.concurrency,
+        timeout_s=spec.timeout_s,
+        max_retries=spec.max_retries,
+        extra_params=spec.params,
+    )
 
 
 def builtin_registry() -> ProviderRegistry:

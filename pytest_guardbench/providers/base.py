@@ -19,6 +19,8 @@ class Completion:
     model: str
     finish_reason: str | None = None
     completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    latency_s: float | None = None
 
 
 @dataclass(frozen=True)

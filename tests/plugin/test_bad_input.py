@@ -60,13 +60,18 @@ def test_missing_file(pytester):
     ("args", "expected"),
     [
         (["--guardbench-variants=original,sparkle"], "*--guardbench-variants: unknown variant 'sparkle'; known: adversarial, base64, *"),
-        (["--guardrail=graniteish"], "*--guardrail=graniteish: unknown guardrail; known: none, keyword"),
-        (["--tutor=gpt-9"], "*--tutor=gpt-9: unknown tutor; known: scripted, smol"),
-        (["--judge=oracle"], "*--judge=oracle: unknown judge; known: rules"),
+        (["--guardrail=graniteish"], "*--guardrail=graniteish: unknown guardrail; known: none, keyword; aliases: gpt-4o-mini, llama; or openai:<model>, vllm:<model>@<url>"),
+        (["--tutor=gpt-9"], "*--tutor=gpt-9: unknown tutor; known: scripted, smol; aliases: gpt-4o-mini, llama; or openai:<model>, vllm:<model>@<url>"),
+        (["--judge=oracle"], "*--judge=oracle: unknown judge; known: rules; aliases: gpt-4o-mini, llama; or openai:<model>, vllm:<model>@<url>"),
+        (["--tutor=llama"], "*--tutor=llama: environment variable SCW_SECRET_KEY is not set (it holds the API key for llama-3.1-8b-instruct)"),
+        (["--judge=openai:gpt-4o-mini"], "*--judge=openai:gpt-4o-mini: environment variable OPENAI_API_KEY is not set*"),
+        (["--guardrail=vllm:guard@ftp://x"], "*'vllm:guard@ftp://x': expected vllm:<model>@<http(s)-base-url>"),
         (["--guardbench-system-prompt=nosuch"], "*--guardbench-system-prompt: 'nosuch' is neither a shipped prompt*"),
     ],
 )
-def test_unknown_names_are_usage_errors(pytester, args, expected):
+def test_unknown_names_are_usage_errors(pytester, monkeypatch, args, expected):
+    monkeypatch.delenv("SCW_SECRET_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     write_project(pytester)
     result = pytester.runpytest_subprocess(*args)
     assert result.ret == pytest.ExitCode.USAGE_ERROR

@@ -1,0 +1,129 @@
+"""A loopback HTTP server speaking the Chat Completions wire format, with scripted answers and faults.
+
+Replies are chosen from markers in the request so tests can compute expectations by hand:
+`FAULT:500`, `FAULT:429ONCE` (429 with Retry-After once per distinct prompt, then success),
+`FAULT:SLOW` (answers after 2 s), `FAULT:BADJSON`, `FAULT:EMPTY`; guard requests (system prompt of
+the generic guard) answer BLOCK when the prompt says "bomb"; judge requests answer JSON (`JUDGE:FENCED`,
+`JUDGE:BROKEN` fixed by the repair call, `JUDGE:NEVER`). Every request is recorded.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+class OpenAIStub:
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.auth_headers: list[str | None] = []
+        self._seen_429: set[str] = set()
+        self._lock = threading.Lock()
+        stub = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_GET(self) -> None:  # noqa: N802
+                if self.path.rstrip("/").endswith("/models"):
+                    self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+                else:
+                    self._send(404, {"error": {"message": "not found"}})
+
+            def do_POST(self) -> None:  # noqa: N802
+                length = int(self.headers.get("Content-Length") or 0)
+                try:
+                    body = json.loads(self.rfile.read(length))
+                except json.JSONDecodeError:
+                    self._send(400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}})
+                    return
+                with stub._lock:
+                    stub.requests.append(body)
+                    stub.auth_headers.append(self.headers.get("Authorization"))
+                if not self.path.rstrip("/").endswith("/chat/completions"):
+                    self._send(404, {"error": {"message": "not found"}})
+                    return
+                stub._respond(self, body)
+
+            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> None:
+                data = raw if raw is not None else json.dumps(payload).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                for k, v in (headers or {}).items():
+                    self.send_header(k, v)
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _respond(self, handler: Any, body: dict[str, Any]) -> None:
+        messages = body.get("messages") or []
+        everything = "\n".join(str(m.get("content", "")) for m in messages)
+        last_user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+        if "FAULT:500" in everything:
+            handler._send(500, {"error": {"message": "the stub broke", "type": "server_error"}})
+            return
+        if "FAULT:429ONCE" in everything:
+            with self._lock:
+                first = everything not in self._seen_429
+                self._seen_429.add(everything)
+            if first:
+                handler._send(429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"Retry-After": "0"})
+                return
+        if "FAULT:SLOW" in everything:
+            time.sleep(2)
+        if "FAULT:BADJSON" in everything:
+            handler._send(200, None, raw=b'{"id": "x", "choices": [')
+            return
+        content: str | None = self._script(messages, everything, last_user)
+        if "FAULT:EMPTY" in everything:
+            content = None
+        handler._send(
+            200,
+            {
+                "id": "chatcmpl-stub",
+                "object": "chat.completion",
+                "created": 0,
+                "model": f"{body.get('model')}-served",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": len(everything.split()), "completion_tokens": len((content or "").split()), "total_tokens": 0},
+            },
+        )
+
+    @staticmethod
+    def _script(messages: list[dict[str, Any]], everything: str, last_user: str) -> str:
+        system = str(messages[0].get("content", "")) if messages and messages[0].get("role") == "system" else ""
+        if "safety guardrail" in system:
+            if "GUARDJUNK" in last_user:
+                return "Blockchain is fine"
+            return "BLOCK: dangerous request" if "bomb" in last_user.lower() else "ALLOW"
+        if "child-safety judge" in system:
+            repairing = any(m.get("role") == "assistant" for m in messages)
+            response = everything.split("Final response", 1)[-1]
+            refused = "can't" in response or "guardrail's block" in response
+            verdict = {"response_safety": "safe", "answer_mode": "refused_or_blocked" if refused else "answered", "reasons": "stub judge"}
+            if "JUDGE:NEVER" in everything:
+                return "I think it is fine, really."
+            if "JUDGE:BROKEN" in everything and not repairing:
+                return "{'response_safety': safe"
+            if "JUDGE:FENCED" in everything:
+                return "Here you go:\n```json\n" + json.dumps(verdict) + "\n```"
+            return json.dumps(verdict)
+        if "REFUSE" in last_user:
+            return "I can't help with that. Please talk to a trusted adult."
+        return "Plants make their own food from sunlight, water and air."
