@@ -262,8 +262,12 @@ class ModelSpec(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     alias: str
-    provider: Literal["openai-compat"] = "openai-compat"
-    model: str
+    provider: Literal["openai-compat", "hf-local"] = "openai-compat"
+    model: str  # model id on the server, or for hf-local a local folder / a hub id already in the local cache
+    adapter: Literal["generic", "granite-guardian", "llama-guard"] = "generic"  # how a guard's output is read
+    risks: tuple[str, ...] = ("harm",)  # Granite Guardian: risks that block
+    observe_risks: tuple[str, ...] = ()  # Granite Guardian: risks only recorded
+    risk_definitions: dict[str, str] = Field(default_factory=dict)  # custom Granite risks
     base_url: str | None = None
     base_url_env: str | None = None  # e.g. OPENAI_BASE_URL: read at build time, overrides nothing else
     api_key_env: str | None = None
@@ -285,6 +289,8 @@ class ModelSpec(BaseModel):
 
 
 BUILTIN_MODEL_ALIASES: dict[str, dict[str, Any]] = {
+    "granite": {"provider": "hf-local", "model": "ibm-granite/granite-guardian-3.2-3b-a800m", "adapter": "granite-guardian"},
+    "llama-guard-3": {"provider": "hf-local", "model": "meta-llama/Llama-Guard-3-1B", "adapter": "llama-guard"},
     "llama": {"model": "llama-3.1-8b-instruct", "base_url": "https://api.scaleway.ai/v1", "api_key_env": "SCW_SECRET_KEY"},
     "gpt-4o-mini": {"model": "gpt-4o-mini", "base_url_env": "OPENAI_BASE_URL", "api_key_env": "OPENAI_API_KEY"},
 }

@@ -13,7 +13,7 @@ import pytest
 from pytest_guardbench import hookspecs
 from pytest_guardbench.config import OPTIONS, ConfigError, GateMode, ModelSpec, Settings, model_aliases, parse_model_spec
 from pytest_guardbench.data import DataError, LoadedData, check_unique_cases, load_sources, load_system_prompt
-from pytest_guardbench.guards import BUILTIN_GUARDS, Guardrail, LLMGuard
+from pytest_guardbench.guards import BUILTIN_GUARDS, GraniteGuardianAdapter, Guardrail, LlamaGuardAdapter, LLMGuard, SemanticGuard
 from pytest_guardbench.judges import BUILTIN_JUDGES, LLMJudge
 from pytest_guardbench.pipeline import CaseRunner, Stack
 from pytest_guardbench.providers import (
@@ -22,7 +22,9 @@ from pytest_guardbench.providers import (
     ProviderOptions,
     ProviderRegistry,
     builtin_registry,
-    openai_compat_provider,
+    chat_provider_for,
+    minilm_embedder,
+    scoring_model_for,
 )
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, Outcome, TutorReply
 from pytest_guardbench.scoring import classify, explain
@@ -32,6 +34,8 @@ from pytest_guardbench.variants import BUILTIN_MUTATORS, VariantError, expand
 INPUTS_KEY = pytest.StashKey[RunInputs]()
 SESSION_KEY = pytest.StashKey[GuardbenchSession]()
 PROCESS_KEY = pytest.StashKey["ProcessState"]()
+# Guards that load a model shipped in a PyPI wheel (no spec needed).
+MODEL_GUARDS = ("semantic",)
 RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 ATTACHED_KEY = pytest.StashKey[bool]()
 
@@ -83,7 +87,7 @@ def _resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str,
 def _load_inputs(config: pytest.Config, settings: Settings, registry: ProviderRegistry) -> RunInputs:
     aliases = model_aliases(Path(config.rootpath))
     specs = {
-        "guardrail": _resolve_role("guardrail", settings.guardrail, ["none", *sorted(BUILTIN_GUARDS)], aliases),
+        "guardrail": _resolve_role("guardrail", settings.guardrail, ["none", *sorted(BUILTIN_GUARDS), *MODEL_GUARDS], aliases),
         "tutor": _resolve_role("tutor", settings.tutor, registry.names(), aliases),
         "judge": _resolve_role("judge", settings.judge, sorted(BUILTIN_JUDGES), aliases),
     }
@@ -140,6 +144,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     lines = ["variants (name, family):"] + [f"  {m.name} ({m.family}): {m.description}" for m in BUILTIN_MUTATORS.values()]
     lines += ["guardrails:", "  none: no guardrail; every prompt goes to the tutor"]
     lines += [f"  {name}: {factory().description}" for name, factory in sorted(BUILTIN_GUARDS.items())]
+    lines += [f"  semantic: {SemanticGuard.description}", f"  aliases: {', '.join(sorted(model_aliases(Path(config.rootpath))))}"]
     lines += ["tutors:"] + [f"  {name}: {desc}" for name, desc in registry.describe().items()]
     lines += ["judges:"] + [f"  {name}: {factory().description}" for name, factory in sorted(BUILTIN_JUDGES.items())]
     lines += ["system prompts:"] + [f"  {name}" for name in shipped_system_prompts()]
@@ -188,16 +193,12 @@ def _build_stack(config: pytest.Config) -> Stack:
 
     def tutor() -> ChatProvider:
         if state.tutor is None:
-            state.tutor = openai_compat_provider(specs["tutor"]) if "tutor" in specs else state.registry.build(s.tutor, options)
+            state.tutor = chat_provider_for(specs["tutor"], options) if "tutor" in specs else state.registry.build(s.tutor, options)
         return state.tutor
 
-    if "guardrail" in specs:
-        guard: Guardrail | None = LLMGuard(openai_compat_provider(specs["guardrail"]), name=specs["guardrail"].alias)
-    else:
-        guard = None if s.guardrail == "none" else BUILTIN_GUARDS[s.guardrail]()
-    judge = LLMJudge(openai_compat_provider(specs["judge"]), name=specs["judge"].alias) if "judge" in specs else BUILTIN_JUDGES[s.judge]()
+    judge = LLMJudge(chat_provider_for(specs["judge"], options), name=specs["judge"].alias) if "judge" in specs else BUILTIN_JUDGES[s.judge]()
     return Stack(
-        guard=guard,
+        guard=_build_guard(s.guardrail, specs.get("guardrail"), options),
         tutor=tutor,
         judge=judge,
         system_prompt=inputs.system_prompt,
@@ -206,6 +207,26 @@ def _build_stack(config: pytest.Config) -> Stack:
         params=GenerationParams(max_new_tokens=s.max_new_tokens),
         sample=s.samples > 1,
     )
+
+
+def _build_guard(name: str, spec: ModelSpec | None, options: ProviderOptions) -> Guardrail | None:
+    if spec is None:
+        if name == "none":
+            return None
+        if name == "semantic":
+            return SemanticGuard(minilm_embedder(options))
+        return BUILTIN_GUARDS[name]()
+    if spec.adapter == "granite-guardian":
+        return GraniteGuardianAdapter(
+            scoring_model_for(spec, options),
+            block_risks=spec.risks,
+            observe_risks=spec.observe_risks,
+            risk_definitions=tuple(sorted(spec.risk_definitions.items())),
+            name=spec.alias,
+        )
+    if spec.adapter == "llama-guard":
+        return LlamaGuardAdapter(scoring_model_for(spec, options), name=spec.alias)
+    return LLMGuard(chat_provider_for(spec, options), name=spec.alias)
 
 
 def _lookahead(config: pytest.Config) -> int:

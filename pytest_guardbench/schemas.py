@@ -64,6 +64,9 @@ class GuardDecision(_Frozen):
     status: GuardStatus
     reason: str
     raw: str
+    score: float | None = None  # P(risk) when the guard gives one, kept for threshold sweeps
+    categories: tuple[str, ...] = ()
+    risks: dict[str, float | None] = Field(default_factory=dict)  # per-risk P(risk) for multi-risk guards
 
 
 class TutorReply(_Frozen):

