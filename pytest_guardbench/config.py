@@ -268,6 +268,9 @@ class ModelSpec(BaseModel):
     risks: tuple[str, ...] = ("harm",)  # Granite Guardian: risks that block
     observe_risks: tuple[str, ...] = ()  # Granite Guardian: risks only recorded
     risk_definitions: dict[str, str] = Field(default_factory=dict)  # custom Granite risks
+    device: str = "cpu"  # hf-local only
+    dtype: str = "float32"  # hf-local only
+    trust_remote_code: bool = False  # hf-local only; off unless a project asks for it
     base_url: str | None = None
     base_url_env: str | None = None  # e.g. OPENAI_BASE_URL: read at build time, overrides nothing else
     api_key_env: str | None = None

@@ -30,6 +30,7 @@ class Stack:
     malformed_policy: MalformedPolicy
     params: GenerationParams
     sample: bool = False  # k > 1: sample with a per-case seed instead of greedy decoding
+    preflight_judge: bool = False  # check an API/LLM judge once before paying for any generation
 
 
 def routes_to_tutor(decision: GuardDecision | None, policy: MalformedPolicy) -> bool:
@@ -194,8 +195,28 @@ class CaseRunner:
         self._stack = stack
         self._batch_size = max(1, lookahead)
         self._done: dict[str, CaseRecord] = {}
+        self._preflight_error: str | None = None
+        self._preflight_done = not stack.preflight_judge
+
+    def _preflight(self) -> None:
+        """One known-easy judgement before the first case; a broken judge fails every case at once
+        instead of after all guard and tutor calls were paid for."""
+        self._preflight_done = True
+        probe = JudgeInput(prompt="What is two plus two?", response="Two plus two is four.", source="tutor", is_harmful=False)
+        try:
+            [verdict] = self._stack.judge.judge([probe])
+        except Exception as exc:  # noqa: BLE001
+            self._preflight_error = f"judge preflight failed: {type(exc).__name__}: {exc}"
+            return
+        if verdict.malformed:
+            self._preflight_error = f"judge preflight failed: {verdict.reason}"
 
     def record_for(self, case: Case, upcoming: Sequence[Case] = ()) -> CaseRecord:
+        if not self._preflight_done:
+            self._preflight()
+        if self._preflight_error is not None:
+            error = PipelineError(stage="judge", message=self._preflight_error)
+            return CaseRecord.for_case(case, guard=None, tutor_ran=False, response=None, judge=None, error=error)
         if case.case_id not in self._done:
             batch = [case]
             for other in upcoming:

@@ -206,6 +206,7 @@ def _build_stack(config: pytest.Config) -> Stack:
         malformed_policy=s.malformed_policy,
         params=GenerationParams(max_new_tokens=s.max_new_tokens),
         sample=s.samples > 1,
+        preflight_judge="judge" in specs,
     )
 
 

@@ -90,20 +90,33 @@ class OpenAIStub:
         if "FAULT:BADJSON" in everything:
             handler._send(200, None, raw=b'{"id": "x", "choices": [')
             return
+        template_kwargs = body.get("chat_template_kwargs")
+        if template_kwargs is not None:
+            guardian = template_kwargs.get("guardian_config") or {}
+            if "risk_name" not in guardian:
+                handler._send(400, {"error": {"message": "chat template error: guardian_config needs risk_name", "type": "BadRequestError"}})
+                return
+            risky = "bomb" in last_user.lower()
+            content = "Yes" if risky else "No"
+            top = [{"token": "Yes", "logprob": -0.1 if risky else -2.4, "bytes": None}, {"token": "No", "logprob": -2.4 if risky else -0.1, "bytes": None}]
+            logprobs = {"content": [{"token": content, "logprob": -0.1, "bytes": None, "top_logprobs": top}]} if body.get("logprobs") else None
+            handler._send(200, self._envelope(body, content, everything, logprobs))
+            return
         content: str | None = self._script(messages, everything, last_user)
         if "FAULT:EMPTY" in everything:
             content = None
-        handler._send(
-            200,
-            {
-                "id": "chatcmpl-stub",
-                "object": "chat.completion",
-                "created": 0,
-                "model": f"{body.get('model')}-served",
-                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-                "usage": {"prompt_tokens": len(everything.split()), "completion_tokens": len((content or "").split()), "total_tokens": 0},
-            },
-        )
+        handler._send(200, self._envelope(body, content, everything))
+
+    @staticmethod
+    def _envelope(body: dict[str, Any], content: str | None, everything: str, logprobs: Any = None) -> dict[str, Any]:
+        return {
+            "id": "chatcmpl-stub",
+            "object": "chat.completion",
+            "created": 0,
+            "model": f"{body.get('model')}-served",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop", "logprobs": logprobs}],
+            "usage": {"prompt_tokens": len(everything.split()), "completion_tokens": len((content or "").split()), "total_tokens": 0},
+        }
 
     @staticmethod
     def _script(messages: list[dict[str, Any]], everything: str, last_user: str) -> str:

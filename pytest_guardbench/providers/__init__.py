@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any
 from dataclasses import dataclass
 
 from pytest_guardbench.config import ModelSpec
@@ -95,19 +96,22 @@ def openai_compat_provider(spec: ModelSpec) -> ChatProvider:
 def chat_provider_for(spec: ModelSpec, options: ProviderOptions) -> ChatProvider:
     """A chat model for any spec: OpenAI-compatible, or a local transformers model."""
     if spec.provider == "hf-local":
-        from pytest_guardbench.providers.hf_local import local_scoring_model
-
-        return local_scoring_model(spec.alias, spec.model, options)
+        return _local(spec, options)
     return openai_compat_provider(spec)
 
 
 def scoring_model_for(spec: ModelSpec, options: ProviderOptions) -> ScoringChatModel:
-    """A local guard model that can return label probabilities."""
-    if spec.provider != "hf-local":
-        raise ProviderError(f"{spec.alias}: the {spec.adapter} adapter needs a local transformers model (provider = \"hf-local\")")
+    """A guard model that returns label probabilities: local transformers (logits) or an
+    OpenAI-compatible server such as vLLM (template kwargs via `chat_template_kwargs`, logprobs)."""
+    if spec.provider == "hf-local":
+        return _local(spec, options)
+    return openai_compat_provider(spec)
+
+
+def _local(spec: ModelSpec, options: ProviderOptions) -> Any:
     from pytest_guardbench.providers.hf_local import local_scoring_model
 
-    return local_scoring_model(spec.alias, spec.model, options)
+    return local_scoring_model(spec.alias, spec.model, options, device=spec.device, dtype=spec.dtype, trust_remote_code=spec.trust_remote_code)
 
 
 def minilm_embedder(options: ProviderOptions) -> Embedder:

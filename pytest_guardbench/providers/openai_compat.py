@@ -4,14 +4,30 @@ official `openai` async client. The only module that imports `openai`."""
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import SecretStr
 
-from pytest_guardbench.providers.base import Completion, GenerationParams, Message, ProviderError
+from pytest_guardbench.providers.base import Classification, Completion, GenerationParams, Message, ProviderError
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str
+    model: str
+    finish_reason: str | None
+    completion_tokens: int | None
+    prompt_tokens: int | None
+    latency_s: float
+    logprobs: Any = None
+
+    def completion(self) -> Completion:
+        return Completion(self.text, self.model, self.finish_reason, self.completion_tokens, self.prompt_tokens, self.latency_s)
 
 
 class OpenAICompatProvider:
@@ -58,9 +74,15 @@ class OpenAICompatProvider:
         Raises ProviderError for the first failed call; the pipeline then retries cases one by
         one so a single bad case does not take the batch with it.
         """
-        return asyncio.run(self._generate_all(list(conversations), params, list(seeds)))
+        async def run() -> list[Completion]:
+            replies = await self._run_all(list(conversations), params, list(seeds), None)
+            return [r.completion() for r in replies]
 
-    async def _generate_all(self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None]) -> list[Completion]:
+        return asyncio.run(run())
+
+    async def _run_all(
+        self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None], extra: dict[str, Any] | None
+    ) -> list[_Reply]:
         from openai import AsyncOpenAI
 
         client = AsyncOpenAI(
@@ -71,16 +93,38 @@ class OpenAICompatProvider:
         )
         limit = asyncio.Semaphore(self._concurrency)
 
-        async def one(conversation: list[Message], seed: int | None) -> Completion:
+        async def one(conversation: list[Message], seed: int | None) -> _Reply:
             async with limit:
-                return await self._complete(client, conversation, params, seed)
+                return await self._complete(client, conversation, params, seed, extra)
 
         try:
             return list(await asyncio.gather(*(one(c, s) for c, s in zip(conversations, seeds, strict=True))))
         finally:
             await client.close()
 
-    async def _complete(self, client: Any, conversation: list[Message], params: GenerationParams, seed: int | None) -> Completion:
+    def classify(
+        self,
+        conversations: Sequence[list[Message]],
+        template_kwargs: dict[str, Any],
+        label_words: tuple[str, str],
+        max_new_tokens: int = 8,
+    ) -> list[Classification]:
+        """Guard-style call: template kwargs go to the server's chat template (vLLM's
+        `chat_template_kwargs`), the label probability comes from the returned logprobs."""
+        extra = {"logprobs": True, "top_logprobs": 20}
+        if template_kwargs:
+            extra["extra_body"] = {"chat_template_kwargs": template_kwargs}
+        params = GenerationParams(max_new_tokens=max_new_tokens)
+
+        async def run() -> list[Classification]:
+            completions = await self._run_all(list(conversations), params, [None] * len(conversations), extra)
+            return [Classification(text=c.text, p_first=_label_probability(c.logprobs, label_words)) for c in completions]
+
+        return asyncio.run(run())
+
+    async def _complete(
+        self, client: Any, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None = None
+    ) -> _Reply:
         import openai
 
         request: dict[str, Any] = {
@@ -89,6 +133,7 @@ class OpenAICompatProvider:
             "max_tokens": params.max_new_tokens,
             "temperature": params.temperature if seed is not None else 0.0,
             **self._extra,
+            **(extra or {}),
         }
         if seed is not None:
             request["seed"] = seed
@@ -112,7 +157,8 @@ class OpenAICompatProvider:
         if text is None:
             raise ProviderError(f"{self.name}: the server returned an empty message (finish_reason={choice.finish_reason})")
         usage = getattr(response, "usage", None)
-        return Completion(
+        return _Reply(
+            logprobs=getattr(choice, "logprobs", None),
             text=text.strip(),
             model=getattr(response, "model", None) or self.model,
             finish_reason=choice.finish_reason,
@@ -120,6 +166,24 @@ class OpenAICompatProvider:
             prompt_tokens=getattr(usage, "prompt_tokens", None),
             latency_s=round(time.perf_counter() - started, 4),
         )
+
+
+def _label_probability(logprobs: Any, label_words: tuple[str, str]) -> float | None:
+    """P(label_words[0]) against label_words[1] from the top logprobs at the first non-blank
+    generated position (mass of every spelling of each word; both sums start at 1e-50)."""
+    content = getattr(logprobs, "content", None) or []
+    for position in content:
+        if not str(position.token).strip():
+            continue
+        first, second = 1e-50, 1e-50
+        for candidate in position.top_logprobs or []:
+            word = str(candidate.token).strip().lower()
+            if word == label_words[0].lower():
+                first += math.exp(candidate.logprob)
+            elif word == label_words[1].lower():
+                second += math.exp(candidate.logprob)
+        return round(first / (first + second), 6)
+    return None
 
 
 def _short(text: str, limit: int = 200) -> str:
