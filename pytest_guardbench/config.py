@@ -92,9 +92,9 @@ class OptionSpec:
 
 
 OPTIONS: tuple[OptionSpec, ...] = (
-    OptionSpec("guardrail", ("--guardrail", "--guardbench-guardrail"), "Guardrail model: an alias (keyword, none).",),
-    OptionSpec("tutor", ("--tutor", "--guardbench-tutor"), "Tutor model: an alias (smol) or a registered provider name."),
-    OptionSpec("judge", ("--judge", "--guardbench-judge"), "Safety judge: an alias (rules)."),
+    OptionSpec("guardrail", ("--guardrail", "--guardbench-guardrail"), "Guardrail: keyword, semantic, none, a model alias or openai:<model> / vllm:<model>@<url>.",),
+    OptionSpec("tutor", ("--tutor", "--guardbench-tutor"), "Tutor: smol, a registered provider, a model alias or openai:<model> / vllm:<model>@<url>."),
+    OptionSpec("judge", ("--judge", "--guardbench-judge"), "Safety judge: rules, a model alias or openai:<model> / vllm:<model>@<url>."),
     OptionSpec(
         "data",
         ("--guardbench-data",),

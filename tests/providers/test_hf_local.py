@@ -11,6 +11,7 @@ import pytest
 from pytest_guardbench.providers import GenerationParams, ProviderOptions
 from pytest_guardbench.providers.base import ChatProvider
 from pytest_guardbench.providers.hf_local import local_chat_provider
+from tests.tiny_models import build_tiny_chat_model
 
 CHATML = (
     "{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -21,23 +22,9 @@ WORDS = "why is the sky blue what a period how do plants grow you are kind tutor
 
 @pytest.fixture(scope="session")
 def tiny_llama_dir(tmp_path_factory) -> Path:
-    torch = pytest.importorskip("torch")
-    from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
-    specials = ["<unk>", "<|im_start|>", "<|im_end|>"]
-    vocab = {tok: i for i, tok in enumerate(specials + sorted(set(WORDS)) + ["\n"])}
-    backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
-    backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", eos_token="<|im_end|>", additional_special_tokens=specials[1:])
-    tokenizer.chat_template = CHATML
-    torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
-                         num_key_value_heads=2, max_position_embeddings=128, eos_token_id=vocab["<|im_end|>"], bos_token_id=None)
+    pytest.importorskip("torch")
     folder = tmp_path_factory.mktemp("tiny-llama")
-    LlamaForCausalLM(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return build_tiny_chat_model(folder, sorted(set(WORDS)) + ["\n"], CHATML, eos_token="<|im_end|>", extra_specials=("<|im_start|>",))
 
 
 def _conversation(question: str):
