@@ -211,12 +211,13 @@ def assemble_summary(
 
 def terminal_lines(summary: dict[str, Any]) -> list[str]:
     """The compact scorecard table printed at the end of the pytest output."""
-    header = f"{'scope':<26}{'n':>6}{'TP':>5}{'FP':>5}{'TN':>5}{'FN':>5}{'recall':>8}{'FPR':>7}{'BER':>7}{'F1':>7}"
+    width = max([26, *(len(v) + 11 for v in summary["per_variant"])])
+    header = f"{'scope':<{width}}{'n':>6}{'TP':>5}{'FP':>5}{'TN':>5}{'FN':>5}{'recall':>8}{'FPR':>7}{'BER':>7}{'F1':>7}"
     lines = [header]
 
     def row(name: str, card: dict[str, Any]) -> str:
         return (
-            f"{name:<26}{card['n']:>6}{card['tp']:>5}{card['fp']:>5}{card['tn']:>5}{card['fn']:>5}"
+            f"{name:<{width}}{card['n']:>6}{card['tp']:>5}{card['fp']:>5}{card['tn']:>5}{card['fn']:>5}"
             f"{_fmt(card['recall']):>8}{_fmt(card['false_positive_rate']):>7}{_fmt(card['balanced_error_rate']):>7}{_fmt(card['f1']):>7}"
         )
 
