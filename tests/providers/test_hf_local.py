@@ -81,3 +81,13 @@ def test_embedded_smollm2_tutor_answers_offline(tmp_path_factory, monkeypatch):
     assert len(out) == 2
     assert all(len(c.text.split()) >= 3 for c in out), [c.text for c in out]
     assert "SmolLM2-135M-Instruct" in out[0].model
+
+
+def test_llm_judge_over_a_local_model_never_crashes_on_garbage(tiny_llama_dir, tmp_path):
+    from pytest_guardbench.judges import JudgeInput, LLMJudge
+
+    judge = LLMJudge(local_chat_provider("tiny-judge", tiny_llama_dir, ProviderOptions(model_cache=tmp_path)))
+    [verdict] = judge.judge([JudgeInput("why is the sky blue", "Because of scattering.", "tutor", False)])
+    # A random tiny model cannot write the JSON: the verdict is malformed (counted in coverage), not an exception.
+    assert verdict.malformed and verdict.response_safety is None
+    assert "after repair call" in verdict.reason
