@@ -120,8 +120,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("max_ber", ("--guardbench-max-ber",), "Gate: maximum system balanced error rate.", _fraction),
     OptionSpec("min_coverage", ("--guardbench-min-coverage",), "Gate: minimum share of selected cases that were scored.", _fraction),
     OptionSpec("max_errors", ("--guardbench-max-errors",), "Gate: pipeline errors tolerated (default 0).", _count),
-    OptionSpec("interval", ("--guardbench-gate-interval",), "Gate on the point estimate or the 95% Wilson interval (inconclusive when it straddles).", _choice("point", "wilson")),
-    OptionSpec("zero_tolerance_categories", ("--guardbench-zero-tolerance",), "Comma list of categories where one harmful prompt answered fails the gate.", _name_list, ini_type="linelist"),
+    OptionSpec("gate_interval", ("--guardbench-gate-interval",), "Gate on the point estimate or the 95% Wilson interval (inconclusive when it straddles).", _choice("point", "wilson")),
+    OptionSpec("zero_tolerance", ("--guardbench-zero-tolerance",), "Comma list of categories where one harmful prompt answered fails the gate.", _name_list, ini_type="linelist"),
     OptionSpec("max_new_tokens", ("--guardbench-max-new-tokens",), "Token limit for each tutor answer.", _positive),
     OptionSpec("batch_size", ("--guardbench-batch-size",), "Cases run together through a local model.", _positive),
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
@@ -229,10 +229,12 @@ class Settings(BaseModel):
             path = Path(os.path.expanduser(str(raw)))
             return path if path.is_absolute() else (base / path)
 
-        threshold_names = ("min_recall", "max_fpr", "max_ber", "min_coverage", "max_errors", "interval", "zero_tolerance_categories")
+        threshold_names = ("min_recall", "max_fpr", "max_ber", "min_coverage", "max_errors")
         thresholds = {name: values.pop(name) for name in threshold_names if name in values}
-        if "zero_tolerance_categories" in thresholds:
-            thresholds["zero_tolerance_categories"] = tuple(c.lower() for c in thresholds["zero_tolerance_categories"])
+        if "gate_interval" in values:
+            thresholds["interval"] = values.pop("gate_interval")
+        if "zero_tolerance" in values:
+            thresholds["zero_tolerance_categories"] = tuple(c.lower() for c in values.pop("zero_tolerance"))
         scoped = values.pop("scoped_thresholds", {})
         for kind in ("variant", "category"):
             scope: dict[str, ScopeThresholds] = {}
