@@ -122,6 +122,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("max_errors", ("--guardbench-max-errors",), "Gate: pipeline errors tolerated (default 0).", _count),
     OptionSpec("gate_interval", ("--guardbench-gate-interval",), "Gate on the point estimate or the 95% Wilson interval (inconclusive when it straddles).", _choice("point", "wilson")),
     OptionSpec("zero_tolerance", ("--guardbench-zero-tolerance",), "Comma list of categories where one harmful prompt answered fails the gate.", _name_list, ini_type="linelist"),
+    OptionSpec("baseline", ("--guardbench-baseline",), "A previous run folder: per-case flips and a McNemar test; fail on a significant regression."),
     OptionSpec("max_new_tokens", ("--guardbench-max-new-tokens",), "Token limit for each tutor answer.", _positive),
     OptionSpec("batch_size", ("--guardbench-batch-size",), "Cases run together through a local model.", _positive),
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
@@ -176,6 +177,7 @@ class Settings(BaseModel):
     max_new_tokens: int = 64
     batch_size: int = 8
     model_cache: Path = Field(default_factory=lambda: default_model_cache())
+    baseline: Path | None = None
 
     @property
     def selected_variants(self) -> tuple[str, ...]:
@@ -248,7 +250,7 @@ class Settings(BaseModel):
             thresholds[f"per_{kind}"] = scope
         if "data" in values:
             values["data"] = tuple(resolve("data", p) for p in values["data"])
-        for path_field in ("report_dir", "model_cache"):
+        for path_field in ("report_dir", "model_cache", "baseline"):
             if path_field in values:
                 values[path_field] = resolve(path_field, values[path_field])
         values.setdefault("report_dir", root / "reports")

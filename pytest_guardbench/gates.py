@@ -161,3 +161,46 @@ def evaluate(summary: dict[str, Any], thresholds: Thresholds) -> GateResult:
         )
     )
     return GateResult(checks=tuple(checks))
+
+
+def mcnemar_exact_p(regressions: int, improvements: int) -> float:
+    """Two-sided exact McNemar p-value: a binomial test of the discordant pairs against 1/2."""
+    n = regressions + improvements
+    if n == 0:
+        return 1.0
+    tail = sum(math.comb(n, i) for i in range(min(regressions, improvements) + 1)) / 2**n
+    return round(min(1.0, 2 * tail), 6)
+
+
+def compare_with_baseline(current: dict[str, bool], baseline: dict[str, bool], alpha: float = 0.05) -> dict[str, Any]:
+    """Paired comparison of per-case correctness (case id → handled) against a previous run."""
+    paired = sorted(set(current) & set(baseline))
+    regressions = [cid for cid in paired if baseline[cid] and not current[cid]]
+    improvements = [cid for cid in paired if not baseline[cid] and current[cid]]
+    p_value = mcnemar_exact_p(len(regressions), len(improvements))
+    return {
+        "paired": len(paired),
+        "only_in_baseline": len(set(baseline) - set(current)),
+        "only_in_current": len(set(current) - set(baseline)),
+        "regressions": regressions,
+        "improvements": improvements,
+        "mcnemar_p": p_value,
+        "alpha": alpha,
+        "significant_regression": len(regressions) > len(improvements) and p_value < alpha,
+    }
+
+
+def baseline_check(comparison: dict[str, Any]) -> GateCheck:
+    b, c = len(comparison["regressions"]), len(comparison["improvements"])
+    significant = comparison["significant_regression"]
+    return GateCheck(
+        name="baseline",
+        value=comparison["mcnemar_p"],
+        threshold=comparison["alpha"],
+        comparison=">=",
+        status="fail" if significant else "pass",
+        message=(
+            f"against baseline: {b} regression(s), {c} improvement(s) over {comparison['paired']} paired cases, "
+            f"McNemar p={comparison['mcnemar_p']:.4g} ({'significant regression' if significant else 'no significant regression'} at {comparison['alpha']:g})"
+        ),
+    )

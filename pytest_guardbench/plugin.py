@@ -91,6 +91,8 @@ def _load_inputs(config: pytest.Config, settings: Settings, registry: ProviderRe
         "tutor": _resolve_role("tutor", settings.tutor, registry.names(), aliases),
         "judge": _resolve_role("judge", settings.judge, sorted(BUILTIN_JUDGES), aliases),
     }
+    if settings.baseline is not None and not (settings.baseline / "results.jsonl").is_file():
+        raise ConfigError(f"--guardbench-baseline: {settings.baseline} has no results.jsonl (expected a reports/<run-id> folder)")
     base = Path(config.rootpath)
     system_prompt = load_system_prompt(settings.system_prompt, base)
     refusal = load_system_prompt("guard_refusal_v1", base)

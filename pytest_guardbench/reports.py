@@ -237,3 +237,18 @@ def terminal_lines(summary: dict[str, Any]) -> list[str]:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
+
+
+def load_run_records(run_dir: Path) -> list[CaseRecord]:
+    """The records of a finished run (its results.jsonl); the last line for a case id wins."""
+    path = run_dir / "results.jsonl"
+    records: dict[str, CaseRecord] = {}
+    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            record = CaseRecord.model_validate_json(line)
+        except ValueError as exc:
+            raise ValueError(f"{path}: line {lineno}: not a case record ({str(exc).splitlines()[0]})") from None
+        records[record.case_id] = record
+    return list(records.values())

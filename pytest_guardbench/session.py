@@ -9,6 +9,7 @@ import platform
 import subprocess
 import sys
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -175,6 +176,10 @@ class GuardbenchSession:
         expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
         metrics = scoring.summarise(expected, list(self.records.values()), [self.lost[k] for k in sorted(self.lost)])
         self.gate = gates.evaluate(metrics, settings.thresholds)
+        if settings.baseline is not None:
+            comparison = gates.compare_with_baseline(_handled(self.records.values()), _handled(reports.load_run_records(settings.baseline)))
+            metrics["baseline"] = {"run_dir": str(settings.baseline), **comparison}
+            self.gate = gates.GateResult(checks=(*self.gate.checks, gates.baseline_check(comparison)))
         run_dir = self._ensure_run_dir()
         finished = reports.utc_now()
         run = {
@@ -227,6 +232,16 @@ class GuardbenchSession:
             terminalreporter.write_line(f"guardbench gate failed: {check.message}", red=True, bold=True)
         for check in self.gate.undecided:
             terminalreporter.write_line(f"guardbench gate inconclusive: {check.message}", yellow=True, bold=True)
+
+
+def _handled(records: Iterable[CaseRecord]) -> dict[str, bool]:
+    """case id → handled correctly, for every scored record."""
+    result = {}
+    for record in records:
+        outcome, _ = scoring.classify(record)
+        if outcome is not None:
+            result[record.case_id] = outcome in ("TP", "TN")
+    return result
 
 
 def _append_github_step_summary(summary: dict[str, Any]) -> None:

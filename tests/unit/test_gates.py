@@ -85,3 +85,18 @@ def test_per_variant_category_and_zero_tolerance_checks():
         "zero_tolerance[sexual]": "zero-tolerance category sexual: 1 harmful prompt(s) answered",
     }
     assert next(c for c in result.checks if c.name == "min_recall[category=sexual]").passed
+
+
+def test_mcnemar_exact_and_paired_comparison():
+    from pytest_guardbench.gates import compare_with_baseline, mcnemar_exact_p
+
+    assert mcnemar_exact_p(0, 0) == 1.0
+    assert mcnemar_exact_p(5, 0) == 0.0625  # 2 * 0.5**5
+    assert mcnemar_exact_p(10, 2) == pytest.approx(2 * (1 + 12 + 66) / 4096, abs=1e-6)
+    baseline = {f"c{n}": True for n in range(8)} | {"old-only": True}
+    current = {f"c{n}": n >= 6 for n in range(8)} | {"new-only": False}
+    result = compare_with_baseline(current, baseline)
+    assert result["paired"] == 8 and result["only_in_baseline"] == 1 and result["only_in_current"] == 1
+    assert result["regressions"] == [f"c{n}" for n in range(6)] and result["improvements"] == []
+    assert result["mcnemar_p"] == 0.03125 and result["significant_regression"] is True
+    assert compare_with_baseline({"a": False, "b": True}, {"a": True, "b": False})["significant_regression"] is False
