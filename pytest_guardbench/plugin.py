@@ -47,10 +47,11 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("guardbench", "child-safety stress tests (pytest-guardbench)")
     for spec in OPTIONS:
+        cli_help = spec.help.replace("%", "%%")  # argparse %-formats help strings
         if spec.repeatable:
-            group.addoption(*spec.flags, dest=spec.dest, action="append", default=None, help=spec.help)
+            group.addoption(*spec.flags, dest=spec.dest, action="append", default=None, help=cli_help)
         else:
-            group.addoption(*spec.flags, dest=spec.dest, type=spec.parse, default=None, help=spec.help)
+            group.addoption(*spec.flags, dest=spec.dest, type=spec.parse, default=None, help=cli_help)
         parser.addini(spec.ini_key, spec.help, type=spec.ini_type, default=[] if spec.ini_type == "linelist" else "")
     group.addoption("--guardbench-list", action="store_true", dest="guardbench_list", default=False, help="List variants, guardrails, tutors, judges and system prompts, then exit.")
 
