@@ -132,6 +132,13 @@ def evaluate(summary: dict[str, Any], thresholds: Thresholds) -> GateResult:
             checks.append(GateCheck(name=f"category[{category}]", value=None, threshold=0, comparison=">=", status="fail", message=f"category {category} has a threshold but no scored case"))
             continue
         checks.extend(_card_checks(categories[category], limits, f"category={category}", mode))
+    if thresholds.max_flip_rate is not None:
+        for variant, flips in sorted(summary.get("flip_rates", {}).items()):
+            counts = (flips["became_mishandled"] + flips["became_handled"], flips["outcome_pairs"])
+            checks.append(
+                _rate_check(f"max_flip_rate[variant={variant}]", f"flip rate (original→{variant})", counts, flips["outcome_flip_rate"],
+                            thresholds.max_flip_rate, "<=", "no paired base prompts", mode)
+            )
     for category in thresholds.zero_tolerance_categories:
         answered = categories.get(category, {}).get("fn", 0)
         checks.append(
