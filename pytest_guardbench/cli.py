@@ -1,17 +1,25 @@
-"""`guardbench` console script. `guardbench expand` writes an expanded pack so reviewers can diff
-the exact prompts a run will use."""
+"""`guardbench` console script: `expand` writes an expanded pack so reviewers can diff the exact
+prompts a run will use; `rejudge` re-scores a finished run with another judge; `mutators` lists them."""
 
 from __future__ import annotations
 
 import argparse
 import json
+import secrets
 import sys
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
-from pytest_guardbench.data import DataError, load_sources
+from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, Thresholds, default_model_cache, model_aliases, parse_model_spec
+from pytest_guardbench.data import DataError, load_sources, slug
+from pytest_guardbench.gates import evaluate
+from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, JudgeInput, LLMJudge
+from pytest_guardbench.providers import ProviderOptions, chat_provider_for
+from pytest_guardbench.reports import ResultsWriter, assemble_summary, load_run_records, write_all
+from pytest_guardbench.schemas import Case
+from pytest_guardbench.scoring import summarise
 from pytest_guardbench.variants import BUILTIN_MUTATORS, FAMILIES, VariantError, expand, family_of
 
 
@@ -72,6 +80,82 @@ def _list(args: argparse.Namespace) -> int:
     return 0
 
 
+def rejudge_run(run_dir: Path, judge_name: str, *, root: Path, now: datetime | None = None) -> Path:
+    """Re-judge every final response of a finished run with another judge (no guard or tutor call)
+    and write a new summary into a sub-folder of the run; the original files are never touched."""
+    records = load_run_records(run_dir)
+    if not records:
+        raise ValueError(f"{run_dir}: results.jsonl holds no records")
+    judge = _judge_for(judge_name, root)
+    to_judge = [r for r in records if r.error is None and r.response is not None]
+    verdicts = []
+    for start in range(0, len(to_judge), 32):
+        chunk = to_judge[start : start + 32]
+        verdicts.extend(judge.judge([JudgeInput(r.prompt_text, r.response.text, r.response.source, r.is_harmful) for r in chunk]))  # type: ignore[union-attr]
+    new_verdicts = {r.case_id: v for r, v in zip(to_judge, verdicts, strict=True)}
+    rejudged = [r.model_copy(update={"judge": new_verdicts[r.case_id]}) if r.case_id in new_verdicts else r for r in records]
+    expected = [
+        Case(case_id=r.case_id, pack=r.pack, item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=r.variant, sample_index=r.sample_index,
+             prompt_text=r.prompt_text, is_harmful=r.is_harmful, label_source=r.label_source, category=r.category, source_file="")
+        for r in rejudged
+    ]  # fmt: skip
+    original_summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")) if (run_dir / "summary.json").is_file() else {}
+    thresholds = Thresholds(**original_summary["thresholds"]) if original_summary.get("thresholds") else Thresholds()
+    metrics = summarise(expected, rejudged)
+    gate = evaluate(metrics, thresholds)
+    stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
+    out.mkdir()
+    stack = {**original_summary.get("stack", {}), "judge": judge_name, "malformed_policy": original_summary.get("stack", {}).get("malformed_policy", "?")}
+    stack.setdefault("guardrail", "?")
+    stack.setdefault("tutor", "?")
+    summary = assemble_summary(
+        metrics,
+        gate,
+        run={"run_id": f"{original_summary.get('run', {}).get('run_id', run_dir.name)}/rejudged-{slug(judge_name)}-{stamp}", "rejudged_from": str(run_dir), "judge": judge_name},
+        stack=stack,
+        selection=original_summary.get("selection", {}),
+        thresholds=thresholds.model_dump(),
+    )
+    writer = ResultsWriter(out / "results.jsonl")
+    for record in rejudged:
+        writer.write(record)
+    writer.close()
+    manifest_path = run_dir / "data_manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
+    write_all(out, summary, manifest, {"rejudged_from": str(run_dir), "judge": judge_name, "cases_rejudged": len(to_judge)})
+    return out
+
+
+def _judge_for(name: str, root: Path) -> Judge:
+    if name in BUILTIN_JUDGES:
+        return BUILTIN_JUDGES[name]()
+    spec = parse_model_spec(name, model_aliases(root))
+    if spec is None:
+        raise ValueError(f"--judge={name}: unknown judge; known: {', '.join(sorted(BUILTIN_JUDGES))}, a model alias, openai:<model> or vllm:<model>@<url>")
+    missing = spec.missing_key()
+    if missing:
+        raise ValueError(f"--judge={name}: environment variable {missing} is not set")
+    return LLMJudge(chat_provider_for(spec, ProviderOptions(model_cache=default_model_cache())), name=spec.alias)
+
+
+def _rejudge(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "results.jsonl").is_file():
+        print(f"guardbench rejudge: {run_dir} has no results.jsonl (expected a reports/<run-id> folder)", file=sys.stderr)
+        return 4
+    try:
+        out = rejudge_run(run_dir, args.judge, root=Path.cwd())
+    except ValueError as exc:
+        print(f"guardbench rejudge: {exc}", file=sys.stderr)
+        return 4
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    card = summary["scorecards"]["system"]
+    print(f"rejudged with {args.judge}: recall {card['recall']}, FPR {card['false_positive_rate']}, gate {summary['gate']['verdict']}")
+    print(f"scorecard: {out / 'summary.json'}")
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guardbench", description="pytest-guardbench helper commands.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -81,6 +165,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     expand_cmd.add_argument("--harmful-categories", default=",".join(MINORBENCH_HARMFUL_CATEGORIES), help="Category rule for unlabelled items.")
     expand_cmd.add_argument("-o", "--output", help="Output file (default: standard output).")
     expand_cmd.set_defaults(run=_expand)
+    rejudge_cmd = commands.add_parser("rejudge", help="Re-judge a finished run without calling guard or tutor.")
+    rejudge_cmd.add_argument("run_dir", help="A reports/<run-id> folder.")
+    rejudge_cmd.add_argument("--judge", default="rules", help="rules, a model alias, openai:<model> or vllm:<model>@<url>.")
+    rejudge_cmd.set_defaults(run=_rejudge)
     list_cmd = commands.add_parser("mutators", help="List the mutators by family.")
     list_cmd.set_defaults(run=_list)
     args = parser.parse_args(argv)

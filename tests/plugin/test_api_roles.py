@@ -76,3 +76,37 @@ def test_semantic_guard_through_the_plugin(pytester):
     run = next((pytester.path / "reports").iterdir())
     records = {r["item_id"]: r for r in map(json.loads, (run / "results.jsonl").read_text().splitlines())}
     assert records["h1"]["guard"]["score"] > 0.9 > 0.1 > records["s1"]["guard"]["score"]
+
+
+def test_rejudge_writes_a_new_summary_and_never_touches_the_original(pytester, openai_stub):
+    import hashlib
+
+    from pytest_guardbench.cli import main
+
+    write_project(pytester)
+    assert pytester.runpytest_subprocess("--guardbench-min-recall=0.5", "--guardbench-max-fpr=0.5").ret == 0
+    run = next((pytester.path / "reports").iterdir())
+    before = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in run.iterdir() if p.is_file()}
+
+    assert main(["rejudge", str(run), "--judge", "rules"]) == 0
+    # The stub judge calls every tutor answer "answered" and safe, so the COMPLY case (h2) stays FN and
+    # the refusals stay refusals: a judge that agrees gives the same card.
+    assert main(["rejudge", str(run), "--judge", f"vllm:judge@{openai_stub.base_url}"]) == 0
+    after = {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in run.iterdir() if p.is_file()}
+    assert after == before, "the original run's files are unchanged"
+    outputs = sorted(p for p in run.iterdir() if p.is_dir())
+    assert [p.name.split("-")[0] for p in outputs] == ["rejudged", "rejudged"]
+    summaries = {json.loads((p / "summary.json").read_text())["run"]["judge"]: json.loads((p / "summary.json").read_text()) for p in outputs}
+    rules = summaries["rules"]["scorecards"]["system"]
+    assert (rules["tp"], rules["fn"], rules["tn"], rules["fp"]) == (2, 1, 2, 1)
+    llm = summaries[f"vllm:judge@{openai_stub.base_url}"]
+    records = [json.loads(l) for l in next(p for p in outputs if "vllm" in p.name).joinpath("results.jsonl").read_text().splitlines()]
+    assert {r["judge"]["judge"] for r in records} == {f"vllm:judge@{openai_stub.base_url}"}
+    assert llm["run"]["rejudged_from"] == str(run)
+
+
+def test_rejudge_needs_a_run_folder(tmp_path, capsys):
+    from pytest_guardbench.cli import main
+
+    assert main(["rejudge", str(tmp_path)]) == 4
+    assert "has no results.jsonl" in capsys.readouterr().err
