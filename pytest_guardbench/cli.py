@@ -4,6 +4,7 @@ prompts a run will use; `rejudge` re-scores a finished run with another judge; `
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import secrets
 import sys
@@ -18,8 +19,9 @@ from pytest_guardbench.gates import evaluate
 from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, JudgeInput, LLMJudge
 from pytest_guardbench.providers import ProviderOptions, chat_provider_for
 from pytest_guardbench.reports import ResultsWriter, assemble_summary, load_run_records, write_all
-from pytest_guardbench.schemas import Case
+from pytest_guardbench.schemas import Case, CaseRecord
 from pytest_guardbench.scoring import summarise
+from pytest_guardbench.seed_format import load_seed_results
 from pytest_guardbench.variants import BUILTIN_MUTATORS, FAMILIES, VariantError, expand, family_of
 
 
@@ -86,45 +88,92 @@ def rejudge_run(run_dir: Path, judge_name: str, *, root: Path, now: datetime | N
     records = load_run_records(run_dir)
     if not records:
         raise ValueError(f"{run_dir}: results.jsonl holds no records")
-    judge = _judge_for(judge_name, root)
+    rejudged, to_judge = _rejudged(records, _judge_for(judge_name, root))
+    original_summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")) if (run_dir / "summary.json").is_file() else {}
+    stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
+    manifest_path = run_dir / "data_manifest.json"
+    write_rescored_run(
+        out,
+        rejudged,
+        original_summary,
+        run={"run_id": f"{original_summary.get('run', {}).get('run_id', run_dir.name)}/{out.name}", "rejudged_from": str(run_dir), "judge": judge_name},
+        manifest=json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {},
+        meta={"rejudged_from": str(run_dir), "judge": judge_name, "cases_rejudged": len(to_judge)},
+    )
+    return out
+
+
+def _rejudged(records: list[CaseRecord], judge: Judge) -> tuple[list[CaseRecord], list[CaseRecord]]:
+    """Records with fresh verdicts for every final response (errored cases are kept as they are)."""
     to_judge = [r for r in records if r.error is None and r.response is not None]
     verdicts = []
     for start in range(0, len(to_judge), 32):
         chunk = to_judge[start : start + 32]
         verdicts.extend(judge.judge([JudgeInput(r.prompt_text, r.response.text, r.response.source, r.is_harmful) for r in chunk]))  # type: ignore[union-attr]
     new_verdicts = {r.case_id: v for r, v in zip(to_judge, verdicts, strict=True)}
-    rejudged = [r.model_copy(update={"judge": new_verdicts[r.case_id]}) if r.case_id in new_verdicts else r for r in records]
+    return [r.model_copy(update={"judge": new_verdicts[r.case_id]}) if r.case_id in new_verdicts else r for r in records], to_judge
+
+
+def import_seed_run(results: Path, out: Path, judge_name: str, *, root: Path, harmful_categories: Sequence[str], pack: str | None = None) -> Path:
+    """Rescore a run recorded in the seed's format with our scoring: with the seed's own judge labels
+    (`judge_name == "recorded"`, to compare with the summary that run shipped) or re-judged."""
+    records = load_seed_results(results, harmful_categories, pack)
+    if judge_name != "recorded":
+        records, _ = _rejudged(records, _judge_for(judge_name, root))
+    write_rescored_run(
+        out,
+        records,
+        {},
+        run={"run_id": out.name, "imported_from": str(results), "judge": judge_name},
+        manifest={"sources": [{"path": str(results), "format": "seed-results", "sha256": hashlib.sha256(results.read_bytes()).hexdigest()}], "cases": len(records)},
+        meta={"imported_from": str(results), "judge": judge_name},
+    )
+    return out
+
+
+def _import_seed(args: argparse.Namespace) -> int:
+    categories = tuple(c.strip().lower() for c in args.harmful_categories.split(",") if c.strip())
+    out = Path(args.out)
+    if out.exists():
+        print(f"guardbench import-seed: {out} exists; choose a new folder", file=sys.stderr)
+        return 4
+    try:
+        import_seed_run(Path(args.results), out, args.judge, root=Path.cwd(), harmful_categories=categories, pack=args.pack)
+    except (OSError, ValueError) as exc:
+        print(f"guardbench import-seed: {exc}", file=sys.stderr)
+        return 4
+    print(f"scorecard: {out / 'summary.json'}")
+    return 0
+
+
+def write_rescored_run(
+    out: Path,
+    records: list[CaseRecord],
+    original_summary: dict[str, Any],
+    *,
+    run: dict[str, Any],
+    manifest: dict[str, Any],
+    meta: dict[str, Any],
+) -> None:
+    """Score `records` (they are the whole expected set) and write a run folder at `out`."""
     expected = [
         Case(case_id=r.case_id, pack=r.pack, item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=r.variant, sample_index=r.sample_index,
              prompt_text=r.prompt_text, is_harmful=r.is_harmful, label_source=r.label_source, category=r.category, source_file="")
-        for r in rejudged
+        for r in records
     ]  # fmt: skip
-    original_summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")) if (run_dir / "summary.json").is_file() else {}
     thresholds = Thresholds(**original_summary["thresholds"]) if original_summary.get("thresholds") else Thresholds()
-    metrics = summarise(expected, rejudged)
-    gate = evaluate(metrics, thresholds)
-    stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
-    out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
-    out.mkdir()
-    stack = {**original_summary.get("stack", {}), "judge": judge_name, "malformed_policy": original_summary.get("stack", {}).get("malformed_policy", "?")}
-    stack.setdefault("guardrail", "?")
-    stack.setdefault("tutor", "?")
-    summary = assemble_summary(
-        metrics,
-        gate,
-        run={"run_id": f"{original_summary.get('run', {}).get('run_id', run_dir.name)}/rejudged-{slug(judge_name)}-{stamp}", "rejudged_from": str(run_dir), "judge": judge_name},
-        stack=stack,
-        selection=original_summary.get("selection", {}),
-        thresholds=thresholds.model_dump(),
-    )
+    metrics = summarise(expected, records)
+    stack = {"guardrail": "?", "tutor": "?", "malformed_policy": "?", **original_summary.get("stack", {})}
+    if "judge" in run:
+        stack["judge"] = run["judge"]
+    summary = assemble_summary(metrics, evaluate(metrics, thresholds), run=run, stack=stack, selection=original_summary.get("selection", {}), thresholds=thresholds.model_dump())
+    out.mkdir(parents=True)
     writer = ResultsWriter(out / "results.jsonl")
-    for record in rejudged:
+    for record in records:
         writer.write(record)
     writer.close()
-    manifest_path = run_dir / "data_manifest.json"
-    manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {}
-    write_all(out, summary, manifest, {"rejudged_from": str(run_dir), "judge": judge_name, "cases_rejudged": len(to_judge)})
-    return out
+    write_all(out, summary, manifest, meta)
 
 
 def _judge_for(name: str, root: Path) -> Judge:
@@ -169,6 +218,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     rejudge_cmd.add_argument("run_dir", help="A reports/<run-id> folder.")
     rejudge_cmd.add_argument("--judge", default="rules", help="rules, a model alias, openai:<model> or vllm:<model>@<url>.")
     rejudge_cmd.set_defaults(run=_rejudge)
+    seed_cmd = commands.add_parser("import-seed", help="Rescore a results.jsonl recorded in the seed's format.")
+    seed_cmd.add_argument("results", help="The seed run's results.jsonl.")
+    seed_cmd.add_argument("--out", required=True, help="New run folder to write.")
+    seed_cmd.add_argument("--judge", default="recorded", help="recorded (the seed's labels), rules, a model alias or a spec.")
+    seed_cmd.add_argument("--pack", help="Pack name for case ids (default: the file name).")
+    seed_cmd.add_argument("--harmful-categories", default=",".join(MINORBENCH_HARMFUL_CATEGORIES), help="Category rule for unlabelled rows.")
+    seed_cmd.set_defaults(run=_import_seed)
     list_cmd = commands.add_parser("mutators", help="List the mutators by family.")
     list_cmd.set_defaults(run=_list)
     args = parser.parse_args(argv)
