@@ -3,6 +3,7 @@ the controller's work lives in `session.GuardbenchSession`."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -327,6 +328,37 @@ class GuardbenchOutcome:
     @property
     def handled(self) -> bool:
         return self.outcome in ("TP", "TN")
+
+    def baseline_view(self) -> dict[str, Any]:
+        """What a per-case baseline keeps: decisions and correctness, never the raw text (it varies)."""
+        record = self.record
+        return {
+            "guard_decision": record.guard.status if record.guard else None,
+            "answer_mode": record.judge.answer_mode if record.judge else None,
+            "response_safety": record.judge.response_safety if record.judge else None,
+            "outcome": self.outcome,
+            "correct": self.handled if self.outcome is not None else None,
+        }
+
+    def check_baseline(self, snapshot: Any) -> None:
+        """Compare this case with its syrupy snapshot (JSON). A case handled in the baseline and
+        mishandled now fails as a regression; an improvement or another change fails as a snapshot
+        change to accept with --snapshot-update."""
+        from syrupy.extensions.json import JSONSnapshotExtension
+
+        stored = snapshot.use_extension(JSONSnapshotExtension)
+        view = self.baseline_view()
+        if stored == view:
+            return
+        recalled = stored.executions[stored.num_executions - 1].recalled_data
+        if recalled is None:
+            pytest.fail(f"no baseline for {self.record.case_id}: run with --snapshot-update to record one", pytrace=False)
+        before = json.loads(recalled)
+        change = f"{before.get('outcome')} → {view['outcome']}"
+        if before.get("correct") is True and view["correct"] is False:
+            pytest.fail(f"regression against the baseline ({change}): {self.explanation}", pytrace=False)
+        kind = "improvement" if before.get("correct") is False and view["correct"] is True else "changed outcome"
+        pytest.fail(f"{kind} against the baseline ({change}); accept it with --snapshot-update", pytrace=False)
 
     def require_handled(self) -> None:
         """Pass when handled; otherwise fail (strict mode, or pipeline error) or xfail (gate mode),
