@@ -211,3 +211,46 @@ def baseline_check(comparison: dict[str, Any]) -> GateCheck:
             f"McNemar p={comparison['mcnemar_p']:.4g} ({'significant regression' if significant else 'no significant regression'} at {comparison['alpha']:g})"
         ),
     )
+
+
+SCORECARD_METRICS = (("recall", "higher"), ("false_positive_rate", "lower"), ("balanced_error_rate", "lower"))
+
+
+def scorecard_snapshot(summary: dict[str, Any]) -> dict[str, Any]:
+    """The reviewable part of a summary: system and per-variant rates, rounded, for a committed file."""
+
+    def rates(card: dict[str, Any]) -> dict[str, float | None]:
+        return {m: None if card[m] is None else round(card[m], 4) for m, _ in SCORECARD_METRICS}
+
+    return {
+        "system": rates(summary["scorecards"]["system"]),
+        "per_variant": {v: rates(cards["system"]) for v, cards in sorted(summary["per_variant"].items())},
+    }
+
+
+def compare_scorecard(current: dict[str, Any], stored: dict[str, Any], tolerance: float) -> list[GateCheck]:
+    """A check per scope and metric present in both: worse than the stored value by more than
+    `tolerance` fails (recall lower; FPR or BER higher)."""
+    checks = []
+    scopes = [("system", current["system"], stored.get("system", {}))]
+    scopes += [(f"variant={v}", current["per_variant"][v], stored.get("per_variant", {}).get(v)) for v in current["per_variant"]]
+    for scope, now, before in scopes:
+        if not before:
+            continue
+        for metric, better in SCORECARD_METRICS:
+            if now.get(metric) is None or before.get(metric) is None:
+                continue
+            limit = before[metric] - tolerance if better == "higher" else before[metric] + tolerance
+            worse = now[metric] < limit if better == "higher" else now[metric] > limit
+            op = ("<" if better == "higher" else ">") if worse else (">=" if better == "higher" else "<=")
+            checks.append(
+                GateCheck(
+                    name=f"scorecard[{scope}].{metric}",
+                    value=now[metric],
+                    threshold=round(limit, 6),
+                    comparison=">=" if better == "higher" else "<=",
+                    status="fail" if worse else "pass",
+                    message=f"{metric} ({scope}) {now[metric]:.4g} {op} stored {before[metric]:.4g} {'-' if better == 'higher' else '+'} tolerance {tolerance:g}",
+                )
+            )
+    return checks

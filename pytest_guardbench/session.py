@@ -4,6 +4,7 @@ gates, writes the artifacts and sets the exit status."""
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import platform
 import subprocess
@@ -180,6 +181,8 @@ class GuardbenchSession:
             comparison = gates.compare_with_baseline(_handled(self.records.values()), _handled(reports.load_run_records(settings.baseline)))
             metrics["baseline"] = {"run_dir": str(settings.baseline), **comparison}
             self.gate = gates.GateResult(checks=(*self.gate.checks, gates.baseline_check(comparison)))
+        if settings.scorecard_snapshot is not None:
+            self._scorecard_snapshot(metrics, settings.scorecard_snapshot, settings.scorecard_tolerance)
         run_dir = self._ensure_run_dir()
         finished = reports.utc_now()
         run = {
@@ -210,6 +213,20 @@ class GuardbenchSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif self.gate.inconclusive:
             session.exitstatus = EXIT_GATE_INCONCLUSIVE
+
+    def _scorecard_snapshot(self, metrics: dict[str, Any], path: Path, tolerance: float) -> None:
+        """Compare with the committed scorecard file; write it when missing or on --snapshot-update."""
+        assert self.gate is not None
+        current = gates.scorecard_snapshot(metrics)
+        update = bool(getattr(self.config.option, "update_snapshots", False))
+        if path.is_file() and not update:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            self.gate = gates.GateResult(checks=(*self.gate.checks, *gates.compare_scorecard(current, stored, tolerance)))
+            metrics["scorecard_snapshot"] = {"path": str(path), "tolerance": tolerance, "stored": stored}
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        metrics["scorecard_snapshot"] = {"path": str(path), "tolerance": tolerance, "written": True}
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.summary is None:
