@@ -109,7 +109,8 @@ def _raw_items_json(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
     return name, [(f"item {i}", raw) for i, raw in enumerate(document["items"])]
 
 
-def _raw_items_jsonl(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
+def read_jsonl(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
+    """(file stem, [("line N", parsed object)]) for every non-blank line; DataError names the line."""
     rows: list[tuple[str, Any]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
@@ -135,7 +136,7 @@ def _raw_items_csv(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
     return path.stem, rows
 
 
-_READERS = {".json": ("json", _raw_items_json), ".jsonl": ("jsonl", _raw_items_jsonl), ".csv": ("csv", _raw_items_csv)}
+_READERS = {".json": ("json", _raw_items_json), ".jsonl": ("jsonl", read_jsonl), ".csv": ("csv", _raw_items_csv)}
 
 
 def load_file(path: Path, harmful_categories: Sequence[str]) -> tuple[SourceInfo, list[PackItem]]:

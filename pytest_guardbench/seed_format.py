@@ -4,12 +4,11 @@ Each generation becomes one CaseRecord (sample k of its prompt-variant row)."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.data import DataError, category_of, resolve_label, slug, variant_of, variant_slug
+from pytest_guardbench.data import DataError, category_of, read_jsonl, resolve_label, slug, variant_of, variant_slug
 from pytest_guardbench.schemas import CaseRecord, GuardDecision, JudgeVerdict, TutorReply
 
 _SAFETY = {"safe", "unsafe"}
@@ -41,14 +40,9 @@ def load_seed_results(path: Path, harmful_categories: Sequence[str], pack: str |
     pack_name = slug(pack or path.stem)
     records: list[CaseRecord] = []
     seen: set[str] = set()
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {lineno}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise DataError(f"{where}: not valid JSON ({exc.msg})") from None
+    _, rows = read_jsonl(path, path.read_text(encoding="utf-8"))
+    for location, row in rows:
+        where = f"{path}: {location}"
         if not isinstance(row, dict) or not isinstance(row.get("prompt_text"), str):
             raise DataError(f"{where}: a seed row needs prompt_text")
         metadata = row.get("metadata") or {}
@@ -57,7 +51,7 @@ def load_seed_results(path: Path, harmful_categories: Sequence[str], pack: str |
         except ValueError as exc:
             raise DataError(f"{where}: {exc}") from None
         variant = variant_slug(variant_of(metadata))
-        base = slug(str(metadata.get("base_prompt_id") or row.get("id") or metadata.get("id") or f"row-{lineno}"))
+        base = slug(str(metadata.get("base_prompt_id") or row.get("id") or metadata.get("id") or location.replace(" ", "-")))
         item_id = slug(str(row.get("id") or metadata.get("id") or f"{base}-{variant}"))
         decisions = {d.get("index"): d.get("status") for d in row.get("guardrail_decisions") or [] if isinstance(d, dict)}
         generations = row.get("generations") or []
