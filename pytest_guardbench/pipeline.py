@@ -64,23 +64,20 @@ def _in_batch_or_alone(drafts: list[_Draft], stage: PipelineStage, run: Callable
     failed call) becomes one error record instead of taking the batch with it."""
     try:
         run(drafts)
-    except Exception:  # noqa: BLE001 - isolate below
+        return
+    except Exception as exc:  # noqa: BLE001 - isolated below
         if len(drafts) == 1:
-            _fail(drafts, stage)
+            _fail(drafts[0], stage, exc)
             return
-        for d in drafts:
-            try:
-                run([d])
-            except Exception:  # noqa: BLE001
-                _fail([d], stage)
-
-
-def _fail(drafts: list[_Draft], stage: PipelineStage) -> None:
-    import sys
-
-    exc = sys.exc_info()[1]
     for d in drafts:
-        d.error = PipelineError(stage=stage, message=f"{type(exc).__name__}: {exc}")
+        try:
+            run([d])
+        except Exception as exc:  # noqa: BLE001
+            _fail(d, stage, exc)
+
+
+def _fail(draft: _Draft, stage: PipelineStage, exc: Exception) -> None:
+    draft.error = PipelineError(stage=stage, message=f"{type(exc).__name__}: {exc}")
 
 
 def _guard_stage(drafts: list[_Draft], stack: Stack) -> None:
