@@ -147,6 +147,66 @@ def _import_seed(args: argparse.Namespace) -> int:
     return 0
 
 
+MERGE_MUST_MATCH = ("guardrail", "tutor", "judge", "malformed_policy", "system_prompt", "samples", "max_new_tokens", "variants")
+
+
+def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
+    """One run from the shards of a sharded run: one scorecard over all their records. Refuses shards
+    that overlap, that come from different stacks or thresholds, or that are not all i/n of one n."""
+    summaries = []
+    for run_dir in run_dirs:
+        path = run_dir / "summary.json"
+        if not path.is_file():
+            raise ValueError(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
+        summaries.append(json.loads(path.read_text(encoding="utf-8")))
+    first = summaries[0]
+    for run_dir, summary in zip(run_dirs[1:], summaries[1:], strict=True):
+        for key in MERGE_MUST_MATCH:
+            if summary["stack"].get(key) != first["stack"].get(key):
+                raise ValueError(f"{run_dir}: stack.{key} is {summary['stack'].get(key)!r}, but {run_dirs[0]} has {first['stack'].get(key)!r}")
+        if summary["thresholds"] != first["thresholds"]:
+            raise ValueError(f"{run_dir}: thresholds differ from {run_dirs[0]}")
+    shards = [s.get("selection", {}).get("shard") for s in summaries]
+    if any(shards):
+        totals = {shard.split("/")[1] if shard else None for shard in shards}
+        if len(totals) != 1 or None in totals or len(set(shards)) != len(shards):
+            raise ValueError(f"incompatible shards {shards}: expected distinct i/n of one n")
+    records: dict[str, CaseRecord] = {}
+    owner: dict[str, Path] = {}
+    for run_dir in run_dirs:
+        for record in load_run_records(run_dir):
+            if record.case_id in records:
+                raise ValueError(f"{run_dir}: case {record.case_id} is also in {owner[record.case_id]} (overlapping shards)")
+            records[record.case_id] = record
+            owner[record.case_id] = run_dir
+    manifests = [json.loads((d / "data_manifest.json").read_text(encoding="utf-8")) for d in run_dirs if (d / "data_manifest.json").is_file()]
+    write_rescored_run(
+        out,
+        [records[k] for k in sorted(records)],
+        {**first, "selection": {"merged_shards": [s for s in shards if s], "selected_cases": len(records)}},
+        run={"run_id": out.name, "merged_from": [str(d) for d in run_dirs]},
+        manifest={"merged_from": manifests, "cases": len(records)},
+        meta={"merged_from": [str(d) for d in run_dirs]},
+    )
+    return out
+
+
+def _merge(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.exists():
+        print(f"guardbench merge: {out} exists; choose a new folder", file=sys.stderr)
+        return 4
+    try:
+        merge_runs([Path(d) for d in args.run_dirs], out)
+    except (OSError, ValueError) as exc:
+        print(f"guardbench merge: {exc}", file=sys.stderr)
+        return 4
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    print(f"merged {summary['coverage']['expected']} cases; gate {summary['gate']['verdict']}")
+    print(f"scorecard: {out / 'summary.json'}")
+    return 0 if summary["gate"]["verdict"] == "passed" else 1
+
+
 def write_rescored_run(
     out: Path,
     records: list[CaseRecord],
@@ -225,6 +285,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     seed_cmd.add_argument("--pack", help="Pack name for case ids (default: the file name).")
     seed_cmd.add_argument("--harmful-categories", default=",".join(MINORBENCH_HARMFUL_CATEGORIES), help="Category rule for unlabelled rows.")
     seed_cmd.set_defaults(run=_import_seed)
+    merge_cmd = commands.add_parser("merge", help="Merge the run folders of a sharded run into one run.")
+    merge_cmd.add_argument("run_dirs", nargs="+", help="reports/<run-id> folders, one per shard.")
+    merge_cmd.add_argument("--out", required=True, help="New run folder to write.")
+    merge_cmd.set_defaults(run=_merge)
     list_cmd = commands.add_parser("mutators", help="List the mutators by family.")
     list_cmd.set_defaults(run=_list)
     args = parser.parse_args(argv)

@@ -63,6 +63,13 @@ def _choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+def _shard(text: str) -> tuple[int, int]:
+    index, slash, total = text.partition("/")
+    if not slash or not index.isdigit() or not total.isdigit() or not 1 <= int(index) <= int(total):
+        raise argparse.ArgumentTypeError(f"{text!r} is not i/n with 1 <= i <= n")
+    return int(index), int(total)
+
+
 def _name_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -126,6 +133,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("baseline", ("--guardbench-baseline",), "A previous run folder: per-case flips and a McNemar test; fail on a significant regression."),
     OptionSpec("scorecard_snapshot", ("--guardbench-scorecard-snapshot",), "A committed JSON of system and per-variant rates to compare with (written when missing)."),
     OptionSpec("scorecard_tolerance", ("--guardbench-scorecard-tolerance",), "How much worse than the scorecard snapshot a rate may get (default 0.02).", _fraction),
+    OptionSpec("shard", ("--guardbench-shard",), "Run only shard i of n (i/n): a stable slice by base prompt, for a CI matrix; merge with guardbench merge.", _shard),
     OptionSpec("max_new_tokens", ("--guardbench-max-new-tokens",), "Token limit for each tutor answer.", _positive),
     OptionSpec("batch_size", ("--guardbench-batch-size",), "Cases run together through a local model.", _positive),
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
@@ -184,6 +192,7 @@ class Settings(BaseModel):
     baseline: Path | None = None
     scorecard_snapshot: Path | None = None
     scorecard_tolerance: float = 0.02
+    shard: tuple[int, int] | None = None
 
     @property
     def selected_variants(self) -> tuple[str, ...]:

@@ -30,7 +30,7 @@ from pytest_guardbench.providers import (
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, Outcome, TutorReply
 from pytest_guardbench.scoring import classify, explain
 from pytest_guardbench.session import RECORD_ATTR, WORKER_OUTPUT_KEY, GuardbenchSession, RunInputs, XdistBridge
-from pytest_guardbench.variants import BUILTIN_MUTATORS, VariantError, expand
+from pytest_guardbench.variants import BUILTIN_MUTATORS, VariantError, expand, in_shard
 
 INPUTS_KEY = pytest.StashKey[RunInputs]()
 SESSION_KEY = pytest.StashKey[GuardbenchSession]()
@@ -101,6 +101,7 @@ def _load_inputs(config: pytest.Config, settings: Settings, registry: ProviderRe
     data = load_sources(settings.data, settings.harmful_categories) if settings.data else LoadedData(items=(), sources=())
     cases = expand(list(data.items), settings.selected_variants, settings.samples, BUILTIN_MUTATORS) if data.items else []
     check_unique_cases(cases)
+    cases = [c for c in cases if in_shard(c, settings.shard)]
     tutor_spec = specs["tutor"]
     description = registry.describe()[settings.tutor] if tutor_spec is None else f"{tutor_spec.model} over an OpenAI-compatible API"
     return RunInputs(settings, data, cases, system_prompt, refusal, description, {k: v for k, v in specs.items() if v is not None})

@@ -124,6 +124,7 @@ class GuardbenchSession:
             "selected_cases": len(self.expected_ids),
             "total_cases": len(self.inputs.cases),
             "partial": len(self.expected_ids) < len(self.inputs.cases),
+            "shard": "/".join(map(str, self.inputs.settings.shard)) if self.inputs.settings.shard else None,
         }
 
     def _stack(self) -> dict[str, Any]:

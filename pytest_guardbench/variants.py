@@ -344,3 +344,13 @@ def _samples(item: PackItem, variant: str, text: str, samples: int) -> list[Case
         )
         for k in range(samples)
     ]
+
+
+def in_shard(case: Case, shard: tuple[int, int] | None) -> bool:
+    """Stable shard membership by base prompt (sha256, not list position): every variant and sample
+    of a base prompt lands in the same shard, and reordering a pack moves nothing."""
+    if shard is None:
+        return True
+    index, total = shard
+    digest = hashlib.sha256(f"{case.pack}/{case.base_prompt_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big") % total == index - 1

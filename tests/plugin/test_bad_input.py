@@ -85,6 +85,7 @@ def test_unknown_names_are_usage_errors(pytester, monkeypatch, args, expected):
         (["--guardbench-max-fpr=lots"], "*argument --guardbench-max-fpr: 'lots' is not a number*"),
         (["--guardbench-malformed-policy=shrug"], "*argument --guardbench-malformed-policy: 'shrug' is not one of block, allow, fallback*"),
         (["--guardbench-samples=0"], "*argument --guardbench-samples: must be at least 1*"),
+        (["--guardbench-shard=3/2"], "*argument --guardbench-shard: '3/2' is not i/n with 1 <= i <= n*"),
     ],
 )
 def test_bad_option_values_name_the_option(pytester, args, expected):

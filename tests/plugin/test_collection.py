@@ -40,7 +40,7 @@ def test_k_selection_scores_only_the_selected_slice(pytester):
     summary = read_summary(pytester)
     assert summary["coverage"]["expected"] == 6
     assert list(summary["per_variant"]) == ["typo"]
-    assert summary["selection"] == {"keyword": "typo", "markexpr": "", "selected_cases": 6, "total_cases": 12, "partial": True}
+    assert summary["selection"] == {"keyword": "typo", "markexpr": "", "selected_cases": 6, "total_cases": 12, "partial": True, "shard": None}
 
 
 def test_marker_selection_by_label_and_variant(pytester):
