@@ -3,6 +3,7 @@ the controller's work lives in `session.GuardbenchSession`."""
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -68,6 +69,7 @@ class ProcessState:
     registry: ProviderRegistry
     runner: CaseRunner | None = None
     tutor: ChatProvider | None = None
+    positions: dict[str, int] | None = None  # nodeid -> index in session.items
 
 
 def _resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, ModelSpec]) -> ModelSpec | None:
@@ -245,12 +247,15 @@ def _upcoming(request: pytest.FixtureRequest) -> list[Case]:
     if _is_worker(request.config):
         return []
     items = request.session.items
-    try:
-        position = items.index(request.node)
-    except ValueError:
+    state = request.config.stash[PROCESS_KEY]
+    if state.positions is None or len(state.positions) != len(items):
+        # Built once per session: looking each test up with list.index made the look-ahead quadratic.
+        state.positions = {item.nodeid: n for n, item in enumerate(items)}
+    position = state.positions.get(request.node.nodeid)
+    if position is None:
         return []
     following = []
-    for item in items[position + 1 :]:
+    for item in itertools.islice(items, position + 1, None):
         callspec = getattr(item, "callspec", None)
         if callspec is not None and isinstance(callspec.params.get("guardbench_case"), Case):
             following.append(callspec.params["guardbench_case"])
