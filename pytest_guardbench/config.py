@@ -70,6 +70,36 @@ def _shard(text: str) -> tuple[int, int]:
     return int(index), int(total)
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+ROLES = ("guardrail", "tutor", "judge")
+
+
+def _concurrency(text: str) -> dict[str, int]:
+    """`16` (every role) or `tutor=4,judge=16` (per role), or both: `16,tutor=4`."""
+    limits: dict[str, int] = {}
+    for part in _name_list(text):
+        role, eq, number = part.rpartition("=")
+        role = role.strip() if eq else "all"
+        if role not in ("all", *ROLES):
+            raise argparse.ArgumentTypeError(f"{part!r}: role must be one of {', '.join(ROLES)}")
+        try:
+            limits[role] = _positive(number.strip())
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"{part!r}: {exc}") from None
+    if not limits:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected N or role=N[,role=N]")
+    return limits
+
+
 def _name_list(text: str) -> list[str]:
     return [part.strip() for part in text.split(",") if part.strip()]
 
@@ -137,6 +167,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("max_new_tokens", ("--guardbench-max-new-tokens",), "Token limit for each tutor answer.", _positive),
     OptionSpec("batch_size", ("--guardbench-batch-size",), "Cases run together through a local model.", _positive),
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
+    OptionSpec("concurrency", ("--guardbench-concurrency",), "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8).", _concurrency),
+    OptionSpec("timeout", ("--guardbench-timeout",), "Seconds one API call may take before it is retried (default 60).", _seconds),
+    OptionSpec("retries", ("--guardbench-retries",), "Retries of an API call after 429/5xx/timeouts/bad bodies, with backoff (default 3).", _count),
+    OptionSpec("cache", ("--guardbench-cache",), "Response cache: off, read, write (read and record) or replay (a miss fails the case).", _choice("off", "read", "write", "replay")),
+    OptionSpec("cache_path", ("--guardbench-cache-path",), "SQLite file of the response cache (default .guardbench/cache.sqlite under the rootdir)."),
+    OptionSpec("resume", ("--guardbench-resume",), "A run folder to finish: its finished cases are reused, only missing or errored ones run."),
+    OptionSpec("progress", ("--guardbench-progress",), "Seconds between progress lines (cases done/total, rate, errors); 0 turns them off (default 30).", _seconds),
 )
 OPTIONS_BY_NAME = {spec.name: spec for spec in OPTIONS}
 
@@ -193,6 +230,13 @@ class Settings(BaseModel):
     scorecard_snapshot: Path | None = None
     scorecard_tolerance: float = 0.02
     shard: tuple[int, int] | None = None
+    concurrency: dict[str, int] = Field(default_factory=dict)
+    timeout: float | None = Field(default=None, gt=0)
+    retries: int | None = None
+    cache: Literal["off", "read", "write", "replay"] = "off"
+    cache_path: Path | None = None
+    resume: Path | None = None
+    progress: float = 30.0
 
     @property
     def selected_variants(self) -> tuple[str, ...]:
@@ -265,10 +309,11 @@ class Settings(BaseModel):
             thresholds[f"per_{kind}"] = scope
         if "data" in values:
             values["data"] = tuple(resolve("data", p) for p in values["data"])
-        for path_field in ("report_dir", "model_cache", "baseline", "scorecard_snapshot"):
+        for path_field in ("report_dir", "model_cache", "baseline", "scorecard_snapshot", "cache_path", "resume"):
             if path_field in values:
                 values[path_field] = resolve(path_field, values[path_field])
         values.setdefault("report_dir", root / "reports")
+        values.setdefault("cache_path", root / ".guardbench" / "cache.sqlite")
         for list_field in ("variants", "exclude_variants", "harmful_categories"):
             if list_field in values:
                 values[list_field] = tuple(values[list_field])
@@ -281,6 +326,20 @@ class Settings(BaseModel):
             field = str(first["loc"][0]) if first["loc"] else "settings"
             label = OPTIONS_BY_NAME[field].label if field in OPTIONS_BY_NAME else field
             raise ConfigError(f"{label}: {first['msg']}") from None
+
+    def role_spec(self, role: str, spec: ModelSpec) -> ModelSpec:
+        """The spec with this run's concurrency, timeout and retries filled in: a per-role CLI/ini
+        value wins, then the alias table's own value, then the run-wide value, then the default."""
+        updates: dict[str, Any] = {}
+        if role in self.concurrency:
+            updates["concurrency"] = self.concurrency[role]
+        elif spec.concurrency is None:
+            updates["concurrency"] = self.concurrency.get("all", 8)
+        if spec.timeout_s is None:
+            updates["timeout_s"] = self.timeout or 60.0
+        if spec.max_retries is None:
+            updates["max_retries"] = 3 if self.retries is None else self.retries
+        return spec.model_copy(update=updates)
 
     def public_view(self) -> dict[str, Any]:
         """Settings as written into meta.json (no secrets live here: keys are read from env vars by name)."""
@@ -345,9 +404,10 @@ class ModelSpec(BaseModel):
     base_url_env: str | None = None  # e.g. OPENAI_BASE_URL: read at build time, overrides nothing else
     api_key_env: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
-    concurrency: int = 8
-    timeout_s: float = 60.0
-    max_retries: int = 2
+    concurrency: int | None = Field(default=None, ge=1)  # None: --guardbench-concurrency, else 8
+    timeout_s: float | None = Field(default=None, gt=0)  # None: --guardbench-timeout, else 60
+    max_retries: int | None = Field(default=None, ge=0)  # None: --guardbench-retries, else 3
+    retry_backoff_s: float = Field(default=0.5, ge=0)
 
     def resolved_base_url(self) -> str | None:
         if self.base_url_env and os.environ.get(self.base_url_env):

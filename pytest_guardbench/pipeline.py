@@ -1,21 +1,39 @@
-"""guardrail → decision parser → router → tutor (or refusal text) → judge, over a batch of cases.
+"""The stages of one case: guardrail → decision parser → router → tutor (or refusal text) → judge.
 
-`run_cases` never raises for a model failure: a failing stage becomes `CaseRecord.error`, which is
-scored as neither safe nor unsafe.
+Each stage function takes a batch of drafts and never raises for a model failure: a failing stage
+becomes `Draft.error` and then `CaseRecord.error`, which is scored as neither safe nor unsafe.
+`engine.Engine` decides which drafts run together and when.
 """
 
 from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
 from pytest_guardbench.config import MalformedPolicy
 from pytest_guardbench.guards import Guardrail
 from pytest_guardbench.judges import Judge, JudgeInput
 from pytest_guardbench.providers.base import ChatProvider, GenerationParams, Message
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, PipelineError, PipelineStage, TutorReply
+
+
+@dataclass(frozen=True)
+class StageLimits:
+    """How one stage is fed: up to `batch` cases per call, up to `in_flight` calls at once. A local
+    model wants big batches one at a time; an API wants single calls, many at once."""
+
+    batch: int = 8
+    in_flight: int = 1
+
+
+LOCAL_MODEL = StageLimits(batch=8, in_flight=1)
+INSTANT = StageLimits(batch=256, in_flight=1)  # rules and keyword units: no model, microseconds per case
+
+
+def api_limits(concurrency: int) -> StageLimits:
+    return StageLimits(batch=1, in_flight=max(1, concurrency))
 
 
 @dataclass(frozen=True)
@@ -31,6 +49,7 @@ class Stack:
     params: GenerationParams
     sample: bool = False  # k > 1: sample with a per-case seed instead of greedy decoding
     preflight_judge: bool = False  # check an API/LLM judge once before paying for any generation
+    limits: Mapping[PipelineStage, StageLimits] = field(default_factory=lambda: {"guard": INSTANT, "tutor": LOCAL_MODEL, "judge": INSTANT})
 
 
 def routes_to_tutor(decision: GuardDecision | None, policy: MalformedPolicy) -> bool:
@@ -46,7 +65,7 @@ def case_seed(case_id: str) -> int:
 
 
 @dataclass
-class _Draft:
+class Draft:
     case: Case
     guard: GuardDecision | None = None
     response: TutorReply | None = None
@@ -59,7 +78,7 @@ class _Draft:
         self.timings = {**(self.timings or {}), stage: round(seconds, 6)}
 
 
-def _in_batch_or_alone(drafts: list[_Draft], stage: PipelineStage, run: Callable[[list[_Draft]], None]) -> None:
+def _in_batch_or_alone(drafts: list[Draft], stage: PipelineStage, run: Callable[[list[Draft]], None]) -> None:
     """Run a stage on the whole batch; if that fails, on each case alone, so one bad case (or one
     failed call) becomes one error record instead of taking the batch with it."""
     try:
@@ -76,16 +95,16 @@ def _in_batch_or_alone(drafts: list[_Draft], stage: PipelineStage, run: Callable
             _fail(d, stage, exc)
 
 
-def _fail(draft: _Draft, stage: PipelineStage, exc: Exception) -> None:
+def _fail(draft: Draft, stage: PipelineStage, exc: Exception) -> None:
     draft.error = PipelineError(stage=stage, message=f"{type(exc).__name__}: {exc}")
 
 
-def _guard_stage(drafts: list[_Draft], stack: Stack) -> None:
+def guard_stage(drafts: list[Draft], stack: Stack) -> None:
     guard = stack.guard
     if guard is None:
         return
 
-    def run(batch: list[_Draft]) -> None:
+    def run(batch: list[Draft]) -> None:
         started = time.perf_counter()
         raw = guard.screen([d.case.prompt_text for d in batch])
         if len(raw) != len(batch):
@@ -99,23 +118,23 @@ def _guard_stage(drafts: list[_Draft], stack: Stack) -> None:
     _in_batch_or_alone(drafts, "guard", run)
 
 
-def _tutor_stage(drafts: list[_Draft], stack: Stack) -> None:
-    for d in drafts:
-        if d.error is None and not routes_to_tutor(d.guard, stack.malformed_policy):
-            d.response = TutorReply(text=stack.refusal_text, source="guard_block", model=d.guard.guard if d.guard else "")
-    to_run = [d for d in drafts if d.error is None and d.response is None]
-    if not to_run:
-        return
+def tutor_stage(drafts: list[Draft], stack: Stack, tutor: Callable[[], ChatProvider]) -> None:
+    """Generate for drafts the guard let through (routing happens before a draft gets here)."""
     try:
-        tutor = stack.tutor()
+        provider = tutor()
     except Exception as exc:  # noqa: BLE001
-        for d in to_run:
+        for d in drafts:
             d.error = PipelineError(stage="tutor", message=f"could not load tutor: {type(exc).__name__}: {exc}")
         return
-    _in_batch_or_alone(to_run, "tutor", lambda batch: _generate(tutor, batch, stack))
+    _in_batch_or_alone(drafts, "tutor", lambda batch: _generate(provider, batch, stack))
 
 
-def _generate(tutor: ChatProvider, drafts: list[_Draft], stack: Stack) -> None:
+def refuse(draft: Draft, stack: Stack) -> None:
+    """The final response of a case the guard stopped: the configured refusal text."""
+    draft.response = TutorReply(text=stack.refusal_text, source="guard_block", model=draft.guard.guard if draft.guard else "")
+
+
+def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
     conversations: list[list[Message]] = [
         [{"role": "system", "content": stack.system_prompt}, {"role": "user", "content": d.case.prompt_text}] for d in drafts
     ]
@@ -139,8 +158,8 @@ def _generate(tutor: ChatProvider, drafts: list[_Draft], stack: Stack) -> None:
         d.time("tutor", share)
 
 
-def _judge_stage(drafts: list[_Draft], stack: Stack) -> None:
-    def run(batch: list[_Draft]) -> None:
+def judge_stage(drafts: list[Draft], stack: Stack) -> None:
+    def run(batch: list[Draft]) -> None:
         started = time.perf_counter()
         verdicts = stack.judge.judge(
             [JudgeInput(prompt=d.case.prompt_text, response=d.response.text, source=d.response.source, is_harmful=d.case.is_harmful) for d in batch]  # type: ignore[union-attr]
@@ -157,71 +176,26 @@ def _judge_stage(drafts: list[_Draft], stack: Stack) -> None:
         _in_batch_or_alone(judged, "judge", run)
 
 
-def run_cases(cases: Sequence[Case], stack: Stack) -> list[CaseRecord]:
-    """Run every stage for a batch of cases; one record per case, in order."""
-    drafts = [_Draft(case) for case in cases]
-    if not drafts:
-        return []
-    _guard_stage(drafts, stack)
-    _tutor_stage(drafts, stack)
-    _judge_stage(drafts, stack)
-    return [
-        CaseRecord.for_case(
-            d.case,
-            guard=d.guard,
-            tutor_ran=d.tutor_ran,
-            response=d.response,
-            judge=d.verdict if d.error is None else None,
-            error=d.error,
-            timings_s=d.timings or {},
-        )
-        for d in drafts
-    ]
+def finish(draft: Draft) -> CaseRecord:
+    return CaseRecord.for_case(
+        draft.case,
+        guard=draft.guard,
+        tutor_ran=draft.tutor_ran,
+        response=draft.response,
+        judge=draft.verdict if draft.error is None else None,
+        error=draft.error,
+        timings_s=draft.timings or {},
+    )
 
 
-class CaseRunner:
-    """Per-process memo of finished cases that runs the next few selected cases together.
-
-    A test asks for its own case; the runner also runs the cases that follow it in this process's
-    run order (`lookahead` in all), so a local tutor generates in batches while pytest still runs one
-    test at a time. The look-ahead is a few tutor batches wide because the guard removes many cases
-    before the tutor stage.
-    """
-
-    def __init__(self, stack: Stack, lookahead: int) -> None:
-        self._stack = stack
-        self._batch_size = max(1, lookahead)
-        self._done: dict[str, CaseRecord] = {}
-        self._preflight_error: str | None = None
-        self._preflight_done = not stack.preflight_judge
-
-    def _preflight(self) -> None:
-        """One known-easy judgement before the first case; a broken judge fails every case at once
-        instead of after all guard and tutor calls were paid for."""
-        self._preflight_done = True
-        probe = JudgeInput(prompt="What is two plus two?", response="Two plus two is four.", source="tutor", is_harmful=False)
-        try:
-            [verdict] = self._stack.judge.judge([probe])
-        except Exception as exc:  # noqa: BLE001
-            self._preflight_error = f"judge preflight failed: {type(exc).__name__}: {exc}"
-            return
-        if verdict.malformed:
-            self._preflight_error = f"judge preflight failed: {verdict.reason}"
-
-    def record_for(self, case: Case, upcoming: Sequence[Case] = ()) -> CaseRecord:
-        if not self._preflight_done:
-            self._preflight()
-        if self._preflight_error is not None:
-            error = PipelineError(stage="judge", message=self._preflight_error)
-            return CaseRecord.for_case(case, guard=None, tutor_ran=False, response=None, judge=None, error=error)
-        if case.case_id not in self._done:
-            batch = [case]
-            for other in upcoming:
-                if len(batch) >= self._batch_size:
-                    break
-                if other.case_id not in self._done and other.case_id != case.case_id:
-                    batch.append(other)
-            for record in run_cases(batch, self._stack):
-                self._done[record.case_id] = record
-        # Hand each record out once: a rerun of the same case (e.g. pytest-rerunfailures) runs it again.
-        return self._done.pop(case.case_id)
+def preflight_error(judge: Judge) -> str | None:
+    """One known-easy judgement before the first case; a broken judge fails every case at once
+    instead of after all guard and tutor calls were paid for."""
+    probe = JudgeInput(prompt="What is two plus two?", response="Two plus two is four.", source="tutor", is_harmful=False)
+    try:
+        [verdict] = judge.judge([probe])
+    except Exception as exc:  # noqa: BLE001
+        return f"judge preflight failed: {type(exc).__name__}: {exc}"
+    if verdict.malformed:
+        return f"judge preflight failed: {verdict.reason}"
+    return None

@@ -3,10 +3,9 @@ the controller's work lives in `session.GuardbenchSession`."""
 
 from __future__ import annotations
 
-import itertools
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,9 @@ from pytest_guardbench.config import OPTIONS, ConfigError, GateMode, ModelSpec, 
 from pytest_guardbench.data import DataError, LoadedData, check_unique_cases, load_sources, load_system_prompt
 from pytest_guardbench.guards import BUILTIN_GUARDS, GraniteGuardianAdapter, Guardrail, LlamaGuardAdapter, LLMGuard, SemanticGuard
 from pytest_guardbench.judges import BUILTIN_JUDGES, LLMJudge
-from pytest_guardbench.pipeline import CaseRunner, Stack
+from pytest_guardbench.engine import Engine
+from pytest_guardbench.pipeline import INSTANT, Stack, StageLimits, api_limits
+from pytest_guardbench.resume import ResumeError, load_base
 from pytest_guardbench.providers import (
     ChatProvider,
     GenerationParams,
@@ -26,8 +27,8 @@ from pytest_guardbench.providers import (
     builtin_registry,
     chat_provider_for,
     minilm_embedder,
-    scoring_model_for,
 )
+from pytest_guardbench.providers.cache import CachedProvider, CacheMode, CacheStats, ResponseCache
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, Outcome, TutorReply
 from pytest_guardbench.scoring import classify, explain
 from pytest_guardbench.session import RECORD_ATTR, WORKER_OUTPUT_KEY, GuardbenchSession, RunInputs, XdistBridge
@@ -64,12 +65,41 @@ def _is_worker(config: pytest.Config) -> bool:
 
 @dataclass
 class ProcessState:
-    """Per-process (controller or worker) objects: the provider registry and the lazily built runner."""
+    """Per-process (controller or worker) objects: the provider registry, the models built for this
+    run (one per distinct spec, shared between roles), the response cache and the engine."""
 
     registry: ProviderRegistry
-    runner: CaseRunner | None = None
+    engine: Engine | None = None
     tutor: ChatProvider | None = None
-    positions: dict[str, int] | None = None  # nodeid -> index in session.items
+    cache: ResponseCache | None = None
+    cache_mode: CacheMode = "off"
+    cache_stats: CacheStats = field(default_factory=CacheStats)
+    models: dict[str, Any] = field(default_factory=dict)  # spec json -> provider
+    role_models: dict[str, Any] = field(default_factory=dict)  # role -> provider, for call counts
+    submitted_all: bool = False
+    prior: dict[str, CaseRecord] = field(default_factory=dict)
+
+    def execution(self) -> dict[str, Any] | None:
+        if self.engine is None:
+            return None
+        stats = self.engine.stats
+        result: dict[str, Any] = {"cases_run": stats.done, "cases_reused": stats.reused, "case_errors": stats.errors}
+        if self.cache is not None:
+            result["cache"] = self.cache_stats.as_dict()
+        calls = {role: model.stats() for role, model in self.role_models.items() if callable(getattr(model, "stats", None))}
+        if calls:
+            result["api_calls"] = calls
+        return result
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+        for model in self.models.values():
+            closer = getattr(model, "close", None)
+            if callable(closer):
+                closer()
+        if self.cache is not None:
+            self.cache.close()
 
 
 def _resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, ModelSpec]) -> ModelSpec | None:
@@ -119,12 +149,17 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = Settings.from_pytest(config)
         inputs = _load_inputs(config, settings, registry)
-    except (ConfigError, DataError, VariantError) as exc:
+        state = ProcessState(registry=registry)
+        session = None if _is_worker(config) else GuardbenchSession(config, inputs)
+    except (ConfigError, DataError, VariantError, ResumeError) as exc:
         raise pytest.UsageError(f"guardbench: {exc}") from None
+    if settings.resume is not None:
+        # The controller folded the folder's finished cases into resume_base.jsonl before any worker started.
+        state.prior = session.prior if session is not None else load_base(settings.resume)
     config.stash[INPUTS_KEY] = inputs
-    config.stash[PROCESS_KEY] = ProcessState(registry=registry)
-    if not _is_worker(config):
-        session = GuardbenchSession(config, inputs)
+    config.stash[PROCESS_KEY] = state
+    if session is not None:
+        session.local_execution = state.execution
         config.stash[SESSION_KEY] = session
         config.pluginmanager.register(session, "guardbench-session")
         if config.pluginmanager.hasplugin("xdist"):
@@ -132,6 +167,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(PROCESS_KEY, None)
+    if state is not None:
+        state.close()
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         config.pluginmanager.unregister(session)
@@ -195,17 +233,35 @@ def _build_stack(config: pytest.Config) -> Stack:
     s = inputs.settings
     # Several workers on few cores each want one torch thread: 2 workers x 2 threads on 2 cores ran 20x slower.
     options = ProviderOptions(model_cache=s.model_cache, batch_size=s.batch_size, torch_threads=1 if _is_worker(config) else None)
+    if s.cache != "off" and state.cache is None:
+        state.cache = ResponseCache(s.cache_path)  # type: ignore[arg-type]
+        state.cache_mode = s.cache
+    specs = {role: s.role_spec(role, spec) for role, spec in inputs.model_specs.items()}
+    local = StageLimits(batch=s.batch_size, in_flight=1)
 
-    specs = inputs.model_specs
+    def model(role: str) -> Any:
+        spec = specs[role]
+        key = spec.model_dump_json(exclude={"alias"})
+        if key not in state.models:
+            state.models[key] = chat_provider_for(spec, options)
+        state.role_models[role] = state.models[key]
+        return _cached(state, state.models[key], role)
+
+    def limits(role: str, fallback: StageLimits) -> StageLimits:
+        spec = specs.get(role)
+        if spec is None:
+            return fallback
+        return api_limits(spec.concurrency or 8) if spec.provider == "openai-compat" else local
 
     def tutor() -> ChatProvider:
         if state.tutor is None:
-            state.tutor = chat_provider_for(specs["tutor"], options) if "tutor" in specs else state.registry.build(s.tutor, options)
+            built = model("tutor") if "tutor" in specs else _cached(state, state.registry.build(s.tutor, options), "tutor")
+            state.tutor = built
         return state.tutor
 
-    judge = LLMJudge(chat_provider_for(specs["judge"], options), name=specs["judge"].alias) if "judge" in specs else BUILTIN_JUDGES[s.judge]()
+    judge = LLMJudge(model("judge"), name=specs["judge"].alias) if "judge" in specs else BUILTIN_JUDGES[s.judge]()
     return Stack(
-        guard=_build_guard(s.guardrail, specs.get("guardrail"), options),
+        guard=_build_guard(s.guardrail, specs.get("guardrail"), options, lambda: model("guardrail")),
         tutor=tutor,
         judge=judge,
         system_prompt=inputs.system_prompt,
@@ -214,10 +270,21 @@ def _build_stack(config: pytest.Config) -> Stack:
         params=GenerationParams(max_new_tokens=s.max_new_tokens),
         sample=s.samples > 1,
         preflight_judge="judge" in specs,
+        limits={
+            "guard": limits("guardrail", local if s.guardrail in MODEL_GUARDS else INSTANT),
+            "tutor": limits("tutor", local),
+            "judge": limits("judge", INSTANT),
+        },
     )
 
 
-def _build_guard(name: str, spec: ModelSpec | None, options: ProviderOptions) -> Guardrail | None:
+def _cached(state: ProcessState, provider: Any, role: str) -> Any:
+    if state.cache is None or state.cache_mode == "off":
+        return provider
+    return CachedProvider(provider, state.cache, state.cache_mode, state.cache_stats, role)
+
+
+def _build_guard(name: str, spec: ModelSpec | None, options: ProviderOptions, model: Callable[[], Any]) -> Guardrail | None:
     if spec is None:
         if name == "none":
             return None
@@ -226,42 +293,46 @@ def _build_guard(name: str, spec: ModelSpec | None, options: ProviderOptions) ->
         return BUILTIN_GUARDS[name]()
     if spec.adapter == "granite-guardian":
         return GraniteGuardianAdapter(
-            scoring_model_for(spec, options),
+            model(),
             block_risks=spec.risks,
             observe_risks=spec.observe_risks,
             risk_definitions=tuple(sorted(spec.risk_definitions.items())),
             name=spec.alias,
         )
     if spec.adapter == "llama-guard":
-        return LlamaGuardAdapter(scoring_model_for(spec, options), name=spec.alias)
-    return LLMGuard(chat_provider_for(spec, options), name=spec.alias)
+        return LlamaGuardAdapter(model(), name=spec.alias)
+    return LLMGuard(model(), name=spec.alias)
 
 
-def _lookahead(config: pytest.Config) -> int:
-    return 4 * config.stash[INPUTS_KEY].settings.batch_size
+def _xdist_queue(config: pytest.Config) -> list[int]:
+    """Indices (into session.items) that the xdist scheduler has already sent this worker and that
+    it has not started yet. Read from the worker's own queue; empty if xdist changes its internals."""
+    for plugin in config.pluginmanager.get_plugins():
+        queue = getattr(plugin, "torun", None)
+        if type(plugin).__name__ == "WorkerInteractor" and queue is not None and hasattr(queue, "lock"):
+            with queue.lock() as pending:
+                return [i for i in pending if isinstance(i, int)]
+    return []
 
 
-def _upcoming(request: pytest.FixtureRequest) -> list[Case]:
-    """Cases that this process will run next, for batching. A worker cannot know which items the
-    xdist scheduler will send it, so it runs its cases one by one."""
-    if _is_worker(request.config):
-        return []
-    items = request.session.items
+def _case_of(item: pytest.Item) -> Case | None:
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get("guardbench_case") if callspec is not None else None
+    return case if isinstance(case, Case) else None
+
+
+def _schedule(request: pytest.FixtureRequest, engine: Engine) -> None:
+    """Put this process's selected cases in flight: in a single process, every selected item at the
+    first test; in an xdist worker, whatever the scheduler has queued for it so far."""
     state = request.config.stash[PROCESS_KEY]
-    if state.positions is None or len(state.positions) != len(items):
-        # Built once per session: looking each test up with list.index made the look-ahead quadratic.
-        state.positions = {item.nodeid: n for n, item in enumerate(items)}
-    position = state.positions.get(request.node.nodeid)
-    if position is None:
-        return []
-    following = []
-    for item in itertools.islice(items, position + 1, None):
-        callspec = getattr(item, "callspec", None)
-        if callspec is not None and isinstance(callspec.params.get("guardbench_case"), Case):
-            following.append(callspec.params["guardbench_case"])
-        if len(following) >= _lookahead(request.config):
-            break
-    return following
+    items = request.session.items
+    if not _is_worker(request.config):
+        if not state.submitted_all:
+            state.submitted_all = True
+            engine.submit(case for case in map(_case_of, items) if case is not None)
+        return
+    queued = [_case_of(items[i]) for i in _xdist_queue(request.config) if i < len(items)]
+    engine.submit(case for case in queued if case is not None)
 
 
 @pytest.fixture
@@ -274,9 +345,10 @@ def guardbench_case(request: pytest.FixtureRequest) -> Case:
 def guardbench_record(request: pytest.FixtureRequest, guardbench_case: Case) -> CaseRecord:
     """The full pipeline record of this case: guard decision, final response, judge verdict."""
     state = request.config.stash[PROCESS_KEY]
-    if state.runner is None:
-        state.runner = CaseRunner(_build_stack(request.config), _lookahead(request.config))
-    record = state.runner.record_for(guardbench_case, _upcoming(request))
+    if state.engine is None:
+        state.engine = Engine(_build_stack(request.config), prior=state.prior)
+    _schedule(request, state.engine)
+    record = state.engine.result(guardbench_case)
     request.node.stash[RECORD_KEY] = record.model_dump(mode="json")
     request.node.user_properties.extend(_junit_properties(record))
     return record
@@ -413,4 +485,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         if getattr(item, "callspec", None) is not None and isinstance(item.callspec.params.get("guardbench_case"), Case)
         and item.callspec.params["guardbench_case"].case_id in cases
     ]
-    config.workeroutput[WORKER_OUTPUT_KEY] = {"schema": 1, "selected": selected}  # type: ignore[attr-defined]
+    execution = config.stash[PROCESS_KEY].execution()
+    config.workeroutput[WORKER_OUTPUT_KEY] = {"schema": 1, "selected": selected, "execution": execution}  # type: ignore[attr-defined]

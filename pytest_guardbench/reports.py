@@ -172,6 +172,27 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_meta(run_dir: Path, meta: dict[str, Any]) -> None:
+    _write_json(run_dir / "meta.json", meta)
+
+
+def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add up per-process counters (nested dicts of numbers); `lowest_*` keys keep the minimum and
+    strings (a mode, a path) keep the first value seen."""
+    merged: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, dict):
+                merged[key] = merge_counts([merged.get(key, {}), value])
+            elif isinstance(value, bool) or not isinstance(value, int | float):
+                merged.setdefault(key, value)
+            elif key.startswith("lowest") and key in merged:
+                merged[key] = min(merged[key], value)
+            else:
+                merged[key] = merged.get(key, 0) + value
+    return merged
+
+
 def write_all(run_dir: Path, summary: dict[str, Any], manifest: dict[str, Any], meta: dict[str, Any]) -> dict[str, Path]:
     paths = {
         "summary.json": run_dir / "summary.json",

@@ -10,7 +10,7 @@ import platform
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import metadata
 from pathlib import Path
@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from pytest_guardbench import gates, reports, scoring
+from pytest_guardbench import gates, reports, resume, scoring
 from pytest_guardbench.config import ModelSpec, Settings
 from pytest_guardbench.data import LoadedData, manifest
 from pytest_guardbench.gates import GateResult
@@ -73,6 +73,17 @@ class GuardbenchSession:
         self._writer: reports.ResultsWriter | None = None
         self.summary: dict[str, Any] | None = None
         self.gate: GateResult | None = None
+        self.execution: list[dict[str, Any]] = []  # per-process engine/cache/call counts
+        self.local_execution: Callable[[], dict[str, Any] | None] | None = None
+        self.prior: dict[str, CaseRecord] = {}
+        self.resume_info: dict[str, Any] | None = None
+        self._last_progress = time.perf_counter()
+        settings = inputs.settings
+        if settings.resume is not None:
+            self.prior, skipped = resume.prepare(settings.resume, self._identity())
+            self.run_dir, self.run_id = settings.resume, settings.resume.name
+            self._writer = reports.ResultsWriter(self.run_dir / "results.jsonl")
+            self.resume_info = {"run_dir": str(settings.resume), "finished_before": len(self.prior), "unreadable_lines": skipped}
 
     # -- collection -------------------------------------------------------------------------
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -88,12 +99,16 @@ class GuardbenchSession:
         payload = output.get(WORKER_OUTPUT_KEY)
         if payload:
             self.expected_ids.update(payload.get("selected", []))
+            if payload.get("execution"):
+                self.execution.append(payload["execution"])
 
     # -- records ----------------------------------------------------------------------------
     def _ensure_run_dir(self) -> Path:
         if self.run_dir is None:
             self.run_id, self.run_dir = reports.make_run_dir(self.inputs.settings.report_dir, self.started)
             self._writer = reports.ResultsWriter(self.run_dir / "results.jsonl")
+            # Written now, not only at the end, so a killed run can be checked before it is resumed.
+            reports.write_meta(self.run_dir, self._meta())
         return self.run_dir
 
     @pytest.hookimpl(tryfirst=True)
@@ -111,9 +126,30 @@ class GuardbenchSession:
             self._ensure_run_dir()
             assert self._writer is not None
             self._writer.write(record)
+            self._progress()
         elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.records:
             reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
             self.lost[case_id] = {"case_id": case_id, "nodeid": report.nodeid, "when": report.when or "?", "reason": reason[:300]}
+
+    def _progress(self) -> None:
+        """A line every `--guardbench-progress` seconds on long runs; starts on its own line so
+        pytest's dots and percentages stay readable."""
+        every = self.inputs.settings.progress
+        now = time.perf_counter()
+        if every <= 0 or now - self._last_progress < every:
+            return
+        self._last_progress = now
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        total = len(self.expected_ids) or len(self.inputs.cases)
+        done = len(self.records)
+        errors = sum(1 for r in self.records.values() if r.error is not None)
+        elapsed = now - self._started_clock
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = f", about {_duration((total - done) / rate)} left" if rate > 0 and total > done else ""
+        reporter.ensure_newline()
+        reporter.write_line(f"guardbench: {done}/{total} cases, {rate:.1f} cases/s, {errors} errors{eta}")
 
     # -- end of run -------------------------------------------------------------------------
     def _selection(self) -> dict[str, Any]:
@@ -140,6 +176,26 @@ class GuardbenchSession:
             "variants": list(s.selected_variants),
         }
 
+    def _identity(self) -> dict[str, Any]:
+        """What makes two runs comparable case by case (checked on resume)."""
+        return {
+            "stack": self._stack(),
+            "models": {role: {**spec.model_dump(exclude={"params"}), "base_url": spec.resolved_base_url(), "params": spec.params} for role, spec in sorted(self.inputs.model_specs.items())},
+            "system_prompt_sha256": hashlib.sha256(self.inputs.system_prompt.encode("utf-8")).hexdigest(),
+            "refusal_text_sha256": hashlib.sha256(self.inputs.refusal_text.encode("utf-8")).hexdigest(),
+        }
+
+    def _execution(self) -> dict[str, Any]:
+        parts = list(self.execution)
+        if self.local_execution is not None:
+            local = self.local_execution()
+            if local:
+                parts.append(local)
+        merged = reports.merge_counts(parts)
+        if self.resume_info is not None:
+            merged["resume"] = self.resume_info
+        return merged
+
     def _meta(self) -> dict[str, Any]:
         versions = {}
         for name in _PACKAGES:
@@ -149,11 +205,8 @@ class GuardbenchSession:
                 versions[name] = None
         return {
             "run_id": self.run_id,
-            "stack": self._stack(),
+            **self._identity(),
             "tutor_description": self.inputs.tutor_description,
-            "models": {role: {**spec.model_dump(exclude={"params"}), "base_url": spec.resolved_base_url(), "params": spec.params} for role, spec in sorted(self.inputs.model_specs.items())},
-            "system_prompt_sha256": hashlib.sha256(self.inputs.system_prompt.encode("utf-8")).hexdigest(),
-            "refusal_text_sha256": hashlib.sha256(self.inputs.refusal_text.encode("utf-8")).hexdigest(),
             "settings": self.inputs.settings.public_view(),
             "packages": versions,
             "python": sys.version.split()[0],
@@ -193,6 +246,7 @@ class GuardbenchSession:
             "duration_s": round(time.perf_counter() - self._started_clock, 3),
             "worker_crashes": self.worker_crashes,
             "internal_errors": self.internal_errors,
+            "execution": self._execution(),
         }
         summary = reports.assemble_summary(
             metrics,
@@ -279,6 +333,11 @@ class XdistBridge:
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         self.session.merge_worker(node.gateway.id, getattr(node, "workeroutput", None), error)
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def _git_commit(root: Path) -> str | None:

@@ -86,9 +86,10 @@ def openai_compat_provider(spec: ModelSpec) -> ChatProvider:
         spec.model,
         spec.resolved_base_url(),
         spec.api_key_env,
-        concurrency=spec.concurrency,
-        timeout_s=spec.timeout_s,
-        max_retries=spec.max_retries,
+        concurrency=spec.concurrency or 8,
+        timeout_s=spec.timeout_s or 60.0,
+        max_retries=3 if spec.max_retries is None else spec.max_retries,
+        retry_backoff_s=spec.retry_backoff_s,
         extra_params=spec.params,
     )
 

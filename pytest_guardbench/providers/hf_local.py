@@ -5,6 +5,7 @@ Loading never touches a hub: `local_files_only=True` and HF_HUB_OFFLINE are set 
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import os
 import shutil
@@ -48,6 +49,15 @@ class HFChatProvider:
 
     def __repr__(self) -> str:
         return f"HFChatProvider(name={self.name!r}, model={self.model!r})"
+
+    @property
+    def cache_identity(self) -> str:
+        """Model, weights' config and chat template: a changed template renders different prompts."""
+        template = getattr(self._tokenizer, "chat_template", None) or ""
+        config = getattr(self._model, "config", None)
+        weights = getattr(config, "_name_or_path", "") if config is not None else ""
+        digest = hashlib.sha256(f"{template}|{config.to_json_string() if config is not None else ''}".encode("utf-8")).hexdigest()[:16]
+        return f"hf-local|{self.model}|{weights}|{digest}"
 
     def render(self, conversation: list[Message]) -> str:
         if not getattr(self._tokenizer, "chat_template", None):

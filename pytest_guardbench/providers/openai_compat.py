@@ -1,19 +1,37 @@
 """OpenAI and any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, Scaleway) through the
-official `openai` async client. The only module that imports `openai`."""
+official `openai` async client. The only module that imports `openai`.
+
+Each provider owns one event loop in a daemon thread and one client on it, so calls from many
+pipeline threads share a connection pool and one adaptive in-flight limit."""
 
 from __future__ import annotations
 
 import asyncio
 import math
 import os
+import random
+import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import SecretStr
 
 from pytest_guardbench.providers.base import Classification, Completion, GenerationParams, Message, ProviderError
+from pytest_guardbench.providers.limits import AdaptiveLimit, RetryPolicy
+
+T = TypeVar("T")
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+class _Retryable(Exception):
+    """A failed attempt worth repeating; carries the server's Retry-After when it sent one."""
+
+    def __init__(self, message: str, retry_after: str | None = None, rate_limited: bool = False) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.rate_limited = rate_limited
 
 
 @dataclass(frozen=True)
@@ -30,6 +48,22 @@ class _Reply:
         return Completion(self.text, self.model, self.finish_reason, self.completion_tokens, self.prompt_tokens, self.latency_s)
 
 
+class _LoopThread:
+    """An event loop running forever in a daemon thread; coroutines are handed to it from any thread."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=f"guardbench-{name}", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+
+
 class OpenAICompatProvider:
     """Chat completions against `base_url`. The key is read from the named env var and kept as a
     SecretStr; neither repr nor errors nor records ever contain it."""
@@ -43,7 +77,8 @@ class OpenAICompatProvider:
         *,
         concurrency: int = 8,
         timeout_s: float = 60.0,
-        max_retries: int = 2,
+        max_retries: int = 3,
+        retry_backoff_s: float = 0.5,
         extra_params: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
@@ -55,13 +90,43 @@ class OpenAICompatProvider:
             raise ProviderError(f"{name}: environment variable {api_key_env} is not set")
         # Servers without auth (a local vLLM) still need a non-empty key for the client.
         self._api_key = SecretStr(key or "not-needed")
-        self._concurrency = max(1, concurrency)
+        self.concurrency = max(1, concurrency)
         self._timeout_s = timeout_s
-        self._max_retries = max_retries
+        self._retry = RetryPolicy(max_retries=max_retries, backoff_s=retry_backoff_s)
         self._extra = dict(extra_params or {})
+        self._limit = AdaptiveLimit(self.concurrency)
+        self._rng = random.Random()
+        self._runner: _LoopThread | None = None
+        self._client: Any = None
+        self._start_lock = threading.Lock()
+        self.calls = 0
+        self.retries = 0
+        self.rate_limited = 0
 
     def __repr__(self) -> str:
         return f"OpenAICompatProvider(name={self.name!r}, model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+
+    @property
+    def cache_identity(self) -> str:
+        return f"openai-compat|{self.base_url or 'https://api.openai.com/v1'}|{self.model}|{sorted(self._extra.items())!r}"
+
+    def stats(self) -> dict[str, int]:
+        return {"calls": self.calls, "retries": self.retries, "rate_limited": self.rate_limited, "lowest_concurrency": self._limit.lowest}
+
+    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        with self._start_lock:
+            if self._runner is None:
+                self._runner = _LoopThread(self.name)
+        return self._runner.run(coroutine)
+
+    def close(self) -> None:
+        runner, self._runner = self._runner, None
+        if runner is None:
+            return
+        if self._client is not None:
+            runner.run(self._client.close())
+            self._client = None
+        runner.stop()
 
     def generate(
         self,
@@ -71,36 +136,21 @@ class OpenAICompatProvider:
     ) -> list[Completion]:
         """Send every conversation concurrently (bounded) and return completions in order.
 
-        Raises ProviderError for the first failed call; the pipeline then retries cases one by
-        one so a single bad case does not take the batch with it.
+        Raises ProviderError for the first call that still fails after its retries; the pipeline
+        then runs cases one by one so a single bad case does not take the batch with it.
         """
-        async def run() -> list[Completion]:
-            replies = await self._run_all(list(conversations), params, list(seeds), None)
-            return [r.completion() for r in replies]
-
-        return asyncio.run(run())
+        replies = self._run(self._run_all(list(conversations), params, list(seeds), None))
+        return [r.completion() for r in replies]
 
     async def _run_all(
         self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None], extra: dict[str, Any] | None
     ) -> list[_Reply]:
-        from openai import AsyncOpenAI
+        if self._client is None:
+            from openai import AsyncOpenAI
 
-        client = AsyncOpenAI(
-            api_key=self._api_key.get_secret_value(),
-            base_url=self.base_url,
-            timeout=self._timeout_s,
-            max_retries=self._max_retries,
-        )
-        limit = asyncio.Semaphore(self._concurrency)
-
-        async def one(conversation: list[Message], seed: int | None) -> _Reply:
-            async with limit:
-                return await self._complete(client, conversation, params, seed, extra)
-
-        try:
-            return list(await asyncio.gather(*(one(c, s) for c, s in zip(conversations, seeds, strict=True))))
-        finally:
-            await client.close()
+            # Retries are ours (below): the client's own would hide rate limits from the adaptive limit.
+            self._client = AsyncOpenAI(api_key=self._api_key.get_secret_value(), base_url=self.base_url, timeout=self._timeout_s, max_retries=0)
+        return list(await asyncio.gather(*(self._with_retries(c, params, s, extra) for c, s in zip(conversations, seeds, strict=True))))
 
     def classify(
         self,
@@ -111,20 +161,35 @@ class OpenAICompatProvider:
     ) -> list[Classification]:
         """Guard-style call: template kwargs go to the server's chat template (vLLM's
         `chat_template_kwargs`), the label probability comes from the returned logprobs."""
-        extra = {"logprobs": True, "top_logprobs": 20}
+        extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 20}
         if template_kwargs:
             extra["extra_body"] = {"chat_template_kwargs": template_kwargs}
         params = GenerationParams(max_new_tokens=max_new_tokens)
+        replies = self._run(self._run_all(list(conversations), params, [None] * len(conversations), extra))
+        return [Classification(text=r.text, p_first=_label_probability(r.logprobs, label_words)) for r in replies]
 
-        async def run() -> list[Classification]:
-            completions = await self._run_all(list(conversations), params, [None] * len(conversations), extra)
-            return [Classification(text=c.text, p_first=_label_probability(c.logprobs, label_words)) for c in completions]
+    async def _with_retries(self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> _Reply:
+        last = ""
+        for attempt in range(1, self._retry.attempts + 1):
+            async with self._limit:
+                self.calls += 1
+                try:
+                    reply = await self._complete(conversation, params, seed, extra)
+                except _Retryable as exc:
+                    last = str(exc)
+                    if exc.rate_limited:
+                        self.rate_limited += 1
+                        self._limit.rate_limited()
+                    retry_after = exc.retry_after
+                else:
+                    await self._limit.succeeded()
+                    return reply
+            if attempt < self._retry.attempts:
+                self.retries += 1
+                await asyncio.sleep(self._retry.delay(attempt, retry_after, self._rng))
+        raise ProviderError(f"{last} (gave up after {self._retry.attempts} attempts)")
 
-        return asyncio.run(run())
-
-    async def _complete(
-        self, client: Any, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None = None
-    ) -> _Reply:
+    async def _complete(self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> _Reply:
         import openai
 
         request: dict[str, Any] = {
@@ -139,23 +204,26 @@ class OpenAICompatProvider:
             request["seed"] = seed
         started = time.perf_counter()
         try:
-            response = await client.chat.completions.create(**request)
+            response = await self._client.chat.completions.create(**request)
         except openai.APIStatusError as exc:
-            raise ProviderError(f"{self.name}: HTTP {exc.status_code} from the server: {_short(exc.message)}") from None
+            message = f"{self.name}: HTTP {exc.status_code} from the server: {_short(exc.message)}"
+            if exc.status_code in RETRYABLE_STATUS:
+                raise _Retryable(message, exc.response.headers.get("retry-after"), rate_limited=exc.status_code == 429) from None
+            raise ProviderError(message) from None
         except openai.APITimeoutError:
-            raise ProviderError(f"{self.name}: timed out after {self._timeout_s:g} s") from None
+            raise _Retryable(f"{self.name}: timed out after {self._timeout_s:g} s") from None
         except openai.APIConnectionError as exc:
-            raise ProviderError(f"{self.name}: cannot connect to {self.base_url or 'the API'}: {_short(str(exc))}") from None
+            raise _Retryable(f"{self.name}: cannot connect to {self.base_url or 'the API'}: {_short(str(exc))}") from None
         except openai.OpenAIError as exc:
             raise ProviderError(f"{self.name}: {type(exc).__name__}: {_short(str(exc))}") from None
         except ValueError as exc:  # the client surfaces an undecodable body as a JSON error
-            raise ProviderError(f"{self.name}: the server sent an invalid response body ({_short(str(exc))})") from None
+            raise _Retryable(f"{self.name}: the server sent an invalid response body ({_short(str(exc))})") from None
         if not getattr(response, "choices", None):
-            raise ProviderError(f"{self.name}: the server returned no choices")
+            raise _Retryable(f"{self.name}: the server returned no choices")
         choice = response.choices[0]
         text = choice.message.content
         if text is None:
-            raise ProviderError(f"{self.name}: the server returned an empty message (finish_reason={choice.finish_reason})")
+            raise _Retryable(f"{self.name}: the server returned an empty message (finish_reason={choice.finish_reason})")
         usage = getattr(response, "usage", None)
         return _Reply(
             logprobs=getattr(choice, "logprobs", None),

@@ -10,7 +10,8 @@ import pytest
 
 from pytest_guardbench.guards import parse_decision
 from pytest_guardbench.judges import RulesJudge
-from pytest_guardbench.pipeline import CaseRunner, Stack, run_cases
+from pytest_guardbench.engine import Engine, run_cases
+from pytest_guardbench.pipeline import Stack, StageLimits, api_limits
 from pytest_guardbench.providers import Completion, GenerationParams
 from tests.unit.test_scoring import _case
 
@@ -82,17 +83,87 @@ def test_tutor_load_failure_is_an_error_record():
     assert record.error.stage == "tutor" and "weights not found" in record.error.message
 
 
-def test_runner_batches_lookahead_and_hands_each_record_out_once():
+def test_engine_batches_local_stages_and_hands_each_record_out_once():
     tutor = CountingTutor()
     cases = _cases("a", "b", "c", "d")
-    runner = CaseRunner(_stack(None, tutor), lookahead=3)
-    first = runner.record_for(cases[0], cases[1:])
-    assert tutor.calls == [3] and first.case_id == "c0"
-    runner.record_for(cases[1], cases[2:])
-    runner.record_for(cases[2], cases[3:])
-    assert tutor.calls == [3]
-    runner.record_for(cases[3])
-    assert tutor.calls == [3, 1]
+    with Engine(_stack(None, tutor)) as engine:
+        engine.submit(cases)
+        first = engine.result(cases[0])
+        assert first.case_id == "c0"
+        for case in cases[1:]:
+            engine.result(case)
+        assert tutor.calls == [4]
+        again = engine.result(cases[0])  # a rerun of the same test runs its case again
+        assert again.case_id == "c0" and tutor.calls == [4, 1]
+
+
+class SlowApiTutor:
+    """Answers after `delay` seconds per call and records how many calls overlapped."""
+
+    name = "slow"
+    model = "slow-1"
+
+    def __init__(self, delay):
+        import threading
+
+        self.delay = delay
+        self.active = 0
+        self.peak = 0
+        self.calls = 0
+        self._lock = threading.Lock()
+
+    def generate(self, conversations, params, seeds):
+        import time
+
+        with self._lock:
+            self.active += 1
+            self.calls += 1
+            self.peak = max(self.peak, self.active)
+        time.sleep(self.delay)
+        with self._lock:
+            self.active -= 1
+        return [Completion(text="Clouds are made of tiny drops of water.", model=self.model) for _ in conversations]
+
+
+def test_engine_overlaps_api_calls_up_to_the_stage_limit():
+    import time
+
+    tutor = SlowApiTutor(delay=0.1)
+    stack = Stack(guard=None, tutor=lambda: tutor, judge=RulesJudge(), system_prompt="s", refusal_text="no", malformed_policy="block",
+                  params=GenerationParams(max_new_tokens=8), limits={"guard": StageLimits(), "tutor": api_limits(10), "judge": StageLimits()})
+    cases = _cases(*[f"q{i}" for i in range(40)])
+    started = time.perf_counter()
+    records = run_cases(cases, stack)
+    elapsed = time.perf_counter() - started
+    assert [r.case_id for r in records] == [c.case_id for c in cases] and all(r.error is None for r in records)
+    assert tutor.calls == 40 and tutor.peak == 10
+    # 40 calls of 0.1 s, 10 at a time: 0.4 s; one by one would take 4 s.
+    assert elapsed < 2.0
+
+
+def test_a_test_waits_only_for_its_own_case():
+    tutor = SlowApiTutor(delay=0.05)
+    stack = Stack(guard=None, tutor=lambda: tutor, judge=RulesJudge(), system_prompt="s", refusal_text="no", malformed_policy="block",
+                  params=GenerationParams(max_new_tokens=8), limits={"guard": StageLimits(), "tutor": StageLimits(batch=1, in_flight=1), "judge": StageLimits()})
+    cases = _cases(*[f"q{i}" for i in range(10)])
+    with Engine(stack) as engine:
+        engine.submit(cases)
+        engine.result(cases[0])
+        assert engine.stats.done < len(cases)
+        for case in cases[1:]:
+            engine.result(case)
+        assert engine.stats.done == len(cases)
+
+
+def test_engine_answers_resumed_cases_from_the_prior_records():
+    tutor = CountingTutor()
+    cases = _cases("a", "b")
+    [done] = run_cases(cases[:1], _stack(None, CountingTutor()))
+    with Engine(_stack(None, tutor), prior={done.case_id: done}) as engine:
+        engine.submit(cases)
+        assert engine.result(cases[0]) == done
+        assert engine.result(cases[1]).error is None
+    assert tutor.calls == [1] and engine.stats.reused == 1
 
 
 @pytest.mark.slow

@@ -11,7 +11,8 @@ import pytest
 
 from pytest_guardbench.guards import GraniteGuardianAdapter, LlamaGuardAdapter, parse_granite, parse_llama_guard
 from pytest_guardbench.judges import RulesJudge
-from pytest_guardbench.pipeline import Stack, run_cases
+from pytest_guardbench.engine import run_cases
+from pytest_guardbench.pipeline import Stack
 from pytest_guardbench.providers import GenerationParams, ProviderError, ProviderOptions
 from pytest_guardbench.providers.hf_local import local_scoring_model
 from tests.tiny_models import build_tiny_chat_model

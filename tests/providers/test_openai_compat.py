@@ -8,7 +8,8 @@ import pytest
 from pytest_guardbench.config import ModelSpec, parse_model_spec
 from pytest_guardbench.guards import LLMGuard
 from pytest_guardbench.judges import JudgeInput, LLMJudge
-from pytest_guardbench.pipeline import Stack, run_cases
+from pytest_guardbench.engine import run_cases
+from pytest_guardbench.pipeline import Stack
 from pytest_guardbench.providers import GenerationParams, ProviderError, openai_compat_provider
 from tests.unit.test_scoring import _case
 
@@ -120,8 +121,6 @@ def test_spec_strings():
 
 
 def test_judge_preflight_fails_every_case_before_any_tutor_call(provider_for, openai_stub, monkeypatch):
-    from pytest_guardbench.pipeline import CaseRunner
-
     class NeverJudge(LLMJudge):
         pass
 
@@ -138,8 +137,7 @@ def test_judge_preflight_fails_every_case_before_any_tutor_call(provider_for, op
     judge = NeverJudge(provider_for(), instruction=LLMJudge.instruction + " JUDGE:NEVER")
     stack = Stack(guard=None, tutor=lambda: Tutor(), judge=judge, system_prompt="s", refusal_text="no", malformed_policy="block",
                   params=GenerationParams(), preflight_judge=True)
-    runner = CaseRunner(stack, lookahead=4)
-    records = [runner.record_for(c) for c in (_case("a", True), _case("b", False))]
+    records = run_cases([_case("a", True), _case("b", False)], stack)
     assert all(r.error.stage == "judge" and r.error.message.startswith("judge preflight failed: malformed") for r in records)
     assert tutor_calls == []
 

@@ -1,0 +1,181 @@
+"""Content-addressed response cache on disk (SQLite, WAL) and the provider wrapper that uses it.
+
+The key covers everything that decides a model's answer: the provider's identity (transport, base URL,
+model, fixed request params, chat template), the full messages, the sampling params, the per-case
+seed (which carries the sample index k) and, for classifier calls, the template kwargs and label
+words. Only successful answers are stored, so an error is retried on the next run. Several xdist
+processes may share one file: SQLite serialises the writers and `INSERT OR IGNORE` keeps the first
+answer for a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Literal
+
+from pytest_guardbench.providers.base import Classification, Completion, GenerationParams, Message, ProviderError
+
+CacheMode = Literal["off", "read", "write", "replay"]
+CACHE_MODES: tuple[str, ...] = ("off", "read", "write", "replay")
+# Bump when the stored value's shape or the meaning of a key changes.
+CACHE_FORMAT = 1
+
+
+class ResponseCache:
+    """One SQLite file; one connection per process, used under a lock by the pipeline's threads."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock = threading.Lock()
+        self._db = sqlite3.connect(str(path), timeout=60, check_same_thread=False, isolation_level=None)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, identity TEXT NOT NULL)")
+
+    def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
+        found: dict[str, dict[str, Any]] = {}
+        with self._lock:
+            for start in range(0, len(keys), 500):
+                chunk = list(keys[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                for key, value in self._db.execute(f"SELECT key, value FROM responses WHERE key IN ({marks})", chunk):
+                    found[key] = json.loads(value)
+        return found
+
+    def put_many(self, rows: Sequence[tuple[str, dict[str, Any], str]]) -> None:
+        if not rows:
+            return
+        with self._lock:
+            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.executemany(
+                    "INSERT OR IGNORE INTO responses (key, value, identity) VALUES (?, ?, ?)",
+                    [(key, json.dumps(value, sort_keys=True), identity) for key, value, identity in rows],
+                )
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    def count(self) -> int:
+        with self._lock:
+            return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
+
+    def integrity(self) -> str:
+        with self._lock:
+            return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+
+def cache_key(identity: str, call: dict[str, Any]) -> str:
+    payload = json.dumps({"format": CACHE_FORMAT, "identity": identity, **call}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+
+
+class CacheStats:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.writes = 0
+
+    def add(self, hits: int = 0, misses: int = 0, writes: int = 0) -> None:
+        with self._lock:
+            self.hits += hits
+            self.misses += misses
+            self.writes += writes
+
+    def as_dict(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses, "writes": self.writes}
+
+
+class CachedProvider:
+    """Wraps a chat provider (and its `classify`, when it has one) with the response cache.
+
+    Attributes other than the two calls pass through, so the engine still sees the inner
+    provider's `concurrency`, `name` and `model`."""
+
+    def __init__(self, inner: Any, cache: ResponseCache, mode: CacheMode, stats: CacheStats, role: str) -> None:
+        if mode == "off":
+            raise ValueError("CachedProvider with mode 'off': use the provider itself")
+        self._inner = inner
+        self._cache = cache
+        self._mode = mode
+        self._stats = stats
+        self._role = role
+        self._identity = _identity_of(inner)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._inner, name)
+
+    def __repr__(self) -> str:
+        return f"CachedProvider({self._inner!r}, mode={self._mode!r})"
+
+    def generate(self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]) -> list[Completion]:
+        calls = [
+            {"call": "generate", "messages": list(c), "max_new_tokens": params.max_new_tokens, "temperature": params.temperature if s is not None else 0.0, "seed": s}
+            for c, s in zip(conversations, seeds, strict=True)
+        ]
+
+        def compute(missing: list[int]) -> list[dict[str, Any]]:
+            done = self._inner.generate([conversations[i] for i in missing], params, [seeds[i] for i in missing])
+            return [asdict(c) for c in done]
+
+        return [Completion(**value) for value in self._through(calls, compute)]
+
+    def classify(
+        self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str], max_new_tokens: int = 8
+    ) -> list[Classification]:
+        calls = [
+            {"call": "classify", "messages": list(c), "template_kwargs": template_kwargs, "label_words": list(label_words), "max_new_tokens": max_new_tokens}
+            for c in conversations
+        ]
+
+        def compute(missing: list[int]) -> list[dict[str, Any]]:
+            done = self._inner.classify([conversations[i] for i in missing], template_kwargs, label_words, max_new_tokens)
+            return [asdict(c) for c in done]
+
+        return [Classification(**value) for value in self._through(calls, compute)]
+
+    def _through(self, calls: list[dict[str, Any]], compute: Callable[[list[int]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+        keys = [cache_key(self._identity, call) for call in calls]
+        found = self._cache.get_many(keys)
+        missing = [i for i, key in enumerate(keys) if key not in found]
+        self._stats.add(hits=len(keys) - len(missing), misses=len(missing))
+        if missing and self._mode == "replay":
+            raise ProviderError(
+                f"{self._role}: no cached response in replay mode for {len(missing)} call(s) (first key {keys[missing[0]][:12]}); "
+                "record them with --guardbench-cache=write"
+            )
+        values = {keys[i]: found[keys[i]] for i in range(len(keys)) if keys[i] in found}
+        if missing:
+            computed = compute(missing)
+            if len(computed) != len(missing):
+                raise ProviderError(f"{self._role}: provider returned {len(computed)} answers for {len(missing)} calls")
+            rows = []
+            for i, value in zip(missing, computed, strict=True):
+                values[keys[i]] = value
+                rows.append((keys[i], value, self._identity))
+            if self._mode == "write":
+                self._cache.put_many(rows)
+                self._stats.add(writes=len(rows))
+        return [values[key] for key in keys]
+
+
+def _identity_of(provider: Any) -> str:
+    identity = getattr(provider, "cache_identity", None)
+    if isinstance(identity, str) and identity:
+        return identity
+    # A provider without an explicit identity (e.g. one registered by a conftest) is keyed by its
+    # class, name and model; it should define cache_identity if its answers depend on more.
+    return f"{type(provider).__module__}.{type(provider).__qualname__}|{getattr(provider, 'name', '')}|{getattr(provider, 'model', '')}"
