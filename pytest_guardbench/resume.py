@@ -50,9 +50,10 @@ def check_same_run(run_dir: Path, current_meta: dict[str, Any]) -> None:
     if not meta_path.is_file():
         return
     stored = json.loads(meta_path.read_text(encoding="utf-8"))
-    differing = [key for key in IDENTITY_KEYS if stored.get(key) != current_meta.get(key)]
+    current = json.loads(json.dumps(current_meta, default=str))  # as it would read back from meta.json
+    differing = [key for key in IDENTITY_KEYS if stored.get(key) != current.get(key)]
     if differing:
-        raise ResumeError(f"--guardbench-resume {run_dir}: that run used a different {', '.join(differing)}; start a new run instead")
+        raise ResumeError(f"--guardbench-resume {run_dir}: that run used a different {' and '.join(differing)}; start a new run instead")
 
 
 def prepare(run_dir: Path, current_meta: dict[str, Any]) -> tuple[dict[str, CaseRecord], int]:

@@ -5,22 +5,46 @@ Replies are chosen from markers in the request so tests can compute expectations
 `FAULT:SLOW` (answers after 2 s), `FAULT:BADJSON`, `FAULT:EMPTY`; guard requests (system prompt of
 the generic guard) answer BLOCK when the prompt says "bomb"; judge requests answer JSON (`JUDGE:FENCED`,
 `JUDGE:BROKEN` fixed by the repair call, `JUDGE:NEVER`). Every request is recorded.
+
+`fault_rate` injects faults into that share of requests, chosen by a hash of the request body and
+how many times the same body was seen, so a retry of a faulted call is decided afresh and a run
+is reproducible whatever order the calls arrive in: 429 with Retry-After, 500, 503, an answer
+slower than the client's timeout, a dropped connection, a body cut short, a non-JSON body, and an
+empty `choices`. `latency_s` delays every answer (benchmarks).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import socket
 import threading
 import time
+from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 
+class _QuietServer(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        pass  # injected drops make the handler's own final flush fail; that is the point of them
+
+
+FAULT_KINDS = ("429", "500", "503", "slow", "drop", "truncated", "not_json", "no_choices")
+
+
 class OpenAIStub:
-    def __init__(self) -> None:
+    def __init__(self, fault_rate: float = 0.0, latency_s: float = 0.0, slow_s: float = 2.0) -> None:
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str | None] = []
+        self.injected: Counter[str] = Counter()
+        self.fault_rate = fault_rate
+        self.latency_s = latency_s
+        self.slow_s = slow_s
         self._seen_429: set[str] = set()
+        self._seen_bodies: Counter[str] = Counter()
         self._lock = threading.Lock()
         stub = self
 
@@ -47,6 +71,10 @@ class OpenAIStub:
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found"}})
                     return
+                if stub.latency_s:
+                    time.sleep(stub.latency_s)
+                if stub._inject(self, body):
+                    return
                 stub._respond(self, body)
 
             def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> None:
@@ -62,7 +90,7 @@ class OpenAIStub:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up first (a timeout test): nothing to deliver
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = _QuietServer(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -73,6 +101,44 @@ class OpenAIStub:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def _inject(self, handler: Any, body: dict[str, Any]) -> bool:
+        """Maybe answer with a fault instead of a completion; True when it did."""
+        if not self.fault_rate:
+            return False
+        text = json.dumps(body, sort_keys=True)
+        with self._lock:
+            self._seen_bodies[text] += 1
+            nth = self._seen_bodies[text]
+        digest = hashlib.sha256(f"{text}#{nth}".encode()).digest()
+        if int.from_bytes(digest[:4], "big") / 2**32 >= self.fault_rate:
+            return False
+        kind = FAULT_KINDS[digest[4] % len(FAULT_KINDS)]
+        with self._lock:
+            self.injected[kind] += 1
+        if kind == "429":
+            handler._send(429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"Retry-After": "0.05"})
+        elif kind in ("500", "503"):
+            handler._send(int(kind), {"error": {"message": f"injected {kind}", "type": "server_error"}})
+        elif kind == "slow":
+            time.sleep(self.slow_s)
+            self._respond(handler, body)
+        elif kind == "drop":
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        elif kind == "truncated":
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", "500")
+            handler.end_headers()
+            handler.wfile.write(b'{"id": "chatcmpl-cut", "choices": [{"ind')
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        elif kind == "not_json":
+            handler._send(200, None, raw=b"<html><body>502 Bad Gateway</body></html>")
+        else:
+            handler._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"), "choices": []})
+        return True
 
     def _respond(self, handler: Any, body: dict[str, Any]) -> None:
         messages = body.get("messages") or []

@@ -52,3 +52,25 @@ def test_every_option_follows_the_naming_rules():
         assert spec.dest.startswith("guardbench_") and spec.ini_key.startswith("guardbench_")
         assert all(f.startswith("--guardbench-") or f in ("--guardrail", "--tutor", "--judge") for f in spec.flags)
         assert spec.help.endswith(".")
+
+
+def test_concurrency_option_per_role_and_precedence():
+    import argparse
+
+    from pytest_guardbench.config import ModelSpec, Settings, _concurrency
+
+    assert _concurrency("16") == {"all": 16}
+    assert _concurrency("16,tutor=4") == {"all": 16, "tutor": 4}
+    for bad in ("guard=4", "tutor=0", "x", ""):
+        with pytest.raises(argparse.ArgumentTypeError):
+            _concurrency(bad)
+    settings = Settings(concurrency={"all": 16, "tutor": 4}, timeout=5.0, retries=1)
+    plain = ModelSpec(alias="a", model="m")
+    tuned = ModelSpec(alias="b", model="m", concurrency=2, timeout_s=9.0, max_retries=0)
+    assert settings.role_spec("tutor", tuned).concurrency == 4, "a per-role option beats the alias table"
+    assert settings.role_spec("judge", tuned).concurrency == 2, "the alias table beats the run-wide value"
+    assert settings.role_spec("judge", plain).concurrency == 16
+    assert (settings.role_spec("judge", plain).timeout_s, settings.role_spec("judge", plain).max_retries) == (5.0, 1)
+    assert (settings.role_spec("judge", tuned).timeout_s, settings.role_spec("judge", tuned).max_retries) == (9.0, 0)
+    defaults = Settings().role_spec("judge", plain)
+    assert (defaults.concurrency, defaults.timeout_s, defaults.max_retries) == (8, 60.0, 3)
