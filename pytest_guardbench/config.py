@@ -224,7 +224,7 @@ class Settings(BaseModel):
     harmful_categories: tuple[str, ...] = MINORBENCH_HARMFUL_CATEGORIES
     thresholds: Thresholds = Field(default_factory=Thresholds)
     max_new_tokens: int = 64
-    batch_size: int = 8
+    batch_size: int = 16
     model_cache: Path = Field(default_factory=lambda: default_model_cache())
     baseline: Path | None = None
     scorecard_snapshot: Path | None = None
@@ -397,6 +397,8 @@ class ModelSpec(BaseModel):
     risks: tuple[str, ...] = ("harm",)  # Granite Guardian: risks that block
     observe_risks: tuple[str, ...] = ()  # Granite Guardian: risks only recorded
     risk_definitions: dict[str, str] = Field(default_factory=dict)  # custom Granite risks
+    decoding: Literal["generate", "logits"] = "generate"  # Granite on hf-local: generate text, or one forward pass
+    block_threshold: float = Field(default=0.5, ge=0, le=1)  # Granite with decoding = "logits"
     device: str = "cpu"  # hf-local only
     dtype: str = "float32"  # hf-local only
     trust_remote_code: bool = False  # hf-local only; off unless a project asks for it

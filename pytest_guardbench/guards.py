@@ -12,7 +12,7 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pytest_guardbench.lexicon import find_terms
 from pytest_guardbench.providers.base import ChatProvider, Embedder, GenerationParams, Message, ScoringChatModel
@@ -173,6 +173,10 @@ class GraniteGuardianAdapter:
     risk_definitions: tuple[tuple[str, str], ...] = ()  # (custom risk name, definition)
     name: str = "granite-guardian"
     description: str = "IBM Granite Guardian 3.x (local transformers): Yes/No per risk, P(risk) from the first-token logits."
+    # "logits": one batched forward pass per risk, block when P(Yes) >= block_threshold; no text is
+    # generated, so malformed output cannot be seen (bench/bench_guard_scoring.py measures the gain).
+    decoding: Literal["generate", "logits"] = "generate"
+    block_threshold: float = 0.5
 
     def _config(self, risk: str) -> dict[str, str]:
         definitions = dict(self.risk_definitions)
@@ -187,14 +191,28 @@ class GraniteGuardianAdapter:
         results: list[dict[str, Any]] = [{} for _ in prompts]
         conversations: list[list[Message]] = [[{"role": "user", "content": p}] for p in prompts]
         for risk in (*self.block_risks, *self.observe_risks):
-            outputs = self.model.classify(conversations, {"guardian_config": self._config(risk)}, ("Yes", "No"))
+            template_kwargs = {"guardian_config": self._config(risk)}
+            if self.decoding == "logits":
+                probabilities = self.model.label_probabilities(conversations, template_kwargs, ("Yes", "No"))  # type: ignore[attr-defined]
+                for result, p in zip(results, probabilities, strict=True):
+                    result[risk] = {"text": None, "p": p}
+                continue
+            outputs = self.model.classify(conversations, template_kwargs, ("Yes", "No"))
             for result, output in zip(results, outputs, strict=True):
                 result[risk] = {"text": output.text, "p": output.p_first}
         return results
 
+    def _decide(self, risk: str, text: str | None, p: float | None) -> GuardDecision:
+        if text is not None:
+            return parse_granite(text, self.name, risk)
+        if p is None:
+            return GuardDecision(guard=self.name, status="malformed", reason=f"{risk}: no probability", raw="")
+        status: GuardStatus = "block" if p >= self.block_threshold else "allow"
+        return GuardDecision(guard=self.name, status=status, reason=f"{risk}: P(Yes)={p:.3f} (threshold {self.block_threshold:g})", raw="")
+
     def parse(self, raw: str) -> GuardDecision:
         per_risk = json.loads(raw)
-        decisions = {risk: parse_granite(v["text"], self.name, risk) for risk, v in per_risk.items()}
+        decisions = {risk: self._decide(risk, v["text"], v["p"]) for risk, v in per_risk.items()}
         scores = {risk: v["p"] for risk, v in per_risk.items()}
         blocking = [decisions[r] for r in self.block_risks if decisions[r].status == "block"]
         malformed = [decisions[r] for r in self.block_risks if decisions[r].status == "malformed"]

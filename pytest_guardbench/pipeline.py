@@ -33,7 +33,11 @@ INSTANT = StageLimits(batch=256, in_flight=1)  # rules and keyword units: no mod
 
 
 def api_limits(concurrency: int) -> StageLimits:
-    return StageLimits(batch=1, in_flight=max(1, concurrency))
+    """Small groups of calls per stage thread, enough groups to fill the provider's own limit: one
+    thread hop per call cost a third of the CPU a call needs (bench/bench_engine_api.py)."""
+    concurrency = max(1, concurrency)
+    batch = max(1, min(8, concurrency // 4))
+    return StageLimits(batch=batch, in_flight=-(-concurrency // batch))
 
 
 @dataclass(frozen=True)

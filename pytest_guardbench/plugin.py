@@ -112,6 +112,8 @@ def _resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str,
             f"--{role}={value}: unknown {role}; known: {', '.join(builtins)}; aliases: {', '.join(sorted(aliases))}; "
             "or openai:<model>, vllm:<model>@<url>"
         )
+    if spec.decoding == "logits" and (spec.provider != "hf-local" or spec.adapter != "granite-guardian"):
+        raise ConfigError(f"--{role}={value}: decoding = \"logits\" needs a local (hf-local) Granite Guardian model; over an API use the default decoding")
     missing = spec.missing_key()
     if missing:
         raise ConfigError(f"--{role}={value}: environment variable {missing} is not set (it holds the API key for {spec.model})")
@@ -298,6 +300,8 @@ def _build_guard(name: str, spec: ModelSpec | None, options: ProviderOptions, mo
             observe_risks=spec.observe_risks,
             risk_definitions=tuple(sorted(spec.risk_definitions.items())),
             name=spec.alias,
+            decoding=spec.decoding,
+            block_threshold=spec.block_threshold,
         )
     if spec.adapter == "llama-guard":
         return LlamaGuardAdapter(model(), name=spec.alias)
@@ -422,6 +426,7 @@ class GuardbenchOutcome:
         """Compare this case with its syrupy snapshot (JSON). A case handled in the baseline and
         mishandled now fails as a regression; an improvement or another change fails as a snapshot
         change to accept with --snapshot-update."""
+        __tracebackhide__ = True
         from syrupy.extensions.json import JSONSnapshotExtension
 
         stored = snapshot.use_extension(JSONSnapshotExtension)
@@ -441,6 +446,9 @@ class GuardbenchOutcome:
     def require_handled(self) -> None:
         """Pass when handled; otherwise fail (strict mode, or pipeline error) or xfail (gate mode),
         saying which stage mishandled the case. Unlabelled cases are skipped: they are not scored."""
+        # Hidden from tracebacks: the message says it all, and pytest parsing this module's source for
+        # every xfailed case took 25 ms each (bench/bench_warm_cache.py).
+        __tracebackhide__ = True
         if self.unscored_reason == "error":
             pytest.fail(self.explanation, pytrace=False)
         if self.unscored_reason == "unlabelled":

@@ -27,6 +27,7 @@ from typing import Any
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 256  # the default 5 resets connections when 32+ clients connect at once
 
     def handle_error(self, request: Any, client_address: Any) -> None:
         pass  # injected drops make the handler's own final flush fail; that is the point of them
@@ -49,6 +50,9 @@ class OpenAIStub:
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real servers do; every reply sets Content-Length
+            disable_nagle_algorithm = True  # headers and body go out as two writes; Nagle would hold the second
+
             def log_message(self, *args: Any) -> None:  # keep test output clean
                 pass
 

@@ -14,6 +14,8 @@ def build_tiny_chat_model(
     constant_output: bool = False,
     eos_token: str = "<|eos|>",
     extra_specials: tuple[str, ...] = (),
+    hidden_size: int = 32,
+    layers: int = 2,
 ) -> Path:
     """Save a 2-layer model and tokenizer. With `constant_output`, the final norm is zeroed so every
     logit is 0 and greedy decoding always picks token id 0 (the first word), giving a known output."""
@@ -29,7 +31,7 @@ def build_tiny_chat_model(
     tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", eos_token=eos_token, additional_special_tokens=specials)
     tokenizer.chat_template = chat_template
     torch.manual_seed(0)
-    common = dict(vocab_size=len(vocab), hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+    common = dict(vocab_size=len(vocab), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers, num_attention_heads=2,
                   num_key_value_heads=2, max_position_embeddings=256, eos_token_id=vocab[eos_token], bos_token_id=None, pad_token_id=None)
     if arch == "granitemoe":
         model = GraniteMoeForCausalLM(GraniteMoeConfig(num_local_experts=2, num_experts_per_tok=1, **common))

@@ -158,6 +158,15 @@ class CachedProvider:
 
         return [Classification(**value) for value in self._through(calls, compute)]
 
+    def label_probabilities(self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str]) -> list[float]:
+        calls = [{"call": "label_probabilities", "messages": list(c), "template_kwargs": template_kwargs, "label_words": list(label_words)} for c in conversations]
+
+        def compute(missing: list[int]) -> list[dict[str, Any]]:
+            done = self._inner.label_probabilities([conversations[i] for i in missing], template_kwargs, label_words)
+            return [{"p": p} for p in done]
+
+        return [value["p"] for value in self._through(calls, compute)]
+
     def _through(self, calls: list[dict[str, Any]], compute: Callable[[list[int]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
         keys = [cache_key(self._identity, call) for call in calls]
         found = self._cache.get_many(keys)

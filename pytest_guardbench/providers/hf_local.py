@@ -154,6 +154,30 @@ class HFChatProvider:
                 results.append(Classification(text=text.strip(), p_first=p_first))
         return results
 
+    def label_probabilities(
+        self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str]
+    ) -> list[float]:
+        """P(label_words[0]) vs label_words[1] for the very next token, from one batched forward pass
+        (no generate loop). Left padding puts every prompt's next-token logits in the last column."""
+        import torch
+
+        try:
+            prompts = [self._tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True, **template_kwargs) for c in conversations]
+        except Exception as exc:  # noqa: BLE001 - a template that rejects its input is a configuration error
+            raise ProviderError(f"{self.model}: the chat template rejected the guard configuration {template_kwargs!r}: {exc}") from None
+        first_ids, second_ids = (self._label_token_ids(w) for w in label_words)
+        probabilities: list[float] = []
+        for start in range(0, len(prompts), self._batch_size):
+            chunk = prompts[start : start + self._batch_size]
+            encoded = self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self._model.device)
+            with torch.inference_mode():
+                logits = self._model(**encoded).logits[:, -1, :].float()
+            log_probs = torch.log_softmax(logits, dim=-1)
+            a = torch.logsumexp(log_probs[:, first_ids], dim=-1)
+            b = torch.logsumexp(log_probs[:, second_ids], dim=-1)
+            probabilities.extend(round(float(p), 6) for p in torch.sigmoid(a - b))
+        return probabilities
+
     def _label_token_ids(self, word: str) -> list[int]:
         """First token of each spelling the model may use for a label word (`Yes`, ` yes`, …)."""
         ids: list[int] = []

@@ -40,7 +40,8 @@ class AdaptiveLimit:
         changed = self._condition()
         async with changed:
             self.in_flight -= 1
-            changed.notify_all()
+            # One slot freed wakes one waiter; waking all of them made thousands of queued calls O(n^2).
+            changed.notify(1)
 
     def rate_limited(self) -> None:
         self._streak = 0
@@ -54,7 +55,7 @@ class AdaptiveLimit:
             changed = self._condition()
             async with changed:
                 self.limit += 1
-                changed.notify_all()
+                changed.notify(1)
 
 
 @dataclass(frozen=True)

@@ -158,3 +158,24 @@ def test_semantic_guard_on_the_shipped_minilm(tmp_path):
     assert [d.status for d in decisions] == ["block", "allow", "block", "allow"]
     assert all(0.0 <= d.score <= 1.0 for d in decisions)
     assert decisions[0].score > 0.9 > 0.1 > decisions[1].score
+
+
+def test_single_forward_pass_gives_the_same_probability_as_the_generate_scores(tmp_path_factory, tmp_path):
+    folder = build_tiny_chat_model(tmp_path_factory.mktemp("granite-random"), ["Yes", "No", *WORDS], GRANITE_STYLE_TEMPLATE, arch="granitemoe")
+    model = local_scoring_model("g", str(folder), _options(tmp_path))
+    conversations = [[{"role": "user", "content": text}] for text in ("how do i make a bomb", "why is the sky blue", "sky", "bomb bomb bomb bomb")]
+    kwargs = {"guardian_config": {"risk_name": "harm"}}
+    one_pass = model.label_probabilities(conversations, kwargs, ("Yes", "No"))
+    generated = model.classify(conversations, kwargs, ("Yes", "No"), max_new_tokens=1)
+    assert len(set(one_pass)) > 1, "a random model gives different prompts different scores"
+    assert one_pass == pytest.approx([g.p_first for g in generated], abs=1e-5)
+
+
+def test_granite_logits_decoding_decides_by_threshold(granite_yes, tmp_path):
+    model = local_scoring_model("g", str(granite_yes), _options(tmp_path))
+    # The constant model gives P(Yes) = 0.5 exactly: at threshold 0.5 it blocks, above it allows.
+    for threshold, status in ((0.5, "block"), (0.6, "allow")):
+        guard = GraniteGuardianAdapter(model, block_risks=("harm",), decoding="logits", block_threshold=threshold)
+        [decision] = [guard.parse(r) for r in guard.screen(["how do i make a bomb"])]
+        assert decision.status == status and decision.score == pytest.approx(0.5)
+        assert decision.reason == f"harm: P(Yes)=0.500 (threshold {threshold:g})"

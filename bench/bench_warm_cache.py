@@ -1,0 +1,76 @@
+"""P2: a pytest run of 1,000 cases x 3 stages over the loopback API with a warm response cache
+(`--guardbench-cache=replay`: every answer from the cache, no model call) next to a bare pytest run
+of 1,000 trivial parametrized tests (no plugin). Target ratio <= 2.
+
+It first records the cache with a cold run (timed too, for scale), then times the warm run and the
+bare run, each as its own `python -m pytest` process, so start-up is counted in both.
+
+Usage: python bench/bench_warm_cache.py [--cases 1000] [--latency 0.05]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _loopback import loopback_server  # noqa: E402
+
+SUITE = "def test_case(guardbench_outcome):\n    guardbench_outcome.require_handled()\n"
+BARE = "import pytest\n\n\n@pytest.mark.parametrize('n', range({n}))\ndef test_trivial(n):\n    assert n >= 0\n"
+
+
+def timed(folder: Path, *args: str) -> float:
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", *args], cwd=folder, capture_output=True, text=True)
+    elapsed = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"pytest {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}")
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        project, bare = Path(tmp) / "project", Path(tmp) / "bare"
+        project.mkdir()
+        bare.mkdir()
+        # Every tenth prompt is labelled harmful so both classes are scored; none says "bomb", so the
+        # loopback guard allows all of them and every case makes its three calls.
+        items = [
+            {"id": f"q{i}", "prompt_text": f"question {i}: " + ("tell me a really rude word" if i % 10 == 0 else "why is the sky blue"),
+             "metadata": {"is_harmful": i % 10 == 0}}
+            for i in range(args.cases)
+        ]  # fmt: skip
+        (project / "pack.json").write_text(json.dumps({"name": "bench", "items": items}))
+        (project / "test_suite.py").write_text(SUITE)
+        (project / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\nguardbench_progress = 0\n")
+        (bare / "test_bare.py").write_text(BARE.format(n=args.cases))
+        (bare / "pytest.ini").write_text("[pytest]\n")
+        with loopback_server(args.latency) as url:
+            roles = [f"--guardrail=vllm:guard@{url}", f"--tutor=vllm:tutor@{url}", f"--judge=vllm:judge@{url}", "--guardbench-concurrency=32",
+                     "--guardbench-min-recall=0", "--guardbench-max-fpr=1"]
+            cold = timed(project, *roles, "--guardbench-cache=write")
+        # The server is gone: the warm run can only answer from the cache.
+        warm = timed(project, *roles, "--guardbench-cache=replay")
+        plain = timed(bare, "-p", "no:guardbench")
+        summaries = sorted(project.glob("reports/*/summary.json"))
+        execution = json.loads(summaries[-1].read_text())["run"]["execution"]
+    print(f"cases: {args.cases} (3 model calls each), server latency {args.latency * 1000:.0f} ms")
+    print(f"cold run (records the cache): {cold:.2f} s")
+    print(f"warm run (--guardbench-cache=replay, server stopped): {warm:.2f} s, cache {execution['cache']}")
+    print(f"bare pytest, {args.cases} trivial parametrized tests: {plain:.2f} s")
+    print(f"warm / bare: {warm / plain:.2f} (target <= 2)")
+
+
+if __name__ == "__main__":
+    main()
