@@ -404,6 +404,9 @@ class ModelSpec(BaseModel):
     trust_remote_code: bool = False  # hf-local only; off unless a project asks for it
     base_url: str | None = None
     base_url_env: str | None = None  # e.g. OPENAI_BASE_URL: read at build time, overrides nothing else
+    fleet: tuple[str, ...] = ()  # several replicas of the same model (vLLM behind no balancer); replaces base_url
+    failures_to_drop: int = Field(default=3, ge=1)  # a replica failing this many calls in a row is taken out
+    cooldown_s: float = Field(default=30.0, ge=0)  # ... for this long, then tried again
     api_key_env: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     concurrency: int | None = Field(default=None, ge=1)  # None: --guardbench-concurrency, else 8
@@ -461,7 +464,8 @@ def parse_model_spec(text: str, aliases: dict[str, ModelSpec]) -> ModelSpec | No
         key_env = None
         if "?key=" in url:
             url, _, key_env = url.partition("?key=")
-        if not model or not url.startswith(("http://", "https://")):
-            raise ConfigError(f"{text!r}: expected vllm:<model>@<http(s)-base-url>")
-        return ModelSpec(alias=text, model=model, base_url=url, api_key_env=key_env or None)
+        urls = [u.strip() for u in url.split(",") if u.strip()]
+        if not model or not urls or not all(u.startswith(("http://", "https://")) for u in urls):
+            raise ConfigError(f"{text!r}: expected vllm:<model>@<http(s)-base-url>[,<another replica's url>...]")
+        return ModelSpec(alias=text, model=model, base_url=urls[0], fleet=tuple(urls) if len(urls) > 1 else (), api_key_env=key_env or None)
     return None

@@ -91,6 +91,9 @@ def openai_compat_provider(spec: ModelSpec) -> ChatProvider:
         max_retries=3 if spec.max_retries is None else spec.max_retries,
         retry_backoff_s=spec.retry_backoff_s,
         extra_params=spec.params,
+        fleet=spec.fleet,
+        failures_to_drop=spec.failures_to_drop,
+        cooldown_s=spec.cooldown_s,
     )
 
 

@@ -48,6 +48,31 @@ class _Reply:
         return Completion(self.text, self.model, self.finish_reason, self.completion_tokens, self.prompt_tokens, self.latency_s)
 
 
+@dataclass
+class Endpoint:
+    """One server of a role: its own client, in-flight limit and health. After `failures_to_drop`
+    failed calls in a row it is taken out for `cooldown_s`, then tried again."""
+
+    url: str | None
+    limit: AdaptiveLimit
+    client: Any = None
+    calls: int = 0
+    failures: int = 0
+    failures_in_a_row: int = 0
+    taken_out: int = 0
+    down_until: float = 0.0
+    waiting: int = 0  # calls sent here that wait for a free slot
+
+    def healthy(self, now: float) -> bool:
+        return now >= self.down_until
+
+    def load(self) -> float:
+        return (self.limit.in_flight + self.waiting) / self.limit.limit
+
+    def stats(self) -> dict[str, Any]:
+        return {"calls": self.calls, "failures": self.failures, "taken_out": self.taken_out, "lowest_concurrency": self.limit.lowest}
+
+
 class _LoopThread:
     """An event loop running forever in a daemon thread; coroutines are handed to it from any thread."""
 
@@ -80,38 +105,51 @@ class OpenAICompatProvider:
         max_retries: int = 3,
         retry_backoff_s: float = 0.5,
         extra_params: dict[str, Any] | None = None,
+        fleet: Sequence[str] = (),
+        failures_to_drop: int = 3,
+        cooldown_s: float = 30.0,
     ) -> None:
         self.name = name
         self.model = model
-        self.base_url = base_url
+        # A fleet is several replicas of the same model; `concurrency` applies to each of them.
+        urls: list[str | None] = list(dict.fromkeys(fleet)) or [base_url]
+        self.base_url = urls[0]
         self.api_key_env = api_key_env
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         if api_key_env and not key:
             raise ProviderError(f"{name}: environment variable {api_key_env} is not set")
         # Servers without auth (a local vLLM) still need a non-empty key for the client.
         self._api_key = SecretStr(key or "not-needed")
-        self.concurrency = max(1, concurrency)
+        self.endpoints = [Endpoint(url, AdaptiveLimit(max(1, concurrency))) for url in urls]
+        self.concurrency = max(1, concurrency) * len(self.endpoints)
+        self._failures_to_drop = max(1, failures_to_drop)
+        self._cooldown_s = cooldown_s
         self._timeout_s = timeout_s
         self._retry = RetryPolicy(max_retries=max_retries, backoff_s=retry_backoff_s)
         self._extra = dict(extra_params or {})
-        self._limit = AdaptiveLimit(self.concurrency)
         self._rng = random.Random()
         self._runner: _LoopThread | None = None
-        self._client: Any = None
         self._start_lock = threading.Lock()
         self.calls = 0
         self.retries = 0
         self.rate_limited = 0
 
     def __repr__(self) -> str:
-        return f"OpenAICompatProvider(name={self.name!r}, model={self.model!r}, base_url={self.base_url!r}, api_key_env={self.api_key_env!r})"
+        urls = [e.url for e in self.endpoints]
+        where = f"base_url={urls[0]!r}" if len(urls) == 1 else f"fleet={urls!r}"
+        return f"OpenAICompatProvider(name={self.name!r}, model={self.model!r}, {where}, api_key_env={self.api_key_env!r})"
 
     @property
     def cache_identity(self) -> str:
-        return f"openai-compat|{self.base_url or 'https://api.openai.com/v1'}|{self.model}|{sorted(self._extra.items())!r}"
+        urls = ",".join(sorted(e.url or "https://api.openai.com/v1" for e in self.endpoints))
+        return f"openai-compat|{urls}|{self.model}|{sorted(self._extra.items())!r}"
 
-    def stats(self) -> dict[str, int]:
-        return {"calls": self.calls, "retries": self.retries, "rate_limited": self.rate_limited, "lowest_concurrency": self._limit.lowest}
+    def stats(self) -> dict[str, Any]:
+        result: dict[str, Any] = {"calls": self.calls, "retries": self.retries, "rate_limited": self.rate_limited}
+        result["lowest_concurrency"] = min(e.limit.lowest for e in self.endpoints)
+        if len(self.endpoints) > 1:
+            result["endpoints"] = {str(e.url): e.stats() for e in self.endpoints}
+        return result
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         with self._start_lock:
@@ -123,9 +161,10 @@ class OpenAICompatProvider:
         runner, self._runner = self._runner, None
         if runner is None:
             return
-        if self._client is not None:
-            runner.run(self._client.close())
-            self._client = None
+        for endpoint in self.endpoints:
+            if endpoint.client is not None:
+                runner.run(endpoint.client.close())
+                endpoint.client = None
         runner.stop()
 
     def generate(
@@ -145,13 +184,14 @@ class OpenAICompatProvider:
     async def _run_all(
         self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None], extra: dict[str, Any] | None
     ) -> list[_Reply]:
-        if self._client is None:
-            from openai import AsyncOpenAI
+        for endpoint in self.endpoints:
+            if endpoint.client is None:
+                from openai import AsyncOpenAI
 
-            # Retries are ours (below): the client's own would hide rate limits from the adaptive limit.
-            self._client = AsyncOpenAI(
-                api_key=self._api_key.get_secret_value(), base_url=self.base_url, timeout=self._timeout_s, max_retries=0, http_client=_http_client()
-            )
+                # Retries are ours (below): the client's own would hide rate limits from the adaptive limit.
+                endpoint.client = AsyncOpenAI(
+                    api_key=self._api_key.get_secret_value(), base_url=endpoint.url, timeout=self._timeout_s, max_retries=0, http_client=_http_client()
+                )
         return list(await asyncio.gather(*(self._with_retries(c, params, s, extra) for c, s in zip(conversations, seeds, strict=True))))
 
     def classify(
@@ -170,28 +210,71 @@ class OpenAICompatProvider:
         replies = self._run(self._run_all(list(conversations), params, [None] * len(conversations), extra))
         return [Classification(text=r.text, p_first=_label_probability(r.logprobs, label_words)) for r in replies]
 
+    def _pick(self, avoid: Endpoint | None) -> Endpoint:
+        """The least loaded healthy endpoint, preferring one other than the endpoint that just
+        failed; when every endpoint is out, the one that comes back first (tried again early)."""
+        now = time.monotonic()
+        healthy = [e for e in self.endpoints if e.healthy(now)]
+        if not healthy:
+            return min(self.endpoints, key=lambda e: e.down_until)
+        others = [e for e in healthy if e is not avoid] or healthy
+        return min(others, key=lambda e: (e.load(), e.calls))
+
+    def _failed(self, endpoint: Endpoint) -> None:
+        endpoint.failures += 1
+        endpoint.failures_in_a_row += 1
+        if endpoint.failures_in_a_row >= self._failures_to_drop and endpoint.healthy(time.monotonic()):
+            endpoint.down_until = time.monotonic() + self._cooldown_s
+            endpoint.taken_out += 1
+
+    async def _slot(self, avoid: Endpoint | None) -> Endpoint:
+        """Wait for a free slot on the best endpoint. A call that waited behind an endpoint which went
+        out meanwhile moves to a healthy one instead of hitting the dead one."""
+        while True:
+            endpoint = self._pick(avoid)
+            endpoint.waiting += 1
+            try:
+                await endpoint.limit.__aenter__()
+            finally:
+                endpoint.waiting -= 1
+            now = time.monotonic()
+            if endpoint.healthy(now) or not any(e.healthy(now) for e in self.endpoints):
+                return endpoint
+            await endpoint.limit.__aexit__(None, None, None)
+
     async def _with_retries(self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> _Reply:
         last = ""
+        endpoint: Endpoint | None = None
         for attempt in range(1, self._retry.attempts + 1):
-            async with self._limit:
+            endpoint = await self._slot(avoid=endpoint)
+            try:
                 self.calls += 1
+                endpoint.calls += 1
                 try:
-                    reply = await self._complete(conversation, params, seed, extra)
+                    reply = await self._complete(endpoint, conversation, params, seed, extra)
                 except _Retryable as exc:
                     last = str(exc)
+                    self._failed(endpoint)
                     if exc.rate_limited:
                         self.rate_limited += 1
-                        self._limit.rate_limited()
+                        endpoint.limit.rate_limited()
                     retry_after = exc.retry_after
                 else:
-                    await self._limit.succeeded()
+                    endpoint.failures_in_a_row = 0
+                    await endpoint.limit.succeeded()
                     return reply
+            finally:
+                await endpoint.limit.__aexit__(None, None, None)
             if attempt < self._retry.attempts:
                 self.retries += 1
-                await asyncio.sleep(self._retry.delay(attempt, retry_after, self._rng))
+                # Another replica can take the retry at once; the same server gets time to recover.
+                if self._pick(avoid=endpoint) is endpoint:
+                    await asyncio.sleep(self._retry.delay(attempt, retry_after, self._rng))
         raise ProviderError(f"{last} (gave up after {self._retry.attempts} attempts)")
 
-    async def _complete(self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> _Reply:
+    async def _complete(
+        self, endpoint: Endpoint, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
+    ) -> _Reply:
         import openai
 
         request: dict[str, Any] = {
@@ -206,7 +289,7 @@ class OpenAICompatProvider:
             request["seed"] = seed
         started = time.perf_counter()
         try:
-            response = await self._client.chat.completions.create(**request)
+            response = await endpoint.client.chat.completions.create(**request)
         except openai.APIStatusError as exc:
             message = f"{self.name}: HTTP {exc.status_code} from the server: {_short(exc.message)}"
             if exc.status_code in RETRYABLE_STATUS:
@@ -215,7 +298,7 @@ class OpenAICompatProvider:
         except openai.APITimeoutError:
             raise _Retryable(f"{self.name}: timed out after {self._timeout_s:g} s") from None
         except openai.APIConnectionError as exc:
-            raise _Retryable(f"{self.name}: cannot connect to {self.base_url or 'the API'}: {_short(str(exc))}") from None
+            raise _Retryable(f"{self.name}: cannot connect to {endpoint.url or 'the API'}: {_short(str(exc))}") from None
         except openai.OpenAIError as exc:
             raise ProviderError(f"{self.name}: {type(exc).__name__}: {_short(str(exc))}") from None
         except ValueError as exc:  # the client surfaces an undecodable body as a JSON error

@@ -130,7 +130,7 @@ def test_engine_overlaps_api_calls_up_to_the_stage_limit():
 
     tutor = SlowApiTutor(delay=0.1)
     stack = Stack(guard=None, tutor=lambda: tutor, judge=RulesJudge(), system_prompt="s", refusal_text="no", malformed_policy="block",
-                  params=GenerationParams(max_new_tokens=8), limits={"guard": StageLimits(), "tutor": api_limits(10), "judge": StageLimits()})
+                  params=GenerationParams(max_new_tokens=8), limits={"guard": StageLimits(), "tutor": StageLimits(batch=1, in_flight=10), "judge": StageLimits()})
     cases = _cases(*[f"q{i}" for i in range(40)])
     started = time.perf_counter()
     records = run_cases(cases, stack)
@@ -139,6 +139,13 @@ def test_engine_overlaps_api_calls_up_to_the_stage_limit():
     assert tutor.calls == 40 and tutor.peak == 10
     # 40 calls of 0.1 s, 10 at a time: 0.4 s; one by one would take 4 s.
     assert elapsed < 2.0
+
+
+@pytest.mark.parametrize("concurrency", [1, 3, 8, 32, 100])
+def test_api_stage_limits_fill_the_provider_limit(concurrency):
+    limits = api_limits(concurrency)
+    assert limits.batch * limits.in_flight >= concurrency
+    assert limits.batch * (limits.in_flight - 1) < concurrency, "no more stage threads than needed"
 
 
 def test_a_test_waits_only_for_its_own_case():

@@ -65,7 +65,7 @@ def test_missing_file(pytester):
         (["--judge=oracle"], "*--judge=oracle: unknown judge; known: rules; aliases: gpt-4o-mini, granite, llama, llama-guard-3; or openai:<model>, vllm:<model>@<url>"),
         (["--tutor=llama"], "*--tutor=llama: environment variable SCW_SECRET_KEY is not set (it holds the API key for llama-3.1-8b-instruct)"),
         (["--judge=openai:gpt-4o-mini"], "*--judge=openai:gpt-4o-mini: environment variable OPENAI_API_KEY is not set*"),
-        (["--guardrail=vllm:guard@ftp://x"], "*'vllm:guard@ftp://x': expected vllm:<model>@<http(s)-base-url>"),
+        (["--guardrail=vllm:guard@ftp://x"], "*'vllm:guard@ftp://x': expected vllm:<model>@<http(s)-base-url>*"),
         (["--guardbench-system-prompt=nosuch"], "*--guardbench-system-prompt: 'nosuch' is neither a shipped prompt*"),
     ],
 )
