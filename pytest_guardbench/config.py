@@ -173,6 +173,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("cache", ("--guardbench-cache",), "Response cache: off, read, write (read and record) or replay (a miss fails the case).", _choice("off", "read", "write", "replay")),
     OptionSpec("cache_path", ("--guardbench-cache-path",), "SQLite file of the response cache (default .guardbench/cache.sqlite under the rootdir)."),
     OptionSpec("resume", ("--guardbench-resume",), "A run folder to finish: its finished cases are reused, only missing or errored ones run."),
+    OptionSpec("batch_api", ("--guardbench-batch-api",), "Roles whose calls go through the provider's Batch API (guardrail,tutor,judge or all); resumable.", _name_list),
+    OptionSpec("batch_poll", ("--guardbench-batch-poll",), "Seconds between polls of a Batch API batch (default 10).", _seconds),
     OptionSpec("progress", ("--guardbench-progress",), "Seconds between progress lines (cases done/total, rate, errors); 0 turns them off (default 30).", _seconds),
 )
 OPTIONS_BY_NAME = {spec.name: spec for spec in OPTIONS}
@@ -236,6 +238,8 @@ class Settings(BaseModel):
     cache: Literal["off", "read", "write", "replay"] = "off"
     cache_path: Path | None = None
     resume: Path | None = None
+    batch_api: tuple[str, ...] = ()
+    batch_poll: float | None = Field(default=None, gt=0)
     progress: float = 30.0
 
     @property
@@ -314,7 +318,10 @@ class Settings(BaseModel):
                 values[path_field] = resolve(path_field, values[path_field])
         values.setdefault("report_dir", root / "reports")
         values.setdefault("cache_path", root / ".guardbench" / "cache.sqlite")
-        for list_field in ("variants", "exclude_variants", "harmful_categories"):
+        unknown_roles = [r for r in values.get("batch_api", ()) if r not in (*ROLES, "all")]
+        if unknown_roles:
+            raise ConfigError(f"--guardbench-batch-api: {unknown_roles[0]!r} is not a role; use guardrail, tutor, judge or all")
+        for list_field in ("variants", "exclude_variants", "harmful_categories", "batch_api"):
             if list_field in values:
                 values[list_field] = tuple(values[list_field])
         if "harmful_categories" in values:
@@ -339,6 +346,10 @@ class Settings(BaseModel):
             updates["timeout_s"] = self.timeout or 60.0
         if spec.max_retries is None:
             updates["max_retries"] = 3 if self.retries is None else self.retries
+        if role in self.batch_api or "all" in self.batch_api:
+            updates["batch_api"] = True
+        if self.batch_poll is not None:
+            updates["batch_poll_s"] = self.batch_poll
         return spec.model_copy(update=updates)
 
     def public_view(self) -> dict[str, Any]:
@@ -407,6 +418,9 @@ class ModelSpec(BaseModel):
     fleet: tuple[str, ...] = ()  # several replicas of the same model (vLLM behind no balancer); replaces base_url
     failures_to_drop: int = Field(default=3, ge=1)  # a replica failing this many calls in a row is taken out
     cooldown_s: float = Field(default=30.0, ge=0)  # ... for this long, then tried again
+    batch_api: bool = False  # send each stage's calls through the provider's Batch API (files + batches)
+    batch_poll_s: float = Field(default=10.0, gt=0)
+    batch_completion_window: str = "24h"
     api_key_env: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     concurrency: int | None = Field(default=None, ge=1)  # None: --guardbench-concurrency, else 8

@@ -30,9 +30,6 @@ from pytest_guardbench.pipeline import (
 from pytest_guardbench.providers.base import ChatProvider
 from pytest_guardbench.schemas import Case, CaseRecord, PipelineError, PipelineStage
 
-# Long enough for the cases submitted together to land in one batch, short enough to be invisible.
-BATCH_WAIT_S = 0.002
-
 
 class _Once:
     """Thread-safe lazy value: the tutor is loaded by whichever stage thread needs it first."""
@@ -72,7 +69,7 @@ class _Stage:
         while self._pending and self._running < self._limits.in_flight and not self._engine.closing:
             if len(self._pending) < self._limits.batch and not force:
                 if self._timer is None:
-                    self._timer = loop.call_later(BATCH_WAIT_S, self._on_timer)
+                    self._timer = loop.call_later(self._limits.wait_s, self._on_timer)
                 return
             batch, self._pending = self._pending[: self._limits.batch], self._pending[self._limits.batch :]
             self._running += 1

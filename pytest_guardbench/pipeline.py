@@ -26,6 +26,11 @@ class StageLimits:
 
     batch: int = 8
     in_flight: int = 1
+    wait_s: float = 0.002  # how long a partial batch waits for more cases
+
+
+# A Batch API stage: every case that reaches the stage in the same half second goes up as one file.
+BATCH_API = StageLimits(batch=50_000, in_flight=1, wait_s=0.5)
 
 
 LOCAL_MODEL = StageLimits(batch=8, in_flight=1)

@@ -17,7 +17,7 @@ from pytest_guardbench.data import DataError, LoadedData, check_unique_cases, lo
 from pytest_guardbench.guards import BUILTIN_GUARDS, GraniteGuardianAdapter, Guardrail, LlamaGuardAdapter, LLMGuard, SemanticGuard
 from pytest_guardbench.judges import BUILTIN_JUDGES, LLMJudge
 from pytest_guardbench.engine import Engine
-from pytest_guardbench.pipeline import INSTANT, Stack, StageLimits, api_limits
+from pytest_guardbench.pipeline import BATCH_API, INSTANT, Stack, StageLimits, api_limits
 from pytest_guardbench.resume import ResumeError, load_base
 from pytest_guardbench.providers import (
     ChatProvider,
@@ -234,7 +234,12 @@ def _build_stack(config: pytest.Config) -> Stack:
     state = config.stash[PROCESS_KEY]
     s = inputs.settings
     # Several workers on few cores each want one torch thread: 2 workers x 2 threads on 2 cores ran 20x slower.
-    options = ProviderOptions(model_cache=s.model_cache, batch_size=s.batch_size, torch_threads=1 if _is_worker(config) else None)
+    options = ProviderOptions(
+        model_cache=s.model_cache,
+        batch_size=s.batch_size,
+        torch_threads=1 if _is_worker(config) else None,
+        batch_state_dir=(s.cache_path or Path(config.rootpath) / ".guardbench" / "cache.sqlite").parent / "batches",
+    )
     if s.cache != "off" and state.cache is None:
         state.cache = ResponseCache(s.cache_path)  # type: ignore[arg-type]
         state.cache_mode = s.cache
@@ -253,7 +258,9 @@ def _build_stack(config: pytest.Config) -> Stack:
         spec = specs.get(role)
         if spec is None:
             return fallback
-        return api_limits(spec.concurrency or 8) if spec.provider == "openai-compat" else local
+        if spec.provider != "openai-compat":
+            return local
+        return BATCH_API if spec.batch_api else api_limits(spec.concurrency or 8)
 
     def tutor() -> ChatProvider:
         if state.tutor is None:

@@ -37,7 +37,12 @@ FAULT_KINDS = ("429", "500", "503", "slow", "drop", "truncated", "not_json", "no
 
 
 class OpenAIStub:
-    def __init__(self, fault_rate: float = 0.0, latency_s: float = 0.0, slow_s: float = 2.0) -> None:
+    def __init__(self, fault_rate: float = 0.0, latency_s: float = 0.0, slow_s: float = 2.0, batch_delay_s: float = 0.2) -> None:
+        self.files: dict[str, bytes] = {}
+        self.batches: dict[str, dict[str, Any]] = {}
+        self.batch_lines: list[dict[str, Any]] = []
+        self.batch_polls = 0
+        self.batch_delay_s = batch_delay_s
         self.requests: list[dict[str, Any]] = []
         self.auth_headers: list[str | None] = []
         self.injected: Counter[str] = Counter()
@@ -57,17 +62,30 @@ class OpenAIStub:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
-                if self.path.rstrip("/").endswith("/models"):
+                path = self.path.split("?")[0].rstrip("/")
+                if path.endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": "stub", "object": "model"}]})
+                elif "/batches/" in path:
+                    stub._batch(self, path.rsplit("/", 1)[1])
+                elif path.endswith("/content") and "/files/" in path:
+                    file_id = path.split("/files/")[1].split("/")[0]
+                    self._send(200, None, raw=stub.files[file_id]) if file_id in stub.files else self._send(404, {"error": {"message": "no file"}})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                if self.path.rstrip("/").endswith("/files"):
+                    stub._upload(self, raw)
+                    return
                 try:
-                    body = json.loads(self.rfile.read(length))
+                    body = json.loads(raw)
                 except json.JSONDecodeError:
                     self._send(400, {"error": {"message": "invalid JSON body", "type": "invalid_request_error"}})
+                    return
+                if self.path.rstrip("/").endswith("/batches"):
+                    stub._create_batch(self, body)
                     return
                 with stub._lock:
                     stub.requests.append(body)
@@ -145,12 +163,7 @@ class OpenAIStub:
         return True
 
     def _respond(self, handler: Any, body: dict[str, Any]) -> None:
-        messages = body.get("messages") or []
-        everything = "\n".join(str(m.get("content", "")) for m in messages)
-        last_user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
-        if "FAULT:500" in everything:
-            handler._send(500, {"error": {"message": "the stub broke", "type": "server_error"}})
-            return
+        everything = "\n".join(str(m.get("content", "")) for m in body.get("messages") or [])
         if "FAULT:429ONCE" in everything:
             with self._lock:
                 first = everything not in self._seen_429
@@ -163,22 +176,89 @@ class OpenAIStub:
         if "FAULT:BADJSON" in everything:
             handler._send(200, None, raw=b'{"id": "x", "choices": [')
             return
+        handler._send(*self.answer(body))
+
+    def answer(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """Status and JSON body for one chat completion request (also used for batch lines)."""
+        messages = body.get("messages") or []
+        everything = "\n".join(str(m.get("content", "")) for m in messages)
+        last_user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
+        if "FAULT:500" in everything:
+            return 500, {"error": {"message": "the stub broke", "type": "server_error"}}
         template_kwargs = body.get("chat_template_kwargs")
         if template_kwargs is not None:
             guardian = template_kwargs.get("guardian_config") or {}
             if "risk_name" not in guardian:
-                handler._send(400, {"error": {"message": "chat template error: guardian_config needs risk_name", "type": "BadRequestError"}})
-                return
+                return 400, {"error": {"message": "chat template error: guardian_config needs risk_name", "type": "BadRequestError"}}
             risky = "bomb" in last_user.lower()
             content = "Yes" if risky else "No"
             top = [{"token": "Yes", "logprob": -0.1 if risky else -2.4, "bytes": None}, {"token": "No", "logprob": -2.4 if risky else -0.1, "bytes": None}]
             logprobs = {"content": [{"token": content, "logprob": -0.1, "bytes": None, "top_logprobs": top}]} if body.get("logprobs") else None
-            handler._send(200, self._envelope(body, content, everything, logprobs))
-            return
-        content: str | None = self._script(messages, everything, last_user)
+            return 200, self._envelope(body, content, everything, logprobs)
+        text: str | None = self._script(messages, everything, last_user)
         if "FAULT:EMPTY" in everything:
-            content = None
-        handler._send(200, self._envelope(body, content, everything))
+            text = None
+        return 200, self._envelope(body, text, everything)
+
+    # -- Files and Batches API ----------------------------------------------------------------
+    def _upload(self, handler: Any, raw: bytes) -> None:
+        from email.parser import BytesParser
+        from email.policy import HTTP
+
+        message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + handler.headers["Content-Type"].encode() + b"\r\n\r\n" + raw)
+        fields = {part.get_param("name", header="content-disposition"): part for part in message.iter_parts()}
+        content = fields["file"].get_payload(decode=True)
+        with self._lock:
+            file_id = f"file-{len(self.files) + 1}"
+            self.files[file_id] = content
+        purpose = fields["purpose"].get_payload(decode=True).decode()
+        handler._send(200, {"id": file_id, "object": "file", "bytes": len(content), "created_at": 0, "filename": "batch.jsonl", "purpose": purpose, "status": "processed"})
+
+    def _create_batch(self, handler: Any, body: dict[str, Any]) -> None:
+        if body.get("input_file_id") not in self.files:
+            handler._send(400, {"error": {"message": "unknown input_file_id", "type": "invalid_request_error"}})
+            return
+        with self._lock:
+            batch_id = f"batch_{len(self.batches) + 1}"
+            self.batches[batch_id] = {
+                "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "input_file_id": body["input_file_id"],
+                "completion_window": body["completion_window"], "status": "validating", "created_at": int(time.time()),
+                "output_file_id": None, "error_file_id": None, "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                "_ready_at": time.monotonic() + self.batch_delay_s,
+            }  # fmt: skip
+        handler._send(200, self._public(self.batches[batch_id]))
+
+    def _batch(self, handler: Any, batch_id: str) -> None:
+        batch = self.batches.get(batch_id)
+        if batch is None:
+            handler._send(404, {"error": {"message": f"no batch {batch_id}"}})
+            return
+        with self._lock:
+            self.batch_polls += 1
+            if batch["status"] != "completed":
+                batch["status"] = "in_progress"
+            if batch["status"] == "in_progress" and time.monotonic() >= batch["_ready_at"]:
+                self._finish_batch(batch)
+        handler._send(200, self._public(batch))
+
+    def _finish_batch(self, batch: dict[str, Any]) -> None:
+        lines, failed = [], 0
+        for n, line in enumerate(self.files[batch["input_file_id"]].decode().splitlines()):
+            request = json.loads(line)
+            status, payload = self.answer(request["body"])
+            if "BATCHFAIL" in json.dumps(request["body"]):
+                status, payload = 500, {"error": {"message": "this line failed in the batch"}}
+            failed += status != 200
+            self.batch_lines.append(request["body"])
+            response = {"status_code": status, "request_id": f"req_{n}", "body": payload}
+            lines.append(json.dumps({"id": f"line_{n}", "custom_id": request["custom_id"], "response": response, "error": None}))
+        output_id = f"file-{len(self.files) + 1}"
+        self.files[output_id] = ("\n".join(lines) + "\n").encode()
+        batch.update(status="completed", output_file_id=output_id, request_counts={"total": len(lines), "completed": len(lines) - failed, "failed": failed})
+
+    @staticmethod
+    def _public(batch: dict[str, Any]) -> dict[str, Any]:
+        return {k: v for k, v in batch.items() if not k.startswith("_")}
 
     @staticmethod
     def _envelope(body: dict[str, Any], content: str | None, everything: str, logprobs: Any = None) -> dict[str, Any]:

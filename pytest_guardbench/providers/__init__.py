@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 from dataclasses import dataclass
+from pathlib import Path
 
 from pytest_guardbench.config import ModelSpec
 from pytest_guardbench.providers.base import (
@@ -77,11 +78,17 @@ def _smol(options: ProviderOptions) -> ChatProvider:
     return smollm2_provider(options)
 
 
-def openai_compat_provider(spec: ModelSpec) -> ChatProvider:
-    """Build the OpenAI-compatible client for a model spec (imports `openai` only now)."""
-    from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
+def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None) -> ChatProvider:
+    """Build the OpenAI-compatible client for a model spec (imports `openai` only now). With
+    `spec.batch_api` the calls go through the provider's Batch API, its state kept in `batch_state_dir`."""
+    from pytest_guardbench.providers.openai_compat import BatchAPIProvider, OpenAICompatProvider
 
-    return OpenAICompatProvider(
+    batch: dict[str, Any] = {}
+    cls: Any = OpenAICompatProvider
+    if spec.batch_api:
+        cls = BatchAPIProvider
+        batch = {"state_dir": batch_state_dir or Path(".guardbench") / "batches", "poll_s": spec.batch_poll_s, "completion_window": spec.batch_completion_window}
+    return cls(
         spec.alias,
         spec.model,
         spec.resolved_base_url(),
@@ -94,6 +101,7 @@ def openai_compat_provider(spec: ModelSpec) -> ChatProvider:
         fleet=spec.fleet,
         failures_to_drop=spec.failures_to_drop,
         cooldown_s=spec.cooldown_s,
+        **batch,
     )
 
 
@@ -101,7 +109,7 @@ def chat_provider_for(spec: ModelSpec, options: ProviderOptions) -> ChatProvider
     """A chat model for any spec: OpenAI-compatible, or a local transformers model."""
     if spec.provider == "hf-local":
         return _local(spec, options)
-    return openai_compat_provider(spec)
+    return openai_compat_provider(spec, options.batch_state_dir)
 
 
 def scoring_model_for(spec: ModelSpec, options: ProviderOptions) -> ScoringChatModel:

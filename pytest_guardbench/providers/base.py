@@ -38,6 +38,7 @@ class ProviderOptions:
     model_cache: Path
     batch_size: int = 8
     torch_threads: int | None = None
+    batch_state_dir: Path | None = None  # where Batch API runs keep their batch ids
 
 
 class ProviderError(RuntimeError):
