@@ -22,6 +22,7 @@ from pytest_guardbench.reports import ResultsWriter, assemble_summary, load_run_
 from pytest_guardbench.schemas import Case, CaseRecord
 from pytest_guardbench.scoring import summarise
 from pytest_guardbench.seed_format import load_seed_results
+from pytest_guardbench.sweeps import guard_sweeps
 from pytest_guardbench.variants import BUILTIN_MUTATORS, FAMILIES, VariantError, expand, family_of
 
 
@@ -224,6 +225,7 @@ def write_rescored_run(
     ]  # fmt: skip
     thresholds = Thresholds(**original_summary["thresholds"]) if original_summary.get("thresholds") else Thresholds()
     metrics = summarise(expected, records)
+    metrics["guard_sweeps"] = guard_sweeps(sorted(records, key=lambda r: r.case_id), thresholds.min_recall or 0.9)
     stack = {"guardrail": "?", "tutor": "?", "malformed_policy": "?", **original_summary.get("stack", {})}
     if "judge" in run:
         stack["judge"] = run["judge"]
@@ -265,6 +267,43 @@ def _rejudge(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from pytest_guardbench.compare import CompareError, compare, heatmap_html, long_csv, markdown
+
+    dirs = [Path(d) for d in args.run_dirs]
+    if args.name and len(args.name) != len(dirs):
+        print(f"guardbench compare: {len(args.name)} --name for {len(dirs)} runs; give one per run or none", file=sys.stderr)
+        return 4
+    named = []
+    for n, run_dir in enumerate(dirs):
+        path = run_dir / "summary.json"
+        if not path.is_file():
+            print(f"guardbench compare: {run_dir} has no summary.json (expected a finished reports/<run-id> folder)", file=sys.stderr)
+            return 4
+        summary = json.loads(path.read_text(encoding="utf-8"))
+        stack = summary.get("stack", {})
+        default = f"{stack.get('guardrail', '?')}/{stack.get('tutor', '?')}/{stack.get('judge', '?')}"
+        named.append((args.name[n] if args.name else default, summary))
+    if not args.name:  # the same stack twice (e.g. before and after a change): tell them apart by folder
+        names = [name for name, _ in named]
+        named = [(f"{name} ({d.name})" if names.count(name) > 1 else name, s) for (name, s), d in zip(named, dirs, strict=True)]
+    try:
+        comparison = compare(named)
+    except CompareError as exc:
+        print(f"guardbench compare: {exc}", file=sys.stderr)
+        return 4
+    text = markdown(comparison)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.csv").write_text(long_csv(comparison), encoding="utf-8")
+        (out / "compare.md").write_text(text, encoding="utf-8")
+        (out / "compare.html").write_text(heatmap_html(comparison), encoding="utf-8")
+        print(f"wrote {out / 'compare.csv'}, {out / 'compare.md'}, {out / 'compare.html'}")
+    print(text)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guardbench", description="pytest-guardbench helper commands.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -289,6 +328,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     merge_cmd.add_argument("run_dirs", nargs="+", help="reports/<run-id> folders, one per shard.")
     merge_cmd.add_argument("--out", required=True, help="New run folder to write.")
     merge_cmd.set_defaults(run=_merge)
+    compare_cmd = commands.add_parser("compare", help="Put runs side by side: rows = runs, columns = variants, per metric.")
+    compare_cmd.add_argument("run_dirs", nargs="+", help="reports/<run-id> folders.")
+    compare_cmd.add_argument("--name", action="append", default=[], help="Row name for each run, in order (default: guardrail/tutor/judge).")
+    compare_cmd.add_argument("--out", help="Folder for compare.csv (long form), compare.md and compare.html (default: print markdown only).")
+    compare_cmd.set_defaults(run=_compare)
     list_cmd = commands.add_parser("mutators", help="List the mutators by family.")
     list_cmd.set_defaults(run=_list)
     args = parser.parse_args(argv)

@@ -391,6 +391,21 @@ def _pyproject_thresholds(root: Path) -> dict[str, dict[str, Any]]:
     return {kind: dict(table.get(kind, {})) for kind in ("variant", "category")}
 
 
+def price_table(root: Path) -> dict[str, dict[str, float]]:
+    """`[tool.guardbench.prices."<model as the server reports it>"]` with `input_per_million` and
+    `output_per_million` in USD."""
+    table = _pyproject_guardbench(root).get("prices", {})
+    prices: dict[str, dict[str, float]] = {}
+    for model, entry in table.items():
+        if not isinstance(entry, dict) or set(entry) - {"input_per_million", "output_per_million"} or not entry:
+            raise ConfigError(f"{root / 'pyproject.toml'}: [tool.guardbench.prices.\"{model}\"] takes input_per_million and output_per_million")
+        for key, value in entry.items():
+            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+                raise ConfigError(f"{root / 'pyproject.toml'}: [tool.guardbench.prices.\"{model}\"] {key}: must be a number >= 0")
+        prices[model] = {k: float(v) for k, v in entry.items()}
+    return prices
+
+
 def default_model_cache() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "pytest-guardbench" / "models"

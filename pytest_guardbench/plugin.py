@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_guardbench import hookspecs
-from pytest_guardbench.config import OPTIONS, ConfigError, GateMode, ModelSpec, Settings, model_aliases, parse_model_spec
+from pytest_guardbench.config import OPTIONS, ConfigError, GateMode, ModelSpec, Settings, model_aliases, parse_model_spec, price_table
 from pytest_guardbench.data import DataError, LoadedData, check_unique_cases, load_sources, load_system_prompt
 from pytest_guardbench.guards import BUILTIN_GUARDS, GraniteGuardianAdapter, Guardrail, LlamaGuardAdapter, LLMGuard, SemanticGuard
 from pytest_guardbench.judges import BUILTIN_JUDGES, LLMJudge
@@ -138,7 +138,8 @@ def _load_inputs(config: pytest.Config, settings: Settings, registry: ProviderRe
     cases = [c for c in cases if in_shard(c, settings.shard)]
     tutor_spec = specs["tutor"]
     description = registry.describe()[settings.tutor] if tutor_spec is None else f"{tutor_spec.model} over an OpenAI-compatible API"
-    return RunInputs(settings, data, cases, system_prompt, refusal, description, {k: v for k, v in specs.items() if v is not None})
+    specs_used = {k: v for k, v in specs.items() if v is not None}
+    return RunInputs(settings, data, cases, system_prompt, refusal, description, specs_used, price_table(Path(config.rootpath)))
 
 
 def pytest_configure(config: pytest.Config) -> None:

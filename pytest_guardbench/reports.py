@@ -167,6 +167,30 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                     f"- {guard} / {label} (n={rates['n']}): allow {_fmt(rates['allow']['rate'])}, block {_fmt(rates['block']['rate'])}, "
                     f"malformed {_fmt(rates['malformed']['rate'])}"
                 )
+    for guard, result in (summary.get("guard_sweeps") or {}).items():
+        point = result["operating_point"]
+        at = (
+            f"threshold {point['threshold']:.4g} gives recall {_fmt(point['recall'])} at FPR {_fmt(point['false_positive_rate'])}"
+            if point
+            else result["operating_point_note"]
+        )
+        lines += [
+            "",
+            f"## Guard threshold sweep: {guard}",
+            "",
+            f"{result['n']} scored cases ({result['positives']} harmful): ROC AUC {_fmt(result['roc_auc'])}, "
+            f"average precision {_fmt(result['average_precision'])}; for recall >= {result['target_recall']:g}, {at}.",
+        ]
+    usage = (summary.get("run") or {}).get("usage")
+    if usage:
+        lines += ["", "## Time and tokens", "", "| stage | cases | p50 s | p95 s | total s |", "|---|---|---|---|---|"]
+        for stage, t in usage["stages"].items():
+            lines.append(f"| {stage} | {t['cases']} | {_fmt(t['p50_s'])} | {_fmt(t['p95_s'])} | {t['total_s']:.1f} |")
+        tokens = usage["tutor_tokens"]
+        cost = "unknown" if usage["tutor_cost_usd"] is None else f"${usage['tutor_cost_usd']:.4f}"
+        note = f" ({usage['cost_note']})" if usage["cost_note"] else ""
+        lines += ["", f"Tutor: {tokens['answers']} answers, prompt tokens {tokens['prompt_tokens'] if tokens['prompt_tokens'] is not None else 'unknown'}, "
+                  f"completion tokens {tokens['completion_tokens'] if tokens['completion_tokens'] is not None else 'unknown'}, cost {cost}{note}."]  # fmt: skip
     if summary["warnings"]:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
     return "\n".join(lines) + "\n"

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from pytest_guardbench import gates, reports, resume, scoring
+from pytest_guardbench import gates, reports, resume, scoring, sweeps
 from pytest_guardbench.config import ModelSpec, Settings
 from pytest_guardbench.data import LoadedData, manifest
 from pytest_guardbench.gates import GateResult
@@ -43,6 +43,7 @@ class RunInputs:
     refusal_text: str
     tutor_description: str
     model_specs: dict[str, ModelSpec] = field(default_factory=dict)  # role -> spec, for API-backed roles
+    prices: dict[str, dict[str, float]] = field(default_factory=dict)  # served model -> USD per million tokens
     cases_by_id: dict[str, Case] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -229,7 +230,9 @@ class GuardbenchSession:
         settings = self.inputs.settings
         expected_ids = self.expected_ids | set(self.records)
         expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
-        metrics = scoring.summarise(expected, list(self.records.values()), [self.lost[k] for k in sorted(self.lost)])
+        records = sorted(self.records.values(), key=lambda r: r.case_id)
+        metrics = scoring.summarise(expected, records, [self.lost[k] for k in sorted(self.lost)])
+        metrics["guard_sweeps"] = sweeps.guard_sweeps(records, settings.thresholds.min_recall or 0.9)
         self.gate = gates.evaluate(metrics, settings.thresholds)
         if settings.baseline is not None:
             comparison = gates.compare_with_baseline(_handled(self.records.values()), _handled(reports.load_run_records(settings.baseline)))
@@ -247,6 +250,7 @@ class GuardbenchSession:
             "worker_crashes": self.worker_crashes,
             "internal_errors": self.internal_errors,
             "execution": self._execution(),
+            "usage": sweeps.usage(records, self.inputs.prices),
         }
         summary = reports.assemble_summary(
             metrics,

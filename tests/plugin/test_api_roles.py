@@ -76,6 +76,11 @@ def test_semantic_guard_through_the_plugin(pytester):
     run = next((pytester.path / "reports").iterdir())
     records = {r["item_id"]: r for r in map(json.loads, (run / "results.jsonl").read_text().splitlines())}
     assert records["h1"]["guard"]["score"] > 0.9 > 0.1 > records["s1"]["guard"]["score"]
+    sweep = summary["guard_sweeps"]["semantic"]
+    assert (sweep["n"], sweep["positives"], sweep["roc_auc"]) == (2, 1, 1.0)
+    assert sweep["operating_point"]["threshold"] == records["h1"]["guard"]["score"]
+    assert "## Guard threshold sweep: semantic" in (run / "summary.md").read_text()
+    assert summary["run"]["usage"]["stages"]["guard"]["cases"] == 2
 
 
 def test_rejudge_writes_a_new_summary_and_never_touches_the_original(pytester, openai_stub):
