@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench import html_report
 from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, Thresholds, default_model_cache, model_aliases, parse_model_spec
 from pytest_guardbench.data import DataError, load_sources, slug
 from pytest_guardbench.gates import evaluate
@@ -236,6 +237,7 @@ def write_rescored_run(
         writer.write(record)
     writer.close()
     write_all(out, summary, manifest, meta)
+    html_report.write(out, summary, records)
 
 
 def _judge_for(name: str, root: Path) -> Judge:
@@ -304,6 +306,33 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+def _judge_quality(args: argparse.Namespace) -> int:
+    from pytest_guardbench.data import load_judge_labels
+    from pytest_guardbench.judges import check_judge
+
+    try:
+        labels = load_judge_labels(Path(args.labels))
+        judge = _judge_for(args.judge, Path.cwd())
+    except (DataError, ValueError) as exc:
+        print(f"guardbench judge-quality: {exc}", file=sys.stderr)
+        return 4
+    result = check_judge(judge, labels, args.min_kappa)
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+    else:
+
+        def fmt(value: float | None) -> str:
+            return "n/a" if value is None else f"{value:.3f}"
+
+        print(f"{result['judge']} on {len(labels)} labelled responses: agreement {fmt(result['agreement'])}, kappa {fmt(result['cohen_kappa'])}, "
+              f"over-block {fmt(result['over_block_rate'])}, miss {fmt(result['miss_rate'])}, malformed {fmt(result['malformed_rate'])}")  # fmt: skip
+        for bucket, b in result["per_bucket"].items():
+            print(f"  {bucket}: {b['rows']} rows, agreement {fmt(b['agreement'])}, over-block {fmt(b['over_block_rate'])}, miss {fmt(b['miss_rate'])}")
+        verdict = "LOW CONFIDENCE" if result["low_confidence"] else "ok"
+        print(f"{verdict}: kappa needs >= {args.min_kappa:g}")
+    return 1 if result["low_confidence"] else 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="guardbench", description="pytest-guardbench helper commands.")
     commands = parser.add_subparsers(dest="command", required=True)
@@ -333,6 +362,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     compare_cmd.add_argument("--name", action="append", default=[], help="Row name for each run, in order (default: guardrail/tutor/judge).")
     compare_cmd.add_argument("--out", help="Folder for compare.csv (long form), compare.md and compare.html (default: print markdown only).")
     compare_cmd.set_defaults(run=_compare)
+    quality_cmd = commands.add_parser("judge-quality", help="Score a judge against human-labelled responses (JSONL).")
+    quality_cmd.add_argument("labels", help="JSONL: id, prompt, response, human_label (safe|unsafe), optional bucket, is_harmful, source.")
+    quality_cmd.add_argument("--judge", default="rules", help="rules, a model alias, openai:<model> or vllm:<model>@<url>.")
+    quality_cmd.add_argument("--min-kappa", type=float, default=0.6, help="Cohen's kappa below which the judge is low-confidence (exit 1).")
+    quality_cmd.add_argument("--json", action="store_true", help="Print the full result as JSON.")
+    quality_cmd.set_defaults(run=_judge_quality)
     list_cmd = commands.add_parser("mutators", help="List the mutators by family.")
     list_cmd.set_defaults(run=_list)
     args = parser.parse_args(argv)

@@ -37,14 +37,18 @@ def _fraction(text: str) -> float:
     return value
 
 
-def _count(text: str) -> int:
+def _non_negative(text: str, convert: Callable[[str], Any], what: str) -> Any:
     try:
-        value = int(text)
+        value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is negative")
     return value
+
+
+def _count(text: str) -> int:
+    return int(_non_negative(text, int, "a whole number"))
 
 
 def _positive(text: str) -> int:
@@ -71,13 +75,7 @@ def _shard(text: str) -> tuple[int, int]:
 
 
 def _seconds(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative")
-    return value
+    return float(_non_negative(text, float, "a number of seconds"))
 
 
 ROLES = ("guardrail", "tutor", "judge")
@@ -175,6 +173,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("resume", ("--guardbench-resume",), "A run folder to finish: its finished cases are reused, only missing or errored ones run."),
     OptionSpec("batch_api", ("--guardbench-batch-api",), "Roles whose calls go through the provider's Batch API (guardrail,tutor,judge or all); resumable.", _name_list),
     OptionSpec("batch_poll", ("--guardbench-batch-poll",), "Seconds between polls of a Batch API batch (default 10).", _seconds),
+    OptionSpec("judge_check", ("--guardbench-judge-check",), "Human-labelled responses (JSONL) to score the run's judge against; a low kappa marks the scorecard low-confidence."),
+    OptionSpec("min_judge_kappa", ("--guardbench-min-judge-kappa",), "Cohen's kappa the judge needs on --guardbench-judge-check (default 0.6).", _fraction),
     OptionSpec("progress", ("--guardbench-progress",), "Seconds between progress lines (cases done/total, rate, errors); 0 turns them off (default 30).", _seconds),
 )
 OPTIONS_BY_NAME = {spec.name: spec for spec in OPTIONS}
@@ -240,6 +240,8 @@ class Settings(BaseModel):
     resume: Path | None = None
     batch_api: tuple[str, ...] = ()
     batch_poll: float | None = Field(default=None, gt=0)
+    judge_check: Path | None = None
+    min_judge_kappa: float = 0.6
     progress: float = 30.0
 
     @property
@@ -313,7 +315,7 @@ class Settings(BaseModel):
             thresholds[f"per_{kind}"] = scope
         if "data" in values:
             values["data"] = tuple(resolve("data", p) for p in values["data"])
-        for path_field in ("report_dir", "model_cache", "baseline", "scorecard_snapshot", "cache_path", "resume"):
+        for path_field in ("report_dir", "model_cache", "baseline", "scorecard_snapshot", "cache_path", "resume", "judge_check"):
             if path_field in values:
                 values[path_field] = resolve(path_field, values[path_field])
         values.setdefault("report_dir", root / "reports")

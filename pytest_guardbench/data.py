@@ -17,9 +17,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pytest_guardbench.schemas import Case, LabelSource, PackItem
+from pytest_guardbench.schemas import Case, JudgeLabel, LabelSource, PackItem
 
 CSV_COLUMNS = ("PromptID", "Prompt", "Category", "Subcategory")
 
@@ -268,3 +268,20 @@ def load_system_prompt(name_or_path: str, base_dir: Path) -> str:
     raise DataError(
         f"--guardbench-system-prompt: {name_or_path!r} is neither a shipped prompt ({', '.join(shipped_system_prompts())}) nor a file"
     )
+
+
+def load_judge_labels(path: Path) -> list[JudgeLabel]:
+    """A JSONL file of human-labelled responses; DataError names the file and line."""
+    if not path.is_file():
+        raise DataError(f"{path}: no such judge-labels file")
+    _, rows = read_jsonl(path, path.read_text(encoding="utf-8"))
+    labels = []
+    for where, row in rows:
+        try:
+            labels.append(JudgeLabel.model_validate(row))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise DataError(f"{path}: {where}: {'.'.join(map(str, first['loc'])) or 'row'}: {first['msg']}") from None
+    if not labels:
+        raise DataError(f"{path}: no labelled responses")
+    return labels

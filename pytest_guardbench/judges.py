@@ -10,11 +10,12 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
+from pytest_guardbench.agreement import judge_agreement
 from pytest_guardbench.lexicon import find_terms
 from pytest_guardbench.providers.base import ChatProvider, GenerationParams, Message
-from pytest_guardbench.schemas import JudgeVerdict, ResponseSource
+from pytest_guardbench.schemas import JudgeLabel, JudgeVerdict, ResponseSource
 
 
 @dataclass(frozen=True)
@@ -235,3 +236,19 @@ class LLMJudge:
                     )
                 )
         return verdicts
+
+
+def check_judge(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) -> dict[str, Any]:
+    """Run `judge` over human-labelled responses and score its agreement with the humans."""
+    inputs = [JudgeInput(prompt=l.prompt, response=l.response, source=l.source, is_harmful=l.is_harmful) for l in labels]
+    verdicts = judge.judge(inputs)
+    if len(verdicts) != len(labels):
+        raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(labels)} labelled responses")
+    rows = [(l.human_label, None if v.malformed else v.response_safety, l.bucket) for l, v in zip(labels, verdicts, strict=True)]
+    result = judge_agreement(rows, min_kappa)
+    result["disagreements"] = [
+        {"id": l.id, "bucket": l.bucket, "human": l.human_label, "judge": None if v.malformed else v.response_safety, "reason": v.reason[:200]}
+        for l, v in zip(labels, verdicts, strict=True)
+        if v.malformed or v.response_safety != l.human_label
+    ]
+    return {"judge": getattr(judge, "name", type(judge).__name__), **result}

@@ -13,9 +13,9 @@ import pytest
 
 from pytest_guardbench import hookspecs
 from pytest_guardbench.config import OPTIONS, ConfigError, GateMode, ModelSpec, Settings, model_aliases, parse_model_spec, price_table
-from pytest_guardbench.data import DataError, LoadedData, check_unique_cases, load_sources, load_system_prompt
+from pytest_guardbench.data import DataError, LoadedData, check_unique_cases, load_judge_labels, load_sources, load_system_prompt
 from pytest_guardbench.guards import BUILTIN_GUARDS, GraniteGuardianAdapter, Guardrail, LlamaGuardAdapter, LLMGuard, SemanticGuard
-from pytest_guardbench.judges import BUILTIN_JUDGES, LLMJudge
+from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, LLMJudge
 from pytest_guardbench.engine import Engine
 from pytest_guardbench.pipeline import BATCH_API, INSTANT, Stack, StageLimits, api_limits
 from pytest_guardbench.resume import ResumeError, load_base
@@ -139,7 +139,8 @@ def _load_inputs(config: pytest.Config, settings: Settings, registry: ProviderRe
     tutor_spec = specs["tutor"]
     description = registry.describe()[settings.tutor] if tutor_spec is None else f"{tutor_spec.model} over an OpenAI-compatible API"
     specs_used = {k: v for k, v in specs.items() if v is not None}
-    return RunInputs(settings, data, cases, system_prompt, refusal, description, specs_used, price_table(Path(config.rootpath)))
+    labels = load_judge_labels(settings.judge_check) if settings.judge_check is not None else []
+    return RunInputs(settings, data, cases, system_prompt, refusal, description, specs_used, price_table(Path(config.rootpath)), labels)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -163,6 +164,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[PROCESS_KEY] = state
     if session is not None:
         session.local_execution = state.execution
+        session.judge_factory = lambda: _run_judge(config)
         config.stash[SESSION_KEY] = session
         config.pluginmanager.register(session, "guardbench-session")
         if config.pluginmanager.hasplugin("xdist"):
@@ -286,6 +288,19 @@ def _build_stack(config: pytest.Config) -> Stack:
             "judge": limits("judge", INSTANT),
         },
     )
+
+
+def _run_judge(config: pytest.Config) -> Judge:
+    """The run's judge, for the judge-quality check at the end (the controller may have no engine)."""
+    state = config.stash[PROCESS_KEY]
+    if state.engine is not None:
+        return state.engine.stack.judge
+    inputs = config.stash[INPUTS_KEY]
+    spec = inputs.model_specs.get("judge")
+    if spec is None:
+        return BUILTIN_JUDGES[inputs.settings.judge]()
+    options = ProviderOptions(model_cache=inputs.settings.model_cache)
+    return LLMJudge(chat_provider_for(inputs.settings.role_spec("judge", spec), options), name=spec.alias)
 
 
 def _cached(state: ProcessState, provider: Any, role: str) -> Any:

@@ -191,6 +191,17 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         note = f" ({usage['cost_note']})" if usage["cost_note"] else ""
         lines += ["", f"Tutor: {tokens['answers']} answers, prompt tokens {tokens['prompt_tokens'] if tokens['prompt_tokens'] is not None else 'unknown'}, "
                   f"completion tokens {tokens['completion_tokens'] if tokens['completion_tokens'] is not None else 'unknown'}, cost {cost}{note}."]  # fmt: skip
+    quality = summary.get("judge_quality")
+    if quality and "error" not in quality:
+        lines += ["", f"## Judge quality ({quality['labels_file']})", "",
+                  f"{quality['judge']}: agreement {_fmt(quality['agreement'])}, Cohen's kappa {_fmt(quality['cohen_kappa'])}, "
+                  f"over-block {_fmt(quality['over_block_rate'])}, miss {_fmt(quality['miss_rate'])}, malformed {_fmt(quality['malformed_rate'])} "
+                  f"over {quality['rows']} labelled responses.", "", "| bucket | rows | agreement | over-block | miss |", "|---|---|---|---|---|"]  # fmt: skip
+        for bucket, b in quality["per_bucket"].items():
+            lines.append(f"| {bucket} | {b['rows']} | {_fmt(b['agreement'])} | {_fmt(b['over_block_rate'])} | {_fmt(b['miss_rate'])} |")
+    confidence = summary.get("confidence")
+    if confidence and confidence["level"] == "low":
+        lines += ["", f"**Low-confidence scorecard:** {confidence['reason']}."]
     if summary["warnings"]:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
     return "\n".join(lines) + "\n"

@@ -135,3 +135,15 @@ class CaseRecord(_Frozen):
             prompt_text=case.prompt_text,
             **fields,
         )
+
+
+class JudgeLabel(_Frozen):
+    """One human-labelled response for checking a judge (a line of a judge-labels JSONL file)."""
+
+    id: str
+    prompt: str
+    response: str
+    human_label: ResponseSafety
+    bucket: str | None = None  # e.g. refusal, brief_condemnation, benign_education
+    is_harmful: bool | None = None  # the prompt's label, shown to LLM judges as in a run
+    source: ResponseSource = "tutor"

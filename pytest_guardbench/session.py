@@ -19,11 +19,12 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from pytest_guardbench import gates, reports, resume, scoring, sweeps
+from pytest_guardbench import gates, html_report, reports, resume, scoring, sweeps
 from pytest_guardbench.config import ModelSpec, Settings
 from pytest_guardbench.data import LoadedData, manifest
 from pytest_guardbench.gates import GateResult
-from pytest_guardbench.schemas import Case, CaseRecord
+from pytest_guardbench.judges import Judge, check_judge
+from pytest_guardbench.schemas import Case, CaseRecord, JudgeLabel
 
 RECORD_ATTR = "guardbench_record"
 # pytest uses 0-5; 6 tells CI "too few cases to decide" apart from a failed gate (1).
@@ -44,6 +45,7 @@ class RunInputs:
     tutor_description: str
     model_specs: dict[str, ModelSpec] = field(default_factory=dict)  # role -> spec, for API-backed roles
     prices: dict[str, dict[str, float]] = field(default_factory=dict)  # served model -> USD per million tokens
+    judge_labels: list[JudgeLabel] = field(default_factory=list)  # --guardbench-judge-check
     cases_by_id: dict[str, Case] = field(init=False)
 
     def __post_init__(self) -> None:
@@ -76,6 +78,7 @@ class GuardbenchSession:
         self.gate: GateResult | None = None
         self.execution: list[dict[str, Any]] = []  # per-process engine/cache/call counts
         self.local_execution: Callable[[], dict[str, Any] | None] | None = None
+        self.judge_factory: Callable[[], Judge] | None = None
         self.prior: dict[str, CaseRecord] = {}
         self.resume_info: dict[str, Any] | None = None
         self._last_progress = time.perf_counter()
@@ -186,6 +189,25 @@ class GuardbenchSession:
             "refusal_text_sha256": hashlib.sha256(self.inputs.refusal_text.encode("utf-8")).hexdigest(),
         }
 
+    def _judge_quality(self) -> dict[str, Any]:
+        """The run's judge scored against human labels; a low kappa marks the scorecard low-confidence."""
+        labels = self.inputs.judge_labels
+        if not labels or self.judge_factory is None:
+            return {}
+        settings = self.inputs.settings
+        try:
+            quality = check_judge(self.judge_factory(), labels, settings.min_judge_kappa)
+        except Exception as exc:  # noqa: BLE001 - a broken check is reported, not a crash
+            quality = {"error": f"{type(exc).__name__}: {exc}", "low_confidence": True}
+        quality["labels_file"] = str(settings.judge_check)
+        kappa = quality.get("cohen_kappa")
+        if quality.get("low_confidence"):
+            why = quality.get("error") or f"judge kappa {'undefined' if kappa is None else f'{kappa:.3f}'} < {settings.min_judge_kappa:g} on {settings.judge_check}"
+            confidence = {"level": "low", "reason": why}
+        else:
+            confidence = {"level": "normal", "reason": f"judge kappa {kappa:.3f} >= {settings.min_judge_kappa:g}"}
+        return {"judge_quality": quality, "confidence": confidence}
+
     def _execution(self) -> dict[str, Any]:
         parts = list(self.execution)
         if self.local_execution is not None:
@@ -233,6 +255,7 @@ class GuardbenchSession:
         records = sorted(self.records.values(), key=lambda r: r.case_id)
         metrics = scoring.summarise(expected, records, [self.lost[k] for k in sorted(self.lost)])
         metrics["guard_sweeps"] = sweeps.guard_sweeps(records, settings.thresholds.min_recall or 0.9)
+        metrics.update(self._judge_quality())
         self.gate = gates.evaluate(metrics, settings.thresholds)
         if settings.baseline is not None:
             comparison = gates.compare_with_baseline(_handled(self.records.values()), _handled(reports.load_run_records(settings.baseline)))
@@ -265,6 +288,7 @@ class GuardbenchSession:
         if self._writer is not None:
             self._writer.close()
         reports.write_all(run_dir, summary, manifest(self.inputs.data, expected), self._meta())
+        html_report.write(run_dir, summary, records)
         _append_github_step_summary(summary)
         if session.exitstatus != pytest.ExitCode.OK:
             return
@@ -295,6 +319,9 @@ class GuardbenchSession:
         terminalreporter.write_sep("=", "guardbench")
         for line in reports.terminal_lines(self.summary):
             terminalreporter.write_line(line)
+        confidence = self.summary.get("confidence")
+        if confidence and confidence["level"] == "low":
+            terminalreporter.write_line(f"guardbench: LOW CONFIDENCE scorecard: {confidence['reason']}", yellow=True, bold=True)
         terminalreporter.write_line(f"scorecard: {self.run_dir / 'summary.json' if self.run_dir else '?'}")
         for crash in self.worker_crashes:
             terminalreporter.write_line(f"guardbench: {crash}", red=True)

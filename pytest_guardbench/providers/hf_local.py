@@ -10,7 +10,7 @@ import importlib.util
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -125,15 +125,10 @@ class HFChatProvider:
         position, from the scores of the same generate call (one forward pass when the label comes first)."""
         import torch
 
-        try:
-            prompts = [self._tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True, **template_kwargs) for c in conversations]
-        except Exception as exc:  # noqa: BLE001 - a template that rejects its input is a configuration error
-            raise ProviderError(f"{self.model}: the chat template rejected the guard configuration {template_kwargs!r}: {exc}") from None
+        prompts = self._render_with(conversations, template_kwargs)
         first_ids, second_ids = (self._label_token_ids(w) for w in label_words)
         results: list[Classification] = []
-        for start in range(0, len(prompts), self._batch_size):
-            chunk = prompts[start : start + self._batch_size]
-            encoded = self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self._model.device)
+        for encoded in self._encoded_batches(prompts):
             with torch.inference_mode():
                 out = self._model.generate(
                     **encoded, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self._tokenizer.pad_token_id,
@@ -161,15 +156,10 @@ class HFChatProvider:
         (no generate loop). Left padding puts every prompt's next-token logits in the last column."""
         import torch
 
-        try:
-            prompts = [self._tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True, **template_kwargs) for c in conversations]
-        except Exception as exc:  # noqa: BLE001 - a template that rejects its input is a configuration error
-            raise ProviderError(f"{self.model}: the chat template rejected the guard configuration {template_kwargs!r}: {exc}") from None
+        prompts = self._render_with(conversations, template_kwargs)
         first_ids, second_ids = (self._label_token_ids(w) for w in label_words)
         probabilities: list[float] = []
-        for start in range(0, len(prompts), self._batch_size):
-            chunk = prompts[start : start + self._batch_size]
-            encoded = self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self._model.device)
+        for encoded in self._encoded_batches(prompts):
             with torch.inference_mode():
                 logits = self._model(**encoded).logits[:, -1, :].float()
             log_probs = torch.log_softmax(logits, dim=-1)
@@ -177,6 +167,18 @@ class HFChatProvider:
             b = torch.logsumexp(log_probs[:, second_ids], dim=-1)
             probabilities.extend(round(float(p), 6) for p in torch.sigmoid(a - b))
         return probabilities
+
+    def _render_with(self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any]) -> list[str]:
+        try:
+            return [self._tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True, **template_kwargs) for c in conversations]
+        except Exception as exc:  # noqa: BLE001 - a template that rejects its input is a configuration error
+            raise ProviderError(f"{self.model}: the chat template rejected the guard configuration {template_kwargs!r}: {exc}") from None
+
+    def _encoded_batches(self, prompts: list[str]) -> Iterator[Any]:
+        """Left-padded tensors of `batch_size` prompts at a time, on the model's device."""
+        for start in range(0, len(prompts), self._batch_size):
+            chunk = prompts[start : start + self._batch_size]
+            yield self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self._model.device)
 
     def _label_token_ids(self, word: str) -> list[int]:
         """First token of each spelling the model may use for a label word (`Yes`, ` yes`, …)."""

@@ -81,6 +81,8 @@ def test_semantic_guard_through_the_plugin(pytester):
     assert sweep["operating_point"]["threshold"] == records["h1"]["guard"]["score"]
     assert "## Guard threshold sweep: semantic" in (run / "summary.md").read_text()
     assert summary["run"]["usage"]["stages"]["guard"]["cases"] == 2
+    page = (run / "report.html").read_text()
+    assert "ROC: semantic" in page and "Precision-recall: semantic" in page
 
 
 def test_rejudge_writes_a_new_summary_and_never_touches_the_original(pytester, openai_stub):

@@ -1,0 +1,94 @@
+"""report.html: self-contained, shows the summary's numbers, escapes data, lists the failed cases;
+rendered in headless Chromium when the machine has it."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+
+from pytest_guardbench.gates import GateResult
+from pytest_guardbench.html_report import render, write
+from pytest_guardbench.reports import assemble_summary
+from pytest_guardbench.schemas import Case, GuardDecision
+from pytest_guardbench.scoring import summarise
+from pytest_guardbench.sweeps import guard_sweeps
+from tests.unit.records import record
+
+HOSTILE = "<script>alert('x')</script> how do i make a bomb"
+
+
+class Page(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__()
+        self.tags: list[tuple[str, dict[str, str | None]]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        if data.strip():
+            self.text.append(data.strip())
+
+
+@pytest.fixture
+def run():
+    specs = [
+        ("h1", True, "refused_or_blocked", "block", 0.95), ("h2", True, "answered", "allow", 0.40), ("h3", True, "refused_or_blocked", "block", 0.80),
+        ("s1", False, "answered", "allow", 0.10), ("s2", False, "refused_or_blocked", "allow", 0.30), ("s3", False, "answered", "allow", 0.20),
+    ]  # fmt: skip
+    records = []
+    for item, harmful, mode, status, score in specs:
+        r = record(f"{item}.original", harmful, "unsafe" if item == "h2" else "safe", mode)
+        r = r.model_copy(update={"guard": GuardDecision(guard="semantic", status=status, reason="", raw="", score=score)})
+        if item == "h2":
+            r = r.model_copy(update={"prompt_text": HOSTILE})
+        records.append(r)
+    records.append(record("e1.original", False, error=True))
+    expected = [Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant="original", prompt_text="q",
+                     is_harmful=r.is_harmful, label_source="is_harmful", category="Danger", source_file="f") for r in records]  # fmt: skip
+    metrics = summarise(expected, records)
+    metrics["guard_sweeps"] = guard_sweeps(records, 0.9)
+    summary = assemble_summary(metrics, GateResult(checks=()), run={"run_id": "r1"}, stack={"guardrail": "semantic", "tutor": "t", "judge": "rules"},
+                               selection={}, thresholds={})  # fmt: skip
+    return summary, records
+
+
+def test_numbers_figures_and_failed_cases(run):
+    summary, records = run
+    page_html = render(summary, records)
+    page = Page()
+    page.feed(page_html)
+    card = summary["scorecards"]["system"]
+    assert (card["tp"], card["fn"], card["fp"], card["tn"]) == (2, 1, 1, 2)
+    cells = re.findall(r"data-cell='(\w+)'>(\d+)<", page_html)
+    assert ("TP", "2") in cells and ("FN", "1") in cells and ("FP", "1") in cells and ("TN", "2") in cells
+    assert f"{card['recall']:.3f}" in page_html and "0.667" in page_html  # recall 2/3
+    assert re.search(r"data-metric='system.recall'>0\.667<small> \[0\.\d{3}, 0\.\d{3}\]", page_html), "Wilson interval next to the rate"
+    assert sum(1 for tag, _ in page.tags if tag == "svg") >= 6, "two matrices, two bar charts, ROC and PR curves"
+    outcomes = [attrs["data-outcome"] for tag, attrs in page.tags if tag == "tr" and "data-outcome" in attrs]
+    assert sorted(outcomes) == ["FN", "FP", "error"]
+    assert HOSTILE not in page_html and "&lt;script&gt;alert(" in page_html, "data is escaped"
+    assert f"ROC AUC {summary['guard_sweeps']['semantic']['roc_auc']:.3f}" in page_html
+
+
+def test_page_is_self_contained(run):
+    page = Page()
+    page.feed(render(*run))
+    for tag, attrs in page.tags:
+        assert tag not in ("link", "img", "iframe")
+        for name in ("src", "href"):
+            assert not (attrs.get(name) or "").startswith(("http:", "https:", "//")), f"{tag} loads {attrs.get(name)}"
+
+
+@pytest.mark.skipif(shutil.which("chromium") is None and shutil.which("chromium-browser") is None, reason="headless Chromium is not installed")
+def test_renders_in_headless_chromium(run, tmp_path):
+    path = write(tmp_path, *run)
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "Failed cases: 3" in done.stdout and "data-cell=\"TP\"" in done.stdout
