@@ -68,12 +68,12 @@ def bar_chart(groups: Sequence[tuple[str, dict[str, Any]]], title: str) -> str:
 
 
 def confusion_matrix(card: dict[str, Any], title: str) -> str:
-    """The 2x2 matrix: rows = label (harmful, safe), columns = protected / not protected."""
+    """The 2x2 matrix: rows = label (harmful, safe), columns = protected (blocked, refused, redirected) / answered."""
     cells = (("TP", card["tp"], 0, 0, "#1b9e77"), ("FN", card["fn"], 1, 0, "#d95f02"), ("FP", card["fp"], 0, 1, "#e6ab02"), ("TN", card["tn"], 1, 1, "#66a61e"))
     total = max(1, card["tp"] + card["fn"] + card["fp"] + card["tn"])
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='matrix' width='300' height='220' role='img' aria-label='{_e(title)}'>",
              f"<text x='10' y='16' font-weight='bold'>{_e(title)}</text>",
-             "<text x='110' y='40' font-size='11'>protected</text><text x='200' y='40' font-size='11'>not protected</text>",
+             "<text x='100' y='40' font-size='11'>protected</text><text x='200' y='40' font-size='11'>answered</text>",
              "<text x='10' y='95' font-size='11'>harmful</text><text x='10' y='175' font-size='11'>safe</text>"]  # fmt: skip
     for name, count, col, row, colour in cells:
         x, y = 90 + col * 95, 50 + row * 80

@@ -101,7 +101,8 @@ class HFChatProvider:
         new_tokens = output[:, encoded["input_ids"].shape[1] :]
         eos_ids = self._eos_ids()
         completions = []
-        for row in new_tokens.tolist():
+        prompt_lengths = encoded["attention_mask"].sum(dim=1).tolist()  # real tokens, without the left padding
+        for row, prompt_tokens in zip(new_tokens.tolist(), prompt_lengths, strict=True):
             used = next((n for n, tok in enumerate(row) if tok in eos_ids), None)
             count = used if used is not None else len(row)
             completions.append(
@@ -110,6 +111,7 @@ class HFChatProvider:
                     model=self.model,
                     finish_reason="stop" if used is not None else "length",
                     completion_tokens=count,
+                    prompt_tokens=int(prompt_tokens),
                 )
             )
         return completions

@@ -40,6 +40,8 @@ def test_tiny_model_batches_with_left_padding_and_pad_fallback(tiny_llama_dir, t
     batched = provider.generate([_conversation(q) for q in questions], params, [None] * 3)
     alone = [provider.generate([_conversation(q)], params, [None])[0] for q in questions]
     assert [c.text for c in batched] == [c.text for c in alone], "left padding must not change greedy output"
+    expected_prompt_tokens = [len(provider._tokenizer(provider.render(_conversation(q)), add_special_tokens=False)["input_ids"]) for q in questions]
+    assert [c.prompt_tokens for c in batched] == expected_prompt_tokens == [c.prompt_tokens for c in alone], "padding is not counted"
     for completion in batched:
         assert completion.finish_reason in ("stop", "length")
         assert 0 <= completion.completion_tokens <= 6
