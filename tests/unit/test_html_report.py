@@ -89,6 +89,11 @@ def test_page_is_self_contained(run):
 def test_renders_in_headless_chromium(run, tmp_path):
     path = write(tmp_path, *run)
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", path.as_uri()], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--dump-dom", path.as_uri()],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert "Failed cases: 3" in done.stdout and "data-cell=\"TP\"" in done.stdout
+    assert "Uncaught" not in done.stderr and "CONSOLE" not in done.stderr, done.stderr
+    summary, _ = run
+    card = summary["scorecards"]["system"]
+    assert "Failed cases: 3" in done.stdout and 'data-cell="TP">2<' in done.stdout
+    assert f">{card['recall']:.3f}<small>" in done.stdout and f">{card['false_positive_rate']:.3f}<small>" in done.stdout
