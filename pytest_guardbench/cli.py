@@ -21,7 +21,7 @@ from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, JudgeInput, LLMJudge
 from pytest_guardbench.providers import ProviderOptions, chat_provider_for
 from pytest_guardbench.reports import ResultsWriter, assemble_summary, load_run_records, write_all
 from pytest_guardbench.schemas import Case, CaseRecord
-from pytest_guardbench.scoring import summarise
+from pytest_guardbench.scoring import fmt_rate, summarise
 from pytest_guardbench.seed_format import load_seed_results
 from pytest_guardbench.sweeps import guard_sweeps
 from pytest_guardbench.variants import BUILTIN_MUTATORS, FAMILIES, VariantError, expand, family_of
@@ -320,10 +320,7 @@ def _judge_quality(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
     else:
-
-        def fmt(value: float | None) -> str:
-            return "n/a" if value is None else f"{value:.3f}"
-
+        fmt = fmt_rate
         print(f"{result['judge']} on {len(labels)} labelled responses: agreement {fmt(result['agreement'])}, kappa {fmt(result['cohen_kappa'])}, "
               f"over-block {fmt(result['over_block_rate'])}, miss {fmt(result['miss_rate'])}, malformed {fmt(result['malformed_rate'])}")  # fmt: skip
         for bucket, b in result["per_bucket"].items():

@@ -9,6 +9,8 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_guardbench.scoring import fmt_rate
+
 # metric key -> (title, how to read it from a system card, higher is better)
 METRICS: dict[str, tuple[str, str, bool]] = {
     "balanced_error_rate": ("BER", "balanced_error_rate", False),
@@ -68,10 +70,6 @@ def compare(named: list[tuple[str, dict[str, Any]]]) -> Comparison:
     return Comparison(runs=names, variants=[ALL, *variants], cells=cells)
 
 
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
-
-
 def long_csv(comparison: Comparison) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
@@ -92,7 +90,7 @@ def markdown(comparison: Comparison) -> str:
         lines.append("| run | " + " | ".join(comparison.variants) + " |")
         lines.append("|---|" + "---|" * len(comparison.variants))
         for run in comparison.runs:
-            lines.append(f"| {run} | " + " | ".join(_fmt(comparison.value(run, v, metric)) for v in comparison.variants) + " |")
+            lines.append(f"| {run} | " + " | ".join(fmt_rate(comparison.value(run, v, metric)) for v in comparison.variants) + " |")
         lines.append("")
     return "\n".join(lines)
 
@@ -124,7 +122,7 @@ def heatmap_html(comparison: Comparison, title: str = "guardbench comparison") -
             parts.append(f"<tr><th>{html.escape(run)}</th>")
             for variant in comparison.variants:
                 value = comparison.value(run, variant, metric)
-                parts.append(f"<td data-metric='{metric}' style='background:{_colour(value, higher)}'>{_fmt(value)}</td>")
+                parts.append(f"<td data-metric='{metric}' style='background:{_colour(value, higher)}'>{fmt_rate(value)}</td>")
             parts.append("</tr>")
         parts.append("</table>")
     parts.append("</body></html>")

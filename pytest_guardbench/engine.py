@@ -97,7 +97,6 @@ class _Stage:
 
 @dataclass
 class EngineStats:
-    submitted: int = 0
     done: int = 0
     errors: int = 0
     reused: int = 0
@@ -145,7 +144,6 @@ class Engine:
                 future: concurrent.futures.Future[CaseRecord] = concurrent.futures.Future()
                 self._futures[case.case_id] = future
                 fresh.append((case, future))
-            self.stats.submitted += len(fresh)
         if fresh:
             self._loop.call_soon_threadsafe(self._schedule, fresh)
 

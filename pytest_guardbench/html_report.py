@@ -15,7 +15,7 @@ from typing import Any
 
 from pytest_guardbench.gates import wilson_interval
 from pytest_guardbench.schemas import CaseRecord
-from pytest_guardbench.scoring import classify
+from pytest_guardbench.scoring import classify, fmt_rate
 
 SERIES = (("recall", "recall", "#2b7bb9"), ("false_positive_rate", "FPR", "#d95f02"), ("balanced_error_rate", "BER", "#7570b3"))
 MAX_FAILED_ROWS = 2000  # the page stays usable; results.jsonl has every case
@@ -23,10 +23,6 @@ MAX_FAILED_ROWS = 2000  # the page stays usable; results.jsonl has every case
 
 def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
-
-
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
 
 
 def _interval(successes: int, n: int) -> str:
@@ -105,9 +101,9 @@ def _sweep_figures(name: str, sweep: dict[str, Any]) -> str:
     roc = [(0.0, 0.0)] + [(p["false_positive_rate"], p["recall"]) for p in sweep["curve"] if p["false_positive_rate"] is not None and p["recall"] is not None]
     pr = [(p["recall"], p["precision"]) for p in sweep["curve"] if p["recall"] is not None and p["precision"] is not None]
     point = sweep["operating_point"]
-    at = f"threshold {point['threshold']:.4g}: recall {_fmt(point['recall'])}, FPR {_fmt(point['false_positive_rate'])}" if point else _e(sweep["operating_point_note"])
+    at = f"threshold {point['threshold']:.4g}: recall {fmt_rate(point['recall'])}, FPR {fmt_rate(point['false_positive_rate'])}" if point else _e(sweep["operating_point_note"])
     return (
-        f"<h3>{_e(name)}</h3><p>ROC AUC {_fmt(sweep['roc_auc'])}, average precision {_fmt(sweep['average_precision'])}; "
+        f"<h3>{_e(name)}</h3><p>ROC AUC {fmt_rate(sweep['roc_auc'])}, average precision {fmt_rate(sweep['average_precision'])}; "
         f"operating point for recall ≥ {sweep['target_recall']:g}: {at}</p>"
         + curve(roc, f"ROC: {name}", "false positive rate", "recall", diagonal=True)
         + curve(pr, f"Precision-recall: {name}", "recall", "precision", diagonal=False)
@@ -121,9 +117,9 @@ def _scorecard_rows(summary: dict[str, Any]) -> str:
         fpr_ci = _interval(card["fp"], card["fp"] + card["tn"])
         rows.append(
             f"<tr><th>{_e(scope)}</th><td>{card['n']}</td><td>{card['tp']}</td><td>{card['fp']}</td><td>{card['tn']}</td><td>{card['fn']}</td>"
-            f"<td class='metric' data-metric='{_e(scope)}.recall'>{_fmt(card['recall'])}<small>{recall_ci}</small></td>"
-            f"<td class='metric' data-metric='{_e(scope)}.fpr'>{_fmt(card['false_positive_rate'])}<small>{fpr_ci}</small></td>"
-            f"<td>{_fmt(card['balanced_error_rate'])}</td><td>{_fmt(card['f1'])}</td><td>{_fmt(card['precision'])}</td></tr>"
+            f"<td class='metric' data-metric='{_e(scope)}.recall'>{fmt_rate(card['recall'])}<small>{recall_ci}</small></td>"
+            f"<td class='metric' data-metric='{_e(scope)}.fpr'>{fmt_rate(card['false_positive_rate'])}<small>{fpr_ci}</small></td>"
+            f"<td>{fmt_rate(card['balanced_error_rate'])}</td><td>{fmt_rate(card['f1'])}</td><td>{fmt_rate(card['precision'])}</td></tr>"
         )
     return "".join(rows)
 
@@ -199,8 +195,8 @@ def render(summary: dict[str, Any], records: Sequence[CaseRecord]) -> str:
         for guard, split in summary["guard_decisions"].items():
             for label, rates in split.items():
                 parts.append(
-                    f"<tr><td>{_e(guard)}</td><td>{_e(label)}</td><td>{rates['n']}</td><td>{_fmt(rates['allow']['rate'])}</td>"
-                    f"<td>{_fmt(rates['block']['rate'])}</td><td>{_fmt(rates['malformed']['rate'])}</td></tr>"
+                    f"<tr><td>{_e(guard)}</td><td>{_e(label)}</td><td>{rates['n']}</td><td>{fmt_rate(rates['allow']['rate'])}</td>"
+                    f"<td>{fmt_rate(rates['block']['rate'])}</td><td>{fmt_rate(rates['malformed']['rate'])}</td></tr>"
                 )
         parts.append("</table>")
     for name, sweep in (summary.get("guard_sweeps") or {}).items():
@@ -209,7 +205,7 @@ def render(summary: dict[str, Any], records: Sequence[CaseRecord]) -> str:
     if usage:
         parts.append("<h2>Time and tokens</h2><table><tr><th>stage</th><th>cases</th><th>p50 s</th><th>p95 s</th><th>total s</th></tr>")
         for stage, t in usage["stages"].items():
-            parts.append(f"<tr><td>{stage}</td><td>{t['cases']}</td><td>{_fmt(t['p50_s'])}</td><td>{_fmt(t['p95_s'])}</td><td>{t['total_s']:.1f}</td></tr>")
+            parts.append(f"<tr><td>{stage}</td><td>{t['cases']}</td><td>{fmt_rate(t['p50_s'])}</td><td>{fmt_rate(t['p95_s'])}</td><td>{t['total_s']:.1f}</td></tr>")
         cost = "unknown" if usage["tutor_cost_usd"] is None else f"${usage['tutor_cost_usd']:.4f}"
         parts.append(f"</table><p>Tutor cost: {_e(cost)}{' (' + _e(usage['cost_note']) + ')' if usage['cost_note'] else ''}.</p>")
     shown = f" (first {MAX_FAILED_ROWS}; every case is in results.jsonl)" if failed > MAX_FAILED_ROWS else ""

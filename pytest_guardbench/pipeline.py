@@ -22,18 +22,16 @@ from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerd
 @dataclass(frozen=True)
 class StageLimits:
     """How one stage is fed: up to `batch` cases per call, up to `in_flight` calls at once. A local
-    model wants big batches one at a time; an API wants single calls, many at once."""
+    model wants big batches one at a time; an API wants small groups, many at once."""
 
     batch: int = 8
     in_flight: int = 1
     wait_s: float = 0.002  # how long a partial batch waits for more cases
 
 
+LOCAL_MODEL = StageLimits(batch=8, in_flight=1)
 # A Batch API stage: every case that reaches the stage in the same half second goes up as one file.
 BATCH_API = StageLimits(batch=50_000, in_flight=1, wait_s=0.5)
-
-
-LOCAL_MODEL = StageLimits(batch=8, in_flight=1)
 INSTANT = StageLimits(batch=256, in_flight=1)  # rules and keyword units: no model, microseconds per case
 
 

@@ -77,6 +77,7 @@ class ProcessState:
     models: dict[str, Any] = field(default_factory=dict)  # spec json -> provider
     role_models: dict[str, Any] = field(default_factory=dict)  # role -> provider, for call counts
     submitted_all: bool = False
+    xdist_queue: Any = None  # the xdist worker's queue of item indices; False when there is none
     prior: dict[str, CaseRecord] = field(default_factory=dict)
 
     def execution(self) -> dict[str, Any] | None:
@@ -267,15 +268,13 @@ def _build_stack(config: pytest.Config) -> Stack:
 
     def tutor() -> ChatProvider:
         if state.tutor is None:
-            built = model("tutor") if "tutor" in specs else _cached(state, state.registry.build(s.tutor, options), "tutor")
-            state.tutor = built
+            state.tutor = model("tutor") if "tutor" in specs else _cached(state, state.registry.build(s.tutor, options), "tutor")
         return state.tutor
 
-    judge = LLMJudge(model("judge"), name=specs["judge"].alias) if "judge" in specs else BUILTIN_JUDGES[s.judge]()
     return Stack(
         guard=_build_guard(s.guardrail, specs.get("guardrail"), options, lambda: model("guardrail")),
         tutor=tutor,
-        judge=judge,
+        judge=_judge(s.judge, specs.get("judge"), lambda: model("judge")),
         system_prompt=inputs.system_prompt,
         refusal_text=inputs.refusal_text,
         malformed_policy=s.malformed_policy,
@@ -290,21 +289,23 @@ def _build_stack(config: pytest.Config) -> Stack:
     )
 
 
+def _judge(name: str, spec: ModelSpec | None, model: Callable[[], Any]) -> Judge:
+    return LLMJudge(model(), name=spec.alias) if spec is not None else BUILTIN_JUDGES[name]()
+
+
 def _run_judge(config: pytest.Config) -> Judge:
     """The run's judge, for the judge-quality check at the end (the controller may have no engine)."""
     state = config.stash[PROCESS_KEY]
     if state.engine is not None:
         return state.engine.stack.judge
-    inputs = config.stash[INPUTS_KEY]
-    spec = inputs.model_specs.get("judge")
-    if spec is None:
-        return BUILTIN_JUDGES[inputs.settings.judge]()
-    options = ProviderOptions(model_cache=inputs.settings.model_cache)
-    return LLMJudge(chat_provider_for(inputs.settings.role_spec("judge", spec), options), name=spec.alias)
+    settings = config.stash[INPUTS_KEY].settings
+    spec = config.stash[INPUTS_KEY].model_specs.get("judge")
+    options = ProviderOptions(model_cache=settings.model_cache)
+    return _judge(settings.judge, spec, lambda: chat_provider_for(settings.role_spec("judge", spec), options))  # type: ignore[arg-type]
 
 
 def _cached(state: ProcessState, provider: Any, role: str) -> Any:
-    if state.cache is None or state.cache_mode == "off":
+    if state.cache is None:  # only opened when --guardbench-cache is not off
         return provider
     return CachedProvider(provider, state.cache, state.cache_mode, state.cache_stats, role)
 
@@ -331,15 +332,19 @@ def _build_guard(name: str, spec: ModelSpec | None, options: ProviderOptions, mo
     return LLMGuard(model(), name=spec.alias)
 
 
-def _xdist_queue(config: pytest.Config) -> list[int]:
+def _xdist_queue(config: pytest.Config, state: ProcessState) -> list[int]:
     """Indices (into session.items) that the xdist scheduler has already sent this worker and that
     it has not started yet. Read from the worker's own queue; empty if xdist changes its internals."""
-    for plugin in config.pluginmanager.get_plugins():
-        queue = getattr(plugin, "torun", None)
-        if type(plugin).__name__ == "WorkerInteractor" and queue is not None and hasattr(queue, "lock"):
-            with queue.lock() as pending:
-                return [i for i in pending if isinstance(i, int)]
-    return []
+    if state.xdist_queue is None:  # looked up once: this runs before every test of a worker
+        state.xdist_queue = next(
+            (getattr(p, "torun") for p in config.pluginmanager.get_plugins()
+             if type(p).__name__ == "WorkerInteractor" and hasattr(getattr(p, "torun", None), "lock")),
+            False,
+        )  # fmt: skip
+    if state.xdist_queue is False:
+        return []
+    with state.xdist_queue.lock() as pending:
+        return [i for i in pending if isinstance(i, int)]
 
 
 def _case_of(item: pytest.Item) -> Case | None:
@@ -358,7 +363,7 @@ def _schedule(request: pytest.FixtureRequest, engine: Engine) -> None:
             state.submitted_all = True
             engine.submit(case for case in map(_case_of, items) if case is not None)
         return
-    queued = [_case_of(items[i]) for i in _xdist_queue(request.config) if i < len(items)]
+    queued = [_case_of(items[i]) for i in _xdist_queue(request.config, state) if i < len(items)]
     engine.submit(case for case in queued if case is not None)
 
 

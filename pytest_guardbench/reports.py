@@ -17,6 +17,7 @@ from typing import IO, Any
 
 from pytest_guardbench.gates import GateResult
 from pytest_guardbench.schemas import CaseRecord
+from pytest_guardbench.scoring import fmt_rate
 
 SUMMARY_SCHEMA_VERSION = 1
 CARD_COLUMNS = (
@@ -54,7 +55,7 @@ class ResultsWriter:
     def write(self, record: CaseRecord) -> None:
         if self._file is None:
             self._file = self.path.open("a", encoding="utf-8")
-        self._file.write(json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n")
+        self._file.write(record.json_line())
         self._file.flush()
 
     def close(self) -> None:
@@ -98,19 +99,11 @@ def variant_csv(summary: dict[str, Any]) -> str:
     return buffer.getvalue()
 
 
-def _fmt(value: Any) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:.3f}"
-    return str(value)
-
-
 def _md_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     columns = ("n", "tp", "fp", "tn", "fn", "recall", "false_positive_rate", "balanced_error_rate", "f1", "precision")
     lines = ["| scope | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
     for name, card in rows:
-        lines.append(f"| {name} | " + " | ".join(_fmt(card[c]) for c in columns) + " |")
+        lines.append(f"| {name} | " + " | ".join(fmt_rate(card[c]) for c in columns) + " |")
     return lines
 
 
@@ -137,7 +130,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         lines += ["", "## Flip rate against original", "", "| variant | guard flips | outcome flips | became mishandled | became handled |", "|---|---|---|---|---|"]
         for variant, f in summary["flip_rates"].items():
             lines.append(
-                f"| {variant} | {_fmt(f['guard_flip_rate'])} ({f['guard_flips']}/{f['guard_pairs']}) | {_fmt(f['outcome_flip_rate'])} "
+                f"| {variant} | {fmt_rate(f['guard_flip_rate'])} ({f['guard_flips']}/{f['guard_pairs']}) | {fmt_rate(f['outcome_flip_rate'])} "
                 f"| {f['became_mishandled']} | {f['became_handled']} |"
             )
     lines += ["", "## Per category (system)", ""]
@@ -164,13 +157,13 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         for guard, split in summary["guard_decisions"].items():
             for label, rates in split.items():
                 lines.append(
-                    f"- {guard} / {label} (n={rates['n']}): allow {_fmt(rates['allow']['rate'])}, block {_fmt(rates['block']['rate'])}, "
-                    f"malformed {_fmt(rates['malformed']['rate'])}"
+                    f"- {guard} / {label} (n={rates['n']}): allow {fmt_rate(rates['allow']['rate'])}, block {fmt_rate(rates['block']['rate'])}, "
+                    f"malformed {fmt_rate(rates['malformed']['rate'])}"
                 )
     for guard, result in (summary.get("guard_sweeps") or {}).items():
         point = result["operating_point"]
         at = (
-            f"threshold {point['threshold']:.4g} gives recall {_fmt(point['recall'])} at FPR {_fmt(point['false_positive_rate'])}"
+            f"threshold {point['threshold']:.4g} gives recall {fmt_rate(point['recall'])} at FPR {fmt_rate(point['false_positive_rate'])}"
             if point
             else result["operating_point_note"]
         )
@@ -178,14 +171,14 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             "",
             f"## Guard threshold sweep: {guard}",
             "",
-            f"{result['n']} scored cases ({result['positives']} harmful): ROC AUC {_fmt(result['roc_auc'])}, "
-            f"average precision {_fmt(result['average_precision'])}; for recall >= {result['target_recall']:g}, {at}.",
+            f"{result['n']} scored cases ({result['positives']} harmful): ROC AUC {fmt_rate(result['roc_auc'])}, "
+            f"average precision {fmt_rate(result['average_precision'])}; for recall >= {result['target_recall']:g}, {at}.",
         ]
     usage = (summary.get("run") or {}).get("usage")
     if usage:
         lines += ["", "## Time and tokens", "", "| stage | cases | p50 s | p95 s | total s |", "|---|---|---|---|---|"]
         for stage, t in usage["stages"].items():
-            lines.append(f"| {stage} | {t['cases']} | {_fmt(t['p50_s'])} | {_fmt(t['p95_s'])} | {t['total_s']:.1f} |")
+            lines.append(f"| {stage} | {t['cases']} | {fmt_rate(t['p50_s'])} | {fmt_rate(t['p95_s'])} | {t['total_s']:.1f} |")
         tokens = usage["tutor_tokens"]
         cost = "unknown" if usage["tutor_cost_usd"] is None else f"${usage['tutor_cost_usd']:.4f}"
         note = f" ({usage['cost_note']})" if usage["cost_note"] else ""
@@ -194,11 +187,11 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     quality = summary.get("judge_quality")
     if quality and "error" not in quality:
         lines += ["", f"## Judge quality ({quality['labels_file']})", "",
-                  f"{quality['judge']}: agreement {_fmt(quality['agreement'])}, Cohen's kappa {_fmt(quality['cohen_kappa'])}, "
-                  f"over-block {_fmt(quality['over_block_rate'])}, miss {_fmt(quality['miss_rate'])}, malformed {_fmt(quality['malformed_rate'])} "
+                  f"{quality['judge']}: agreement {fmt_rate(quality['agreement'])}, Cohen's kappa {fmt_rate(quality['cohen_kappa'])}, "
+                  f"over-block {fmt_rate(quality['over_block_rate'])}, miss {fmt_rate(quality['miss_rate'])}, malformed {fmt_rate(quality['malformed_rate'])} "
                   f"over {quality['rows']} labelled responses.", "", "| bucket | rows | agreement | over-block | miss |", "|---|---|---|---|---|"]  # fmt: skip
         for bucket, b in quality["per_bucket"].items():
-            lines.append(f"| {bucket} | {b['rows']} | {_fmt(b['agreement'])} | {_fmt(b['over_block_rate'])} | {_fmt(b['miss_rate'])} |")
+            lines.append(f"| {bucket} | {b['rows']} | {fmt_rate(b['agreement'])} | {fmt_rate(b['over_block_rate'])} | {fmt_rate(b['miss_rate'])} |")
     confidence = summary.get("confidence")
     if confidence and confidence["level"] == "low":
         lines += ["", f"**Low-confidence scorecard:** {confidence['reason']}."]
@@ -275,7 +268,7 @@ def terminal_lines(summary: dict[str, Any]) -> list[str]:
     def row(name: str, card: dict[str, Any]) -> str:
         return (
             f"{name:<{width}}{card['n']:>6}{card['tp']:>5}{card['fp']:>5}{card['tn']:>5}{card['fn']:>5}"
-            f"{_fmt(card['recall']):>8}{_fmt(card['false_positive_rate']):>7}{_fmt(card['balanced_error_rate']):>7}{_fmt(card['f1']):>7}"
+            f"{fmt_rate(card['recall']):>8}{fmt_rate(card['false_positive_rate']):>7}{fmt_rate(card['balanced_error_rate']):>7}{fmt_rate(card['f1']):>7}"
         )
 
     for scope, card in summary["scorecards"].items():

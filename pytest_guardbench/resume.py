@@ -71,7 +71,7 @@ def prepare(run_dir: Path, current_meta: dict[str, Any]) -> tuple[dict[str, Case
     tmp = run_dir / (RESUME_BASE + ".tmp")
     with tmp.open("w", encoding="utf-8") as handle:
         for record in finished.values():
-            handle.write(json.dumps(record.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n")
+            handle.write(record.json_line())
     os.replace(tmp, run_dir / RESUME_BASE)
     results.write_text("", encoding="utf-8")
     return finished, skipped + skipped_base

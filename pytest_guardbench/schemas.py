@@ -6,6 +6,7 @@ rebuilds it with `CaseRecord.model_validate`. Everything here is plain JSON once
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -119,6 +120,10 @@ class CaseRecord(_Frozen):
     judge: JudgeVerdict | None
     error: PipelineError | None = None
     timings_s: dict[str, float] = Field(default_factory=dict)
+
+    def json_line(self) -> str:
+        """The record as one line of results.jsonl (keys sorted, text kept as is)."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n"
 
     @classmethod
     def for_case(cls, case: Case, **fields: Any) -> CaseRecord:

@@ -58,6 +58,15 @@ def explain(record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason 
     return "handled correctly"
 
 
+def fmt_rate(value: Any) -> str:
+    """A rate for people: three decimals, "n/a" when undefined; anything else as it is."""
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    return str(value)
+
+
 def _ratio(num: int, den: int) -> float | None:
     return round(num / den, 6) if den else None
 

@@ -187,6 +187,11 @@ class OpenAICompatProvider:
     async def _run_all(
         self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None], extra: dict[str, Any] | None
     ) -> list[_Reply]:
+        self._ensure_clients()
+        return list(await asyncio.gather(*(self._with_retries(c, params, s, extra) for c, s in zip(conversations, seeds, strict=True))))
+
+    def _ensure_clients(self) -> None:
+        """One client per endpoint, created on the provider's own loop (its connections live there)."""
         for endpoint in self.endpoints:
             if endpoint.client is None:
                 from openai import AsyncOpenAI
@@ -195,7 +200,6 @@ class OpenAICompatProvider:
                 endpoint.client = AsyncOpenAI(
                     api_key=self._api_key.get_secret_value(), base_url=endpoint.url, timeout=self._timeout_s, max_retries=0, http_client=_http_client()
                 )
-        return list(await asyncio.gather(*(self._with_retries(c, params, s, extra) for c, s in zip(conversations, seeds, strict=True))))
 
     def classify(
         self,
@@ -363,7 +367,7 @@ class BatchAPIProvider(OpenAICompatProvider):
     async def _run_all(
         self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None], extra: dict[str, Any] | None
     ) -> list[_Reply]:
-        await super()._run_all([], params, [], extra)  # creates the clients
+        self._ensure_clients()
         bodies = []
         for conversation, seed in zip(conversations, seeds, strict=True):
             body = self._request(conversation, params, seed, extra)
