@@ -166,6 +166,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("batch_size", ("--guardbench-batch-size",), "Cases run together through a local model.", _positive),
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
     OptionSpec("concurrency", ("--guardbench-concurrency",), "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8).", _concurrency),
+    OptionSpec("api_processes", ("--guardbench-api-processes",), "Worker processes that make each API model's calls (default 1); more when many fast calls wait on the client's own CPU.", _positive),
     OptionSpec("timeout", ("--guardbench-timeout",), "Seconds one API call may take before it is retried (default 60).", _seconds),
     OptionSpec("retries", ("--guardbench-retries",), "Retries of an API call after 429/5xx/timeouts/bad bodies, with backoff (default 3).", _count),
     OptionSpec("cache", ("--guardbench-cache",), "Response cache: off, read, write (read and record) or replay (a miss fails the case).", _choice("off", "read", "write", "replay")),
@@ -233,6 +234,7 @@ class Settings(BaseModel):
     scorecard_tolerance: float = 0.02
     shard: tuple[int, int] | None = None
     concurrency: dict[str, int] = Field(default_factory=dict)
+    api_processes: int | None = Field(default=None, ge=1)
     timeout: float | None = Field(default=None, gt=0)
     retries: int | None = None
     cache: Literal["off", "read", "write", "replay"] = "off"
@@ -337,13 +339,15 @@ class Settings(BaseModel):
             raise ConfigError(f"{label}: {first['msg']}") from None
 
     def role_spec(self, role: str, spec: ModelSpec) -> ModelSpec:
-        """The spec with this run's concurrency, timeout and retries filled in: a per-role CLI/ini
+        """The spec with this run's concurrency, processes, timeout and retries filled in: a per-role CLI/ini
         value wins, then the alias table's own value, then the run-wide value, then the default."""
         updates: dict[str, Any] = {}
         if role in self.concurrency:
             updates["concurrency"] = self.concurrency[role]
         elif spec.concurrency is None:
             updates["concurrency"] = self.concurrency.get("all", 8)
+        if spec.processes is None:
+            updates["processes"] = self.api_processes or 1
         if spec.timeout_s is None:
             updates["timeout_s"] = self.timeout or 60.0
         if spec.max_retries is None:
@@ -441,6 +445,7 @@ class ModelSpec(BaseModel):
     api_key_env: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     concurrency: int | None = Field(default=None, ge=1)  # None: --guardbench-concurrency, else 8
+    processes: int | None = Field(default=None, ge=1)  # None: --guardbench-api-processes, else 1
     timeout_s: float | None = Field(default=None, gt=0)  # None: --guardbench-timeout, else 60
     max_retries: int | None = Field(default=None, ge=0)  # None: --guardbench-retries, else 3
     retry_backoff_s: float = Field(default=0.5, ge=0)

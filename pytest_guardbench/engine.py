@@ -13,6 +13,7 @@ import asyncio
 import concurrent.futures
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 
 from pytest_guardbench.pipeline import (
@@ -26,8 +27,9 @@ from pytest_guardbench.pipeline import (
     refuse,
     routes_to_tutor,
     tutor_stage,
+    walk_from_cache,
 )
-from pytest_guardbench.providers.base import ChatProvider
+from pytest_guardbench.providers.base import CacheMiss, ChatProvider
 from pytest_guardbench.schemas import Case, CaseRecord, PipelineError, PipelineStage
 
 
@@ -116,7 +118,7 @@ class Engine:
         self._futures: dict[str, concurrent.futures.Future[CaseRecord]] = {}
         self._lock = threading.Lock()
         limits = stack.limits
-        tutor = _Once(stack.tutor)
+        tutor = self._tutor = _Once(stack.tutor)
         self._stages: dict[PipelineStage, _Stage] = {
             "guard": _Stage("guard", lambda drafts: guard_stage(drafts, stack), limits["guard"], self),
             "tutor": _Stage("tutor", lambda drafts: tutor_stage(drafts, stack, tutor), limits["tutor"], self),
@@ -128,6 +130,7 @@ class Engine:
         self._thread = threading.Thread(target=self._loop.run_forever, name="guardbench-engine", daemon=True)
         self._thread.start()
         self._preflight: asyncio.Future[str | None] | None = None
+        self._preflight_passed = False  # set when the preflight was answered from the cache
 
     def __enter__(self) -> Engine:
         return self
@@ -136,16 +139,51 @@ class Engine:
         self.close()
 
     def submit(self, cases: Iterable[Case]) -> None:
-        fresh: list[tuple[Case, concurrent.futures.Future[CaseRecord]]] = []
+        fresh: list[tuple[Draft, concurrent.futures.Future[CaseRecord]]] = []
         with self._lock:
             for case in cases:
                 if case.case_id in self._futures or case.case_id in self._prior:
                     continue
                 future: concurrent.futures.Future[CaseRecord] = concurrent.futures.Future()
                 self._futures[case.case_id] = future
-                fresh.append((case, future))
+                fresh.append((Draft(case), future))
+        cached_only = self.stack.cached_only
+        if fresh and cached_only is not None:
+            fresh = self._finish_from_cache(fresh, cached_only)
         if fresh:
             self._loop.call_soon_threadsafe(self._schedule, fresh)
+
+    def _finish_from_cache(
+        self, fresh: list[tuple[Draft, concurrent.futures.Future[CaseRecord]]], cached_only: Callable[[], AbstractContextManager[None]]
+    ) -> list[tuple[Draft, concurrent.futures.Future[CaseRecord]]]:
+        """Finish here, in one pass per stage and without threads, every case whose calls are all in
+        the response cache; the rest go on from the stage that missed. A warm-cache run then costs
+        little more than pytest itself: stage threads handing the GIL back and forth with the test
+        loop cost more than the cached work (bench/bench_warm_cache.py)."""
+        if self.stack.preflight_judge and not self._preflight_passed:
+            try:
+                with cached_only():
+                    problem = preflight_error(self.stack.judge)
+            except CacheMiss:
+                return fresh
+            if problem is not None:
+                return fresh  # the normal path fails every case with the same message
+            self._preflight_passed = True
+        walk_from_cache([draft for draft, _ in fresh], self.stack, self._tutor)
+        pending = []
+        for draft, future in fresh:
+            if draft.missed_cache:
+                draft.missed_cache = False
+                pending.append((draft, future))
+            else:
+                self._settle(finish(draft), future)
+        return pending
+
+    def _settle(self, record: CaseRecord, future: concurrent.futures.Future[CaseRecord]) -> None:
+        with self._lock:
+            self.stats.done += 1
+            self.stats.errors += record.error is not None
+        future.set_result(record)
 
     def result(self, case: Case) -> CaseRecord:
         """This case's record, once; asking again for the same case runs it again (reruns)."""
@@ -170,19 +208,18 @@ class Engine:
         self.executor.shutdown(wait=False, cancel_futures=True)
 
     # -- on the loop ----------------------------------------------------------------------------
-    def _schedule(self, fresh: Sequence[tuple[Case, concurrent.futures.Future[CaseRecord]]]) -> None:
-        for case, future in fresh:
-            self._loop.create_task(self._case(case, future))
+    def _schedule(self, fresh: Sequence[tuple[Draft, concurrent.futures.Future[CaseRecord]]]) -> None:
+        for draft, future in fresh:
+            self._loop.create_task(self._case(draft, future))
 
     async def _checked_judge(self) -> str | None:
-        if not self.stack.preflight_judge:
+        if not self.stack.preflight_judge or self._preflight_passed:
             return None
         if self._preflight is None:
             self._preflight = asyncio.ensure_future(asyncio.get_running_loop().run_in_executor(self.executor, preflight_error, self.stack.judge))
         return await self._preflight
 
-    async def _case(self, case: Case, future: concurrent.futures.Future[CaseRecord]) -> None:
-        draft = Draft(case)
+    async def _case(self, draft: Draft, future: concurrent.futures.Future[CaseRecord]) -> None:
         try:
             problem = await self._checked_judge()
             if problem is not None:
@@ -191,23 +228,22 @@ class Engine:
                 await self._walk(draft)
             record = finish(draft)
         except BaseException as exc:  # noqa: BLE001 - one record per case, whatever happened
-            record = finish(Draft(case, error=PipelineError(stage="tutor", message=f"engine: {type(exc).__name__}: {exc}")))
-        with self._lock:
-            self.stats.done += 1
-            self.stats.errors += record.error is not None
-        future.set_result(record)
+            record = finish(Draft(draft.case, error=PipelineError(stage="tutor", message=f"engine: {type(exc).__name__}: {exc}")))
+        self._settle(record, future)
 
     async def _walk(self, draft: Draft) -> None:
+        """The stages this draft still needs (one finished from the cache may have done some)."""
         stack = self.stack
-        if stack.guard is not None:
+        if stack.guard is not None and draft.guard is None:
             await self._stages["guard"].through(draft)
         if draft.error is not None:
             return
-        if routes_to_tutor(draft.guard, stack.malformed_policy):
-            await self._stages["tutor"].through(draft)
-        else:
-            refuse(draft, stack)
-        if draft.error is None and draft.response is not None:
+        if draft.response is None:
+            if routes_to_tutor(draft.guard, stack.malformed_policy):
+                await self._stages["tutor"].through(draft)
+            else:
+                refuse(draft, stack)
+        if draft.error is None and draft.response is not None and draft.verdict is None:
             await self._stages["judge"].through(draft)
 
 

@@ -10,12 +10,13 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 
 from pytest_guardbench.config import MalformedPolicy
 from pytest_guardbench.guards import Guardrail
 from pytest_guardbench.judges import Judge, JudgeInput
-from pytest_guardbench.providers.base import ChatProvider, GenerationParams, Message
+from pytest_guardbench.providers.base import CacheMiss, ChatProvider, GenerationParams, Message
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, PipelineError, PipelineStage, TutorReply
 
 
@@ -57,6 +58,9 @@ class Stack:
     sample: bool = False  # k > 1: sample with a per-case seed instead of greedy decoding
     preflight_judge: bool = False  # check an API/LLM judge once before paying for any generation
     limits: Mapping[PipelineStage, StageLimits] = field(default_factory=lambda: {"guard": INSTANT, "tutor": LOCAL_MODEL, "judge": INSTANT})
+    # With a response cache: a context in which model calls answer from the cache alone (CacheMiss
+    # otherwise), so cached cases are finished at once, without threads (`engine.Engine.submit`).
+    cached_only: Callable[[], AbstractContextManager[None]] | None = None
 
 
 def routes_to_tutor(decision: GuardDecision | None, policy: MalformedPolicy) -> bool:
@@ -80,9 +84,14 @@ class Draft:
     error: PipelineError | None = None
     verdict: JudgeVerdict | None = None
     timings: dict[str, float] | None = None
+    missed_cache: bool = False  # a call of the stage it stopped at was not cached (cache-only walk)
 
     def time(self, stage: str, seconds: float) -> None:
         self.timings = {**(self.timings or {}), stage: round(seconds, 6)}
+
+    @property
+    def stopped(self) -> bool:
+        return self.error is not None or self.missed_cache
 
 
 def _in_batch_or_alone(drafts: list[Draft], stage: PipelineStage, run: Callable[[list[Draft]], None]) -> None:
@@ -103,6 +112,9 @@ def _in_batch_or_alone(drafts: list[Draft], stage: PipelineStage, run: Callable[
 
 
 def _fail(draft: Draft, stage: PipelineStage, exc: Exception) -> None:
+    if isinstance(exc, CacheMiss):
+        draft.missed_cache = True
+        return
     draft.error = PipelineError(stage=stage, message=f"{type(exc).__name__}: {exc}")
 
 
@@ -178,9 +190,30 @@ def judge_stage(drafts: list[Draft], stack: Stack) -> None:
             d.verdict = verdict
             d.time("judge", share)
 
-    judged = [d for d in drafts if d.error is None and d.response is not None]
+    judged = [d for d in drafts if not d.stopped and d.response is not None]
     if judged:
         _in_batch_or_alone(judged, "judge", run)
+
+
+def walk_from_cache(drafts: list[Draft], stack: Stack, tutor: Callable[[], ChatProvider]) -> None:
+    """Every stage for the whole list at once, inside `stack.cached_only()`: a draft whose calls are
+    all cached ends finished; one that met an uncached call stops there with `missed_cache` set and
+    keeps the stages it finished, for the normal walk to go on from."""
+    assert stack.cached_only is not None
+    with stack.cached_only():
+        if stack.guard is not None:
+            guard_stage(drafts, stack)
+        to_tutor = []
+        for d in drafts:
+            if d.stopped:
+                continue
+            if routes_to_tutor(d.guard, stack.malformed_policy):
+                to_tutor.append(d)
+            else:
+                refuse(d, stack)
+        if to_tutor:
+            tutor_stage(to_tutor, stack, tutor)
+        judge_stage([d for d in drafts if not d.stopped], stack)
 
 
 def finish(draft: Draft) -> CaseRecord:
@@ -201,6 +234,8 @@ def preflight_error(judge: Judge) -> str | None:
     probe = JudgeInput(prompt="What is two plus two?", response="Two plus two is four.", source="tutor", is_harmful=False)
     try:
         [verdict] = judge.judge([probe])
+    except CacheMiss:
+        raise  # not an answer about the judge: the preflight is made the normal way
     except Exception as exc:  # noqa: BLE001
         return f"judge preflight failed: {type(exc).__name__}: {exc}"
     if verdict.malformed:

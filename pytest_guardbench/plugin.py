@@ -31,7 +31,7 @@ from pytest_guardbench.providers import (
 from pytest_guardbench.providers.cache import CachedProvider, CacheMode, CacheStats, ResponseCache
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, Outcome, TutorReply
 from pytest_guardbench.scoring import classify, explain
-from pytest_guardbench.session import RECORD_ATTR, WORKER_OUTPUT_KEY, GuardbenchSession, RunInputs, XdistBridge
+from pytest_guardbench.session import RECORD_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY, GuardbenchSession, RunInputs, XdistBridge
 from pytest_guardbench.variants import BUILTIN_MUTATORS, VariantError, expand, in_shard
 
 INPUTS_KEY = pytest.StashKey[RunInputs]()
@@ -224,13 +224,13 @@ def _marks(case: Case) -> list[pytest.MarkDecorator]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "guardbench_case" not in metafunc.fixturenames:
+    if SLOT_FIXTURE not in metafunc.fixturenames:
         return
     inputs = metafunc.config.stash[INPUTS_KEY]
     if not inputs.data.sources:
         raise pytest.UsageError("guardbench: no prompt data; pass --guardbench-data PATH or set the guardbench_data ini key")
     params = [pytest.param(case, id=case.case_id, marks=_marks(case)) for case in inputs.cases]
-    metafunc.parametrize("guardbench_case", params, indirect=True)
+    metafunc.parametrize(SLOT_FIXTURE, params, indirect=True)
 
 
 def _build_stack(config: pytest.Config) -> Stack:
@@ -281,6 +281,7 @@ def _build_stack(config: pytest.Config) -> Stack:
         params=GenerationParams(max_new_tokens=s.max_new_tokens),
         sample=s.samples > 1,
         preflight_judge="judge" in specs,
+        cached_only=state.cache.cached_only if state.cache is not None else None,
         limits={
             "guard": limits("guardrail", local if s.guardrail in MODEL_GUARDS else INSTANT),
             "tutor": limits("tutor", local),
@@ -349,40 +350,58 @@ def _xdist_queue(config: pytest.Config, state: ProcessState) -> list[int]:
 
 def _case_of(item: pytest.Item) -> Case | None:
     callspec = getattr(item, "callspec", None)
-    case = callspec.params.get("guardbench_case") if callspec is not None else None
+    case = callspec.params.get(SLOT_FIXTURE) if callspec is not None else None
     return case if isinstance(case, Case) else None
 
 
-def _schedule(request: pytest.FixtureRequest, engine: Engine) -> None:
+def _schedule(slot: CaseSlot, engine: Engine) -> None:
     """Put this process's selected cases in flight: in a single process, every selected item at the
     first test; in an xdist worker, whatever the scheduler has queued for it so far."""
-    state = request.config.stash[PROCESS_KEY]
-    items = request.session.items
-    if not _is_worker(request.config):
+    state = slot.config.stash[PROCESS_KEY]
+    items = slot.item.session.items
+    if not _is_worker(slot.config):
         if not state.submitted_all:
             state.submitted_all = True
             engine.submit(case for case in map(_case_of, items) if case is not None)
         return
-    queued = [_case_of(items[i]) for i in _xdist_queue(request.config, state) if i < len(items)]
+    queued = [_case_of(items[i]) for i in _xdist_queue(slot.config, state) if i < len(items)]
     engine.submit(case for case in queued if case is not None)
 
 
+@dataclass(frozen=True)
+class CaseSlot:
+    """This test's case with its item and config, handed to the public fixtures so that only one
+    fixture per test asks for `request`: pytest builds a new `request` fixture definition, with a
+    signature inspection, each time one is asked for, which cost 0.2 ms a fixture here
+    (bench/bench_warm_cache.py)."""
+
+    case: Case
+    item: pytest.Item
+    config: pytest.Config
+
+
 @pytest.fixture
-def guardbench_case(request: pytest.FixtureRequest) -> Case:
+def _guardbench_slot(request: pytest.FixtureRequest) -> CaseSlot:
+    return CaseSlot(request.param, request.node, request.config)
+
+
+@pytest.fixture
+def guardbench_case(_guardbench_slot: CaseSlot) -> Case:
     """The prompt-variant sample this test runs (set by parametrisation)."""
-    return request.param
+    return _guardbench_slot.case
 
 
 @pytest.fixture
-def guardbench_record(request: pytest.FixtureRequest, guardbench_case: Case) -> CaseRecord:
+def guardbench_record(_guardbench_slot: CaseSlot) -> CaseRecord:
     """The full pipeline record of this case: guard decision, final response, judge verdict."""
-    state = request.config.stash[PROCESS_KEY]
+    slot = _guardbench_slot
+    state = slot.config.stash[PROCESS_KEY]
     if state.engine is None:
-        state.engine = Engine(_build_stack(request.config), prior=state.prior)
-    _schedule(request, state.engine)
-    record = state.engine.result(guardbench_case)
-    request.node.stash[RECORD_KEY] = record.model_dump(mode="json")
-    request.node.user_properties.extend(_junit_properties(record))
+        state.engine = Engine(_build_stack(slot.config), prior=state.prior)
+    _schedule(slot, state.engine)
+    record = state.engine.result(slot.case)
+    slot.item.stash[RECORD_KEY] = record.model_dump(mode="json")
+    slot.item.user_properties.extend(_junit_properties(record))
     return record
 
 
@@ -474,8 +493,9 @@ class GuardbenchOutcome:
     def require_handled(self) -> None:
         """Pass when handled; otherwise fail (strict mode, or pipeline error) or xfail (gate mode),
         saying which stage mishandled the case. Unlabelled cases are skipped: they are not scored."""
-        # Hidden from tracebacks: the message says it all, and pytest parsing this module's source for
-        # every xfailed case took 25 ms each (bench/bench_warm_cache.py).
+        # Hidden from tracebacks, and no traceback for the xfail either: the message says it all, and
+        # pytest parsing the sources of the frames for every xfailed case took 5-25 ms each
+        # (bench/bench_warm_cache.py).
         __tracebackhide__ = True
         if self.unscored_reason == "error":
             pytest.fail(self.explanation, pytrace=False)
@@ -484,12 +504,12 @@ class GuardbenchOutcome:
         if self.handled:
             return
         if self.mode == "gate":
-            pytest.xfail(self.explanation)
+            raise pytest.xfail.Exception(self.explanation, pytrace=False)
         pytest.fail(self.explanation, pytrace=False)
 
 
 @pytest.fixture
-def guardbench_outcome(request: pytest.FixtureRequest, guardbench_record: CaseRecord) -> GuardbenchOutcome:
+def guardbench_outcome(_guardbench_slot: CaseSlot, guardbench_record: CaseRecord) -> GuardbenchOutcome:
     """The case scored against its label (TP/FP/TN/FN or why it is unscored)."""
     outcome, reason = classify(guardbench_record)
     return GuardbenchOutcome(
@@ -497,7 +517,7 @@ def guardbench_outcome(request: pytest.FixtureRequest, guardbench_record: CaseRe
         outcome=outcome,
         unscored_reason=reason,
         explanation=explain(guardbench_record, outcome, reason),
-        mode=request.config.stash[INPUTS_KEY].settings.mode,
+        mode=_guardbench_slot.config.stash[INPUTS_KEY].settings.mode,
     )
 
 
@@ -515,11 +535,6 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if not _is_worker(config) or INPUTS_KEY not in config.stash:
         return
     cases = config.stash[INPUTS_KEY].cases_by_id
-    selected = [
-        item.callspec.params["guardbench_case"].case_id
-        for item in session.items
-        if getattr(item, "callspec", None) is not None and isinstance(item.callspec.params.get("guardbench_case"), Case)
-        and item.callspec.params["guardbench_case"].case_id in cases
-    ]
+    selected = [case.case_id for case in map(_case_of, session.items) if case is not None and case.case_id in cases]
     execution = config.stash[PROCESS_KEY].execution()
     config.workeroutput[WORKER_OUTPUT_KEY] = {"schema": 1, "selected": selected, "execution": execution}  # type: ignore[attr-defined]

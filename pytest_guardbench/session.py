@@ -27,6 +27,8 @@ from pytest_guardbench.judges import Judge, check_judge
 from pytest_guardbench.schemas import Case, CaseRecord, JudgeLabel
 
 RECORD_ATTR = "guardbench_record"
+# The hidden fixture that every case fixture depends on and that parametrisation targets.
+SLOT_FIXTURE = "_guardbench_slot"
 # pytest uses 0-5; 6 tells CI "too few cases to decide" apart from a failed gate (1).
 EXIT_GATE_INCONCLUSIVE = 6
 WORKER_OUTPUT_KEY = "guardbench"
@@ -93,7 +95,7 @@ class GuardbenchSession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
             case_id = case_id_of(item.nodeid)
-            if case_id in self.inputs.cases_by_id and "guardbench_case" in getattr(item, "fixturenames", ()):
+            if case_id in self.inputs.cases_by_id and SLOT_FIXTURE in getattr(item, "fixturenames", ()):
                 self.expected_ids.add(case_id)
 
     def merge_worker(self, worker_id: str, output: dict[str, Any] | None, error: object) -> None:

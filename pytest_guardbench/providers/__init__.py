@@ -83,26 +83,28 @@ def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None)
     `spec.batch_api` the calls go through the provider's Batch API, its state kept in `batch_state_dir`."""
     from pytest_guardbench.providers.openai_compat import BatchAPIProvider, OpenAICompatProvider
 
-    batch: dict[str, Any] = {}
-    cls: Any = OpenAICompatProvider
+    settings: dict[str, Any] = {
+        "name": spec.alias,
+        "model": spec.model,
+        "base_url": spec.resolved_base_url(),
+        "api_key_env": spec.api_key_env,
+        "concurrency": spec.concurrency or 8,
+        "timeout_s": spec.timeout_s or 60.0,
+        "max_retries": 3 if spec.max_retries is None else spec.max_retries,
+        "retry_backoff_s": spec.retry_backoff_s,
+        "extra_params": spec.params,
+        "fleet": spec.fleet,
+        "failures_to_drop": spec.failures_to_drop,
+        "cooldown_s": spec.cooldown_s,
+    }
     if spec.batch_api:
-        cls = BatchAPIProvider
-        batch = {"state_dir": batch_state_dir or Path(".guardbench") / "batches", "poll_s": spec.batch_poll_s, "completion_window": spec.batch_completion_window}
-    return cls(
-        spec.alias,
-        spec.model,
-        spec.resolved_base_url(),
-        spec.api_key_env,
-        concurrency=spec.concurrency or 8,
-        timeout_s=spec.timeout_s or 60.0,
-        max_retries=3 if spec.max_retries is None else spec.max_retries,
-        retry_backoff_s=spec.retry_backoff_s,
-        extra_params=spec.params,
-        fleet=spec.fleet,
-        failures_to_drop=spec.failures_to_drop,
-        cooldown_s=spec.cooldown_s,
-        **batch,
-    )
+        state_dir = batch_state_dir or Path(".guardbench") / "batches"
+        return BatchAPIProvider(**settings, state_dir=state_dir, poll_s=spec.batch_poll_s, completion_window=spec.batch_completion_window)
+    if (spec.processes or 1) > 1:
+        from pytest_guardbench.providers.process_spread import SpreadProvider
+
+        return SpreadProvider(settings, spec.processes or 1)
+    return OpenAICompatProvider(**settings)
 
 
 def chat_provider_for(spec: ModelSpec, options: ProviderOptions) -> ChatProvider:

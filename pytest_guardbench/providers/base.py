@@ -45,6 +45,11 @@ class ProviderError(RuntimeError):
     """A model call failed; the pipeline records it as an error, never as a verdict."""
 
 
+class CacheMiss(ProviderError):
+    """Raised only while answers may come from the response cache alone (`ResponseCache.cached_only`):
+    the call was not cached and no model was asked. The case is then run the normal way."""
+
+
 @runtime_checkable
 class ChatProvider(Protocol):
     """Generates one completion per conversation, in order."""

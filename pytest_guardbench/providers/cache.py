@@ -16,12 +16,13 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_guardbench.providers.base import Classification, Completion, GenerationParams, Message, ProviderError
+from pytest_guardbench.providers.base import CacheMiss, Classification, Completion, GenerationParams, Message, ProviderError
 
 CacheMode = Literal["off", "read", "write", "replay"]
 CACHE_MODES: tuple[str, ...] = ("off", "read", "write", "replay")
@@ -49,6 +50,21 @@ class ResponseCache:
                     raise
                 time.sleep(0.05 + 0.05 * random.random())
         self._db.execute("PRAGMA synchronous=NORMAL")
+        self._cached_only = threading.local()
+
+    @contextmanager
+    def cached_only(self) -> Iterator[None]:
+        """In this thread, calls through a CachedProvider on this cache raise CacheMiss instead of
+        asking the model when their answer is not stored (nothing is counted for such a call)."""
+        self._cached_only.active = True
+        try:
+            yield
+        finally:
+            self._cached_only.active = False
+
+    @property
+    def answering_from_cache_only(self) -> bool:
+        return bool(getattr(self._cached_only, "active", False))
 
     def get_many(self, keys: Sequence[str]) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
@@ -171,6 +187,8 @@ class CachedProvider:
         keys = [cache_key(self._identity, call) for call in calls]
         found = self._cache.get_many(keys)
         missing = [i for i, key in enumerate(keys) if key not in found]
+        if missing and self._cache.answering_from_cache_only:
+            raise CacheMiss(f"{self._role}: {len(missing)} of {len(keys)} call(s) not cached")
         self._stats.add(hits=len(keys) - len(missing), misses=len(missing))
         if missing and self._mode == "replay":
             raise ProviderError(

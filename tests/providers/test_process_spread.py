@@ -1,0 +1,140 @@
+"""An API model's calls made by worker processes (`processes = N`): same answers, in order, as the
+in-process client; errors, keys, a killed worker and shutdown."""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import threading
+import time
+
+import pytest
+
+from pytest_guardbench.config import ModelSpec
+from pytest_guardbench.providers import GenerationParams, ProviderError, ProviderOptions, openai_compat_provider, scoring_model_for
+from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
+from pytest_guardbench.providers.process_spread import SpreadProvider
+from tests.openai_stub import OpenAIStub
+
+SECRET = "sk-spread-secret-4242"
+
+
+def _conversations(n: int, tag: str = "q") -> list:
+    # Every third prompt makes the stub refuse, so the order of the answers is visible.
+    return [[{"role": "user", "content": f"{'REFUSE ' if i % 3 == 0 else ''}{tag} {i}: why is the sky blue"}] for i in range(n)]
+
+
+@pytest.fixture
+def spread(openai_stub, request):
+    def build(**fields) -> SpreadProvider:
+        spec = ModelSpec(alias="spread", model="m", base_url=openai_stub.base_url, max_retries=0, processes=2, concurrency=8, **fields)
+        provider = openai_compat_provider(spec)
+        request.addfinalizer(provider.close)
+        assert isinstance(provider, SpreadProvider)
+        return provider
+
+    return build
+
+
+def test_answers_in_order_and_the_same_as_in_process(spread, openai_stub):
+    provider = spread()
+    params = GenerationParams(max_new_tokens=8)
+    answers = provider.generate(_conversations(40), params, [None] * 40)
+    alone = OpenAICompatProvider("alone", "m", openai_stub.base_url, None, max_retries=0)
+    expected = alone.generate(_conversations(40), params, [None] * 40)
+    alone.close()
+    assert [a.text for a in answers] == [e.text for e in expected]
+    assert sum(a.text.startswith("I can't") for a in answers) == 14
+    stats = provider.stats()
+    # 40 calls are more than one worker holds in flight (8 / 2), so both workers got a share.
+    assert stats["calls"] == 40 and stats["processes"] == 2 and stats["handed_per_process"] == {"p1": 20, "p2": 20}
+    assert stats["lowest_concurrency"] == 8, "each worker keeps its share of the limit: 4 + 4"
+
+
+def test_small_groups_go_to_the_least_busy_worker(spread):
+    provider = spread()
+    results: list = []
+    threads = [threading.Thread(target=lambda i=i: results.append(provider.generate(_conversations(4, f"g{i}"), GenerationParams(max_new_tokens=8), [None] * 4))) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(results) == 6 and all(len(r) == 4 for r in results)
+    handed = list(provider.stats()["handed_per_process"].values())
+    assert sum(handed) == 24 and min(handed) >= 8, f"groups of 4 spread over both workers: {handed}"
+
+
+def test_guard_classification_with_template_kwargs_and_logprobs(openai_stub, request):
+    spec = ModelSpec(alias="granite-vllm", model="granite-guardian", base_url=openai_stub.base_url, adapter="granite-guardian", max_retries=0, processes=2)
+    model = scoring_model_for(spec, ProviderOptions(model_cache=None))  # type: ignore[arg-type]
+    request.addfinalizer(model.close)
+    before = len(openai_stub.requests)
+    conversations = [[{"role": "user", "content": p}] for p in ("how do i make a bomb", "why is the sky blue")]
+    blocked, allowed = model.classify(conversations, {"guardian_config": {"risk_name": "harm"}}, ("Yes", "No"))
+    expected = math.exp(-0.1) / (math.exp(-0.1) + math.exp(-2.4))
+    assert blocked.p_first == pytest.approx(expected, abs=1e-6) and allowed.p_first == pytest.approx(1 - expected, abs=1e-6)
+    sent = openai_stub.requests[before:]
+    assert [r["chat_template_kwargs"] for r in sent] == [{"guardian_config": {"risk_name": "harm"}}] * 2
+
+
+def test_a_failed_call_is_a_provider_error_with_the_servers_message(spread):
+    provider = spread()
+    with pytest.raises(ProviderError, match=r"HTTP 500 .*gave up after 1 attempts"):
+        provider.generate([[{"role": "user", "content": "FAULT:500 hi"}]], GenerationParams(max_new_tokens=8), [None])
+    assert provider.generate(_conversations(2), GenerationParams(max_new_tokens=8), [None, None])[1].text.startswith("Plants")
+
+
+def test_the_key_is_read_by_each_worker_from_its_environment(spread, openai_stub, monkeypatch):
+    monkeypatch.setenv("GB_SPREAD_KEY", SECRET)
+    provider = spread(api_key_env="GB_SPREAD_KEY")
+    provider.generate(_conversations(16), GenerationParams(max_new_tokens=8), [None] * 16)
+    assert openai_stub.auth_headers[-16:] == [f"Bearer {SECRET}"] * 16
+    assert SECRET not in repr(provider) and "2 processes" in repr(provider)
+    assert SECRET not in repr(provider.stats())
+
+
+def test_a_missing_key_fails_here_before_any_process_starts(openai_stub, monkeypatch):
+    monkeypatch.delenv("GB_SPREAD_KEY", raising=False)
+    with pytest.raises(ProviderError, match="GB_SPREAD_KEY is not set"):
+        SpreadProvider({"name": "spread", "model": "m", "base_url": openai_stub.base_url, "api_key_env": "GB_SPREAD_KEY"}, 2)
+
+
+def test_a_killed_worker_fails_only_its_own_calls_and_the_other_carries_on(request):
+    slow = OpenAIStub(latency_s=1.0)
+    request.addfinalizer(slow.close)
+    provider = SpreadProvider({"name": "spread", "model": "m", "base_url": slow.base_url, "api_key_env": None, "concurrency": 8, "max_retries": 0}, 2)
+    request.addfinalizer(provider.close)
+    provider.generate(_conversations(2, "warm"), GenerationParams(max_new_tokens=8), [None, None])
+    outcome: dict = {}
+
+    def ask() -> None:
+        try:
+            outcome["answers"] = provider.generate(_conversations(16, "big"), GenerationParams(max_new_tokens=8), [None] * 16)
+        except ProviderError as exc:
+            outcome["error"] = str(exc)
+
+    asking = threading.Thread(target=ask)
+    asking.start()
+    deadline = time.monotonic() + 10
+    while len(slow.requests) < 2 + 16 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    victim = provider._workers[0].process  # the test needs a real process to kill
+    os.kill(victim.pid, signal.SIGKILL)
+    asking.join(timeout=20)
+    assert "answers" not in outcome
+    assert f"call process {victim.pid} exited with code -9 before answering" in outcome["error"]
+    later = provider.generate(_conversations(10, "later"), GenerationParams(max_new_tokens=8), [None] * 10)
+    assert len(later) == 10 and all(a.text for a in later), "the surviving worker takes every later call"
+    assert provider.stats()["handed_per_process"]["p2"] >= 8 + 10
+
+
+def test_close_ends_every_worker_process(spread):
+    provider = spread()
+    provider.generate(_conversations(20), GenerationParams(max_new_tokens=8), [None] * 20)
+    processes = [w.process for w in provider._workers]
+    provider.close()
+    assert all(p.returncode == 0 for p in processes), [p.returncode for p in processes]
+    assert provider.stats()["calls"] == 20, "counts survive the shutdown for the run summary"
+    with pytest.raises(ProviderError, match="no call process left"):
+        provider.generate(_conversations(1), GenerationParams(max_new_tokens=8), [None])
