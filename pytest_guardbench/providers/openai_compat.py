@@ -7,6 +7,7 @@ pipeline threads share a connection pool and one adaptive in-flight limit."""
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import hashlib
 import json
 import math
@@ -155,10 +156,14 @@ class OpenAICompatProvider:
         return result
 
     def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return self.start(coroutine).result()
+
+    def start(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Run one of this provider's coroutines (`generate_async`, `classify_async`) on its own loop."""
         with self._start_lock:
             if self._runner is None:
                 self._runner = _LoopThread(self.name)
-        return self._runner.run(coroutine)
+        return asyncio.run_coroutine_threadsafe(coroutine, self._runner.loop)
 
     def close(self) -> None:
         runner, self._runner = self._runner, None
@@ -181,7 +186,10 @@ class OpenAICompatProvider:
         Raises ProviderError for the first call that still fails after its retries; the pipeline
         then runs cases one by one so a single bad case does not take the batch with it.
         """
-        replies = self._run(self._run_all(list(conversations), params, list(seeds), None))
+        return self._run(self.generate_async(conversations, params, seeds))
+
+    async def generate_async(self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]) -> list[Completion]:
+        replies = await self._run_all(list(conversations), params, list(seeds), None)
         return [r.completion() for r in replies]
 
     async def _run_all(
@@ -210,11 +218,16 @@ class OpenAICompatProvider:
     ) -> list[Classification]:
         """Guard-style call: template kwargs go to the server's chat template (vLLM's
         `chat_template_kwargs`), the label probability comes from the returned logprobs."""
+        return self._run(self.classify_async(conversations, template_kwargs, label_words, max_new_tokens))
+
+    async def classify_async(
+        self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str], max_new_tokens: int = 8
+    ) -> list[Classification]:
         extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 20}
         if template_kwargs:
             extra["chat_template_kwargs"] = template_kwargs
         params = GenerationParams(max_new_tokens=max_new_tokens)
-        replies = self._run(self._run_all(list(conversations), params, [None] * len(conversations), extra))
+        replies = await self._run_all(list(conversations), params, [None] * len(conversations), extra)
         return [Classification(text=r.text, p_first=_label_probability(r.logprobs, label_words)) for r in replies]
 
     def _pick(self, avoid: Endpoint | None) -> Endpoint:

@@ -14,6 +14,7 @@ READ_FD WRITE_FD` by `SpreadProvider`, never by hand.
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import itertools
 import math
 import os
@@ -229,22 +230,28 @@ def _merge_stats(per_worker: list[dict[str, Any]], handed: list[int]) -> dict[st
 
 # -- the worker process ----------------------------------------------------------------------------
 def _serve(requests: Connection, answers: Connection) -> None:
+    """Read calls from the pipe and start each on the provider's own event loop; each answer is sent
+    from that loop when its calls are done, so no thread sits waiting per group of calls."""
     settings = requests.recv()
     provider = OpenAICompatProvider(**settings)
-    send_lock = threading.Lock()
-    # A group's thread waits on the provider's own loop; the provider bounds what is really in flight.
-    threads = concurrent.futures.ThreadPoolExecutor(max_workers=max(4, int(settings.get("concurrency", 8))), thread_name_prefix="guardbench-call")
+    send_lock, running_lock = threading.Lock(), threading.Lock()
+    running: set[concurrent.futures.Future[Any]] = set()
 
-    def answer(call_id: int, method: str, args: tuple[Any, ...]) -> None:
-        try:
-            reply: tuple[int, str, Any] = (call_id, "ok", getattr(provider, method)(*args))
-        except ProviderError as exc:
-            reply = (call_id, "error", str(exc))
-        except Exception as exc:  # noqa: BLE001 - the caller gets the failure as a provider error
-            reply = (call_id, "error", f"{provider.name}: {type(exc).__name__}: {exc}")
+    def send(reply: tuple[int, str, Any]) -> None:
         with send_lock:
             answers.send(reply)
 
+    def answered(call_id: int, done: concurrent.futures.Future[Any]) -> None:
+        with running_lock:
+            running.discard(done)
+        try:
+            send((call_id, "ok", done.result()))
+        except ProviderError as exc:
+            send((call_id, "error", str(exc)))
+        except Exception as exc:  # noqa: BLE001 - the caller gets the failure as a provider error
+            send((call_id, "error", f"{provider.name}: {type(exc).__name__}: {exc}"))
+
+    calls = {"generate": provider.generate_async, "classify": provider.classify_async}
     try:
         while True:
             try:
@@ -254,16 +261,18 @@ def _serve(requests: Connection, answers: Connection) -> None:
             if method == "close":
                 break
             if method == "stats":
-                with send_lock:
-                    answers.send((call_id, "ok", provider.stats()))
-                continue
-            if method not in ("generate", "classify"):
-                with send_lock:
-                    answers.send((call_id, "error", f"unknown call {method!r}"))
-                continue
-            threads.submit(answer, call_id, method, args)
+                send((call_id, "ok", provider.stats()))
+            elif method in calls:
+                started = provider.start(calls[method](*args))
+                with running_lock:
+                    running.add(started)
+                started.add_done_callback(functools.partial(answered, call_id))
+            else:
+                send((call_id, "error", f"unknown call {method!r}"))
     finally:
-        threads.shutdown(wait=True, cancel_futures=False)
+        with running_lock:
+            unfinished = list(running)
+        concurrent.futures.wait(unfinished)
         provider.close()
         answers.close()
 
