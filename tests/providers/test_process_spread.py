@@ -15,7 +15,6 @@ from pytest_guardbench.config import ModelSpec
 from pytest_guardbench.providers import GenerationParams, ProviderError, ProviderOptions, openai_compat_provider, scoring_model_for
 from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
 from pytest_guardbench.providers.process_spread import SpreadProvider
-from tests.openai_stub import OpenAIStub
 
 SECRET = "sk-spread-secret-4242"
 
@@ -54,15 +53,21 @@ def test_answers_in_order_and_the_same_as_in_process(spread, openai_stub):
 
 def test_small_groups_go_to_the_least_busy_worker(spread):
     provider = spread()
+    provider.generate(_conversations(20, "warm"), GenerationParams(max_new_tokens=8), [None] * 20)  # both workers up
     results: list = []
-    threads = [threading.Thread(target=lambda i=i: results.append(provider.generate(_conversations(4, f"g{i}"), GenerationParams(max_new_tokens=8), [None] * 4))) for i in range(6)]
+
+    def ask(i: int) -> None:
+        # Slow answers (2 s), so every group is handed out while the earlier ones are still open.
+        results.append(provider.generate(_conversations(4, f"FAULT:SLOW g{i}"), GenerationParams(max_new_tokens=8), [None] * 4))
+
+    threads = [threading.Thread(target=ask, args=(i,)) for i in range(6)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert len(results) == 6 and all(len(r) == 4 for r in results)
-    handed = list(provider.stats()["handed_per_process"].values())
-    assert sum(handed) == 24 and min(handed) >= 8, f"groups of 4 spread over both workers: {handed}"
+    handed = provider.stats()["handed_per_process"]
+    assert (handed["p1"] - 10, handed["p2"] - 10) == (12, 12), f"groups of 4 alternate between the workers: {handed}"
 
 
 def test_guard_classification_with_template_kwargs_and_logprobs(openai_stub, request):
@@ -100,33 +105,36 @@ def test_a_missing_key_fails_here_before_any_process_starts(openai_stub, monkeyp
         SpreadProvider({"name": "spread", "model": "m", "base_url": openai_stub.base_url, "api_key_env": "GB_SPREAD_KEY"}, 2)
 
 
-def test_a_killed_worker_fails_only_its_own_calls_and_the_other_carries_on(request):
-    slow = OpenAIStub(latency_s=1.0)
-    request.addfinalizer(slow.close)
-    provider = SpreadProvider({"name": "spread", "model": "m", "base_url": slow.base_url, "api_key_env": None, "concurrency": 8, "max_retries": 0}, 2)
+def test_a_killed_worker_fails_only_its_own_calls_and_the_other_carries_on(openai_stub, request):
+    provider = SpreadProvider({"name": "spread", "model": "m", "base_url": openai_stub.base_url, "api_key_env": None, "concurrency": 8, "max_retries": 0}, 2)
     request.addfinalizer(provider.close)
-    provider.generate(_conversations(2, "warm"), GenerationParams(max_new_tokens=8), [None, None])
+    # Both workers answer once first (20 calls are split between them), so both are up when the
+    # slow calls go out and each holds its half of them.
+    provider.generate(_conversations(20, "warm"), GenerationParams(max_new_tokens=8), [None] * 20)
+    before = len(openai_stub.requests)
     outcome: dict = {}
 
     def ask() -> None:
         try:
-            outcome["answers"] = provider.generate(_conversations(16, "big"), GenerationParams(max_new_tokens=8), [None] * 16)
+            # FAULT:SLOW makes the stub answer after 2 s: the calls are in flight when the worker dies.
+            outcome["answers"] = provider.generate(_conversations(16, "FAULT:SLOW big"), GenerationParams(max_new_tokens=8), [None] * 16)
         except ProviderError as exc:
             outcome["error"] = str(exc)
 
     asking = threading.Thread(target=ask)
     asking.start()
-    deadline = time.monotonic() + 10
-    while len(slow.requests) < 2 + 16 and time.monotonic() < deadline:
-        time.sleep(0.02)
+    deadline = time.monotonic() + 30
+    while len(openai_stub.requests) < before + 16 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert len(openai_stub.requests) == before + 16, "both workers sent their half"
     victim = provider._workers[0].process  # the test needs a real process to kill
     os.kill(victim.pid, signal.SIGKILL)
-    asking.join(timeout=20)
+    asking.join(timeout=30)
     assert "answers" not in outcome
     assert f"call process {victim.pid} exited with code -9 before answering" in outcome["error"]
     later = provider.generate(_conversations(10, "later"), GenerationParams(max_new_tokens=8), [None] * 10)
     assert len(later) == 10 and all(a.text for a in later), "the surviving worker takes every later call"
-    assert provider.stats()["handed_per_process"]["p2"] >= 8 + 10
+    assert provider.stats()["handed_per_process"]["p2"] == 10 + 8 + 10
 
 
 def test_close_ends_every_worker_process(spread):
