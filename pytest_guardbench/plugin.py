@@ -372,8 +372,7 @@ def _schedule(slot: CaseSlot, engine: Engine) -> None:
 class CaseSlot:
     """This test's case with its item and config, handed to the public fixtures so that only one
     fixture per test asks for `request`: pytest builds a new `request` fixture definition, with a
-    signature inspection, each time one is asked for, which cost 0.2 ms a fixture here
-    (bench/bench_warm_cache.py)."""
+    signature inspection, each time one is asked for (bench/bench_warm_cache.py counts per-test cost)."""
 
     case: Case
     item: pytest.Item
