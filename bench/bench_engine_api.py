@@ -26,13 +26,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _loopback import loopback_server  # noqa: E402
 
+from pytest_guardbench.config import ModelSpec  # noqa: E402
 from pytest_guardbench.engine import run_cases  # noqa: E402
 from pytest_guardbench.guards import LLMGuard  # noqa: E402
 from pytest_guardbench.judges import LLMJudge  # noqa: E402
 from pytest_guardbench.pipeline import Stack, api_limits  # noqa: E402
-from pytest_guardbench.providers import GenerationParams, Message  # noqa: E402
-from pytest_guardbench.providers.openai_compat import OpenAICompatProvider  # noqa: E402
-from pytest_guardbench.providers.process_spread import SpreadProvider  # noqa: E402
+from pytest_guardbench.providers import GenerationParams, Message, openai_compat_provider  # noqa: E402
 from pytest_guardbench.schemas import Case  # noqa: E402
 
 
@@ -47,8 +46,8 @@ def cases(n: int) -> list[Case]:
 
 def provider(url: str, concurrency: int, processes: int) -> Any:
     """The model as a run builds it: in this process, or spread over worker processes."""
-    settings = {"name": "bench", "model": "bench-model", "base_url": url, "api_key_env": None, "concurrency": concurrency, "timeout_s": 30, "max_retries": 0}
-    return SpreadProvider(settings, processes) if processes > 1 else OpenAICompatProvider(**settings)
+    spec = ModelSpec(alias="bench", model="bench-model", base_url=url, concurrency=concurrency, processes=processes, timeout_s=30, max_retries=0)
+    return openai_compat_provider(spec)
 
 
 def run(model: Any, n: int, concurrency: int) -> tuple[float, int]:
