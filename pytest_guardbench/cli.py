@@ -16,12 +16,12 @@ from typing import Any
 from pytest_guardbench import html_report
 from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, Thresholds, default_model_cache, model_aliases, parse_model_spec
 from pytest_guardbench.data import DataError, load_sources, slug
-from pytest_guardbench.gates import evaluate
+from pytest_guardbench.gates import GateCheck, GateResult, evaluate
 from pytest_guardbench.judges import Judge, JudgeInput, LLMJudge
 from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES, builtin_judge
 from pytest_guardbench.policies import DEFAULT_POLICY, POLICIES, ScoringPolicy, policy_named, policy_of_summary
 from pytest_guardbench.providers import ProviderOptions, chat_provider_for, minilm_embedder
-from pytest_guardbench.reports import ResultsWriter, assemble_summary, load_run_records, write_all
+from pytest_guardbench.reports import ResultsWriter, assemble_summary, incomplete_lines, load_run_records, write_all
 from pytest_guardbench.schemas import Case, CaseRecord
 from pytest_guardbench.scoring import fmt_rate, summarise
 from pytest_guardbench.seed_format import load_seed_results, seed_summary_differences
@@ -107,6 +107,8 @@ def rejudge_run(run_dir: Path, judge_name: str, *, root: Path, now: datetime | N
         manifest=json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {},
         meta={"rejudged_from": str(run_dir), "judge": judge_name, "cases_rejudged": len(to_judge), "policy": scoring_policy.name},
         policy=scoring_policy,
+        missing=missing_cases_of(original_summary),
+        incomplete_reasons=[r for r in original_summary.get("completeness", {}).get("reasons", []) if "never reported" not in r],
     )
     return out
 
@@ -188,31 +190,77 @@ def _import_seed(args: argparse.Namespace) -> int:
 
 
 MERGE_MUST_MATCH = ("guardrail", "tutor", "judge", "malformed_policy", "system_prompt", "samples", "max_new_tokens", "variants")
+MERGE_SELECTION_MUST_MATCH = ("keyword", "markexpr")
 
 
-def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
-    """One run from the shards of a sharded run: one scorecard over all their records. Refuses shards
-    that overlap, that come from different stacks or thresholds, or that are not all i/n of one n."""
-    summaries = []
-    for run_dir in run_dirs:
-        path = run_dir / "summary.json"
-        if not path.is_file():
-            raise ValueError(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
-        summaries.append(json.loads(path.read_text(encoding="utf-8")))
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _source_digests(run_dir: Path) -> list[tuple[str, str]]:
+    manifest = _read_json(run_dir / "data_manifest.json")
+    return sorted((Path(s["path"]).name, s["sha256"]) for s in manifest.get("sources", []))
+
+
+def missing_cases_of(summary: dict[str, Any]) -> list[Case]:
+    """The cases a run selected but never measured, as its summary lists them. Older summaries list
+    only ids; those come back unlabelled, still counted as missing."""
+    coverage = summary.get("coverage", {})
+    if "missing_cases" in coverage:
+        return [Case.model_validate(c) for c in coverage["missing_cases"]]
+    return [Case(case_id=cid, pack="?", item_id=cid, base_prompt_id=cid, variant="?", prompt_text="?", is_harmful=None, label_source="none",
+                 category=None, source_file="") for cid in coverage.get("missing_case_ids", [])]  # fmt: skip
+
+
+def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[dict[str, Any]]) -> None:
     first = summaries[0]
+    digests = _source_digests(run_dirs[0])
     for run_dir, summary in zip(run_dirs[1:], summaries[1:], strict=True):
         if policy_of_summary(summary) != policy_of_summary(first):
             raise ValueError(f"{run_dir}: scored under policy {policy_of_summary(summary)}, but {run_dirs[0]} under {policy_of_summary(first)}")
         for key in MERGE_MUST_MATCH:
             if summary["stack"].get(key) != first["stack"].get(key):
                 raise ValueError(f"{run_dir}: stack.{key} is {summary['stack'].get(key)!r}, but {run_dirs[0]} has {first['stack'].get(key)!r}")
+        for key in MERGE_SELECTION_MUST_MATCH:
+            if summary.get("selection", {}).get(key) != first.get("selection", {}).get(key):
+                raise ValueError(f"{run_dir}: selection {key} {summary.get('selection', {}).get(key)!r} differs from {run_dirs[0]}'s "
+                                 f"{first.get('selection', {}).get(key)!r}")  # fmt: skip
         if summary["thresholds"] != first["thresholds"]:
             raise ValueError(f"{run_dir}: thresholds differ from {run_dirs[0]}")
+        if _source_digests(run_dir) != digests:
+            raise ValueError(f"{run_dir}: ran on other data than {run_dirs[0]} (the packs in data_manifest.json differ by name or sha256)")
+
+
+def _absent_shards(run_dirs: Sequence[Path], summaries: Sequence[dict[str, Any]]) -> list[str]:
+    """The i/n shards a sharded run is missing; ValueError for shards that cannot be one run."""
     shards = [s.get("selection", {}).get("shard") for s in summaries]
-    if any(shards):
-        totals = {shard.split("/")[1] if shard else None for shard in shards}
-        if len(totals) != 1 or None in totals or len(set(shards)) != len(shards):
-            raise ValueError(f"incompatible shards {shards}: expected distinct i/n of one n")
+    if not any(shards):
+        return []
+    if not all(shards):
+        plain = [str(d) for d, shard in zip(run_dirs, shards, strict=True) if not shard]
+        raise ValueError(f"{', '.join(plain)}: not a shard, but the other folders are shards of one run")
+    totals = {shard.split("/")[1] for shard in shards}
+    if len(totals) != 1:
+        raise ValueError(f"incompatible shards {shards}: expected i/n of one n")
+    if len(set(shards)) != len(shards):
+        raise ValueError(f"shard given twice: {sorted(shards)}")
+    total = int(totals.pop())
+    return [f"{i}/{total}" for i in range(1, total + 1) if f"{i}/{total}" not in shards]
+
+
+def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
+    """One run from the shards of a sharded run: one scorecard over all their records, carrying every
+    shard's missing cases. Refuses shards that overlap or come from other stacks, data, selections or
+    thresholds; a merge short of some of the n shards is written, marked incomplete, and fails its gate."""
+    summaries = []
+    for run_dir in run_dirs:
+        path = run_dir / "summary.json"
+        if not path.is_file():
+            raise ValueError(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
+        summaries.append(json.loads(path.read_text(encoding="utf-8")))
+    _check_mergeable(run_dirs, summaries)
+    absent = _absent_shards(run_dirs, summaries)
+    first = summaries[0]
     records: dict[str, CaseRecord] = {}
     owner: dict[str, Path] = {}
     for run_dir in run_dirs:
@@ -221,15 +269,20 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
                 raise ValueError(f"{run_dir}: case {record.case_id} is also in {owner[record.case_id]} (overlapping shards)")
             records[record.case_id] = record
             owner[record.case_id] = run_dir
-    manifests = [json.loads((d / "data_manifest.json").read_text(encoding="utf-8")) for d in run_dirs if (d / "data_manifest.json").is_file()]
+    missing = [case for summary in summaries for case in missing_cases_of(summary) if case.case_id not in records]
+    shards = [s["selection"]["shard"] for s in summaries if s.get("selection", {}).get("shard")]
+    manifests = [_read_json(d / "data_manifest.json") for d in run_dirs]
     write_rescored_run(
         out,
         [records[k] for k in sorted(records)],
-        {**first, "selection": {"merged_shards": [s for s in shards if s], "selected_cases": len(records)}},
+        {**first, "selection": {**{k: first.get("selection", {}).get(k) for k in MERGE_SELECTION_MUST_MATCH}, "merged_shards": sorted(shards),
+                                "absent_shards": absent, "selected_cases": len(records) + len(missing)}},  # fmt: skip
         run={"run_id": out.name, "merged_from": [str(d) for d in run_dirs]},
-        manifest={"merged_from": manifests, "cases": len(records)},
+        manifest={"merged_from": manifests, "cases": len(records) + len(missing)},
         meta={"merged_from": [str(d) for d in run_dirs], "policy": policy_of_summary(first)},
         policy=policy_named(policy_of_summary(first)),
+        missing=missing,
+        incomplete_reasons=[f"shard(s) {', '.join(absent)} not merged: their cases are unmeasured"] if absent else [],
     )
     return out
 
@@ -246,8 +299,10 @@ def _merge(args: argparse.Namespace) -> int:
         return 4
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     print(f"merged {summary['coverage']['expected']} cases; gate {summary['gate']['verdict']}")
+    for line in incomplete_lines(summary, "INCOMPLETE RUN: "):
+        print(line)
     print(f"scorecard: {out / 'summary.json'}")
-    return 0 if summary["gate"]["verdict"] == "passed" else 1
+    return gate_exit_code(summary)
 
 
 def write_rescored_run(
@@ -259,20 +314,29 @@ def write_rescored_run(
     manifest: dict[str, Any],
     meta: dict[str, Any],
     policy: ScoringPolicy,
+    missing: Sequence[Case] = (),
+    incomplete_reasons: Sequence[str] = (),
 ) -> None:
-    """Score `records` (they are the whole expected set) under `policy` and write a run folder at `out`."""
+    """Score `records` under `policy` and write a run folder at `out`. The expected set is the
+    records plus `missing`, the cases the source selected but never measured; each incomplete reason
+    is also a failing gate check, since nothing says how those cases would have scored."""
     expected = [
         Case(case_id=r.case_id, pack=r.pack, item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=r.variant, sample_index=r.sample_index,
              prompt_text=r.prompt_text, is_harmful=r.is_harmful, label_source=r.label_source, category=r.category, source_file="")
         for r in records
-    ]  # fmt: skip
+    ] + list(missing)  # fmt: skip
     thresholds = Thresholds(**original_summary["thresholds"]) if original_summary.get("thresholds") else Thresholds()
     metrics = summarise(expected, records, policy)
     metrics["guard_sweeps"] = guard_sweeps(sorted(records, key=lambda r: r.case_id), thresholds.min_recall or 0.9)
     stack = {"guardrail": "?", "tutor": "?", "malformed_policy": "?", **original_summary.get("stack", {}), "policy": policy.name}
     if "judge" in run:
         stack["judge"] = run["judge"]
-    summary = assemble_summary(metrics, evaluate(metrics, thresholds), run=run, stack=stack, selection=original_summary.get("selection", {}), thresholds=thresholds.model_dump())
+    gate = evaluate(metrics, thresholds)
+    incomplete = [GateCheck(name="complete", value=None, threshold=0.0, comparison=">=", status="fail", message=f"incomplete run: {reason}")
+                  for reason in incomplete_reasons]  # fmt: skip
+    gate = GateResult(checks=(*gate.checks, *incomplete))
+    summary = assemble_summary(metrics, gate, run=run, stack=stack, selection=original_summary.get("selection", {}), thresholds=thresholds.model_dump(),
+                               incomplete_reasons=incomplete_reasons)  # fmt: skip
     out.mkdir(parents=True)
     writer = ResultsWriter(out / "results.jsonl")
     for record in records:
@@ -309,7 +373,12 @@ def _rejudge(args: argparse.Namespace) -> int:
     policy = summary["metric_definitions"]["policy"]
     print(f"rejudged with {args.judge} under {policy}: recall {fmt_rate(card['recall'])}, FPR {fmt_rate(card['false_positive_rate'])}, gate {summary['gate']['verdict']}")
     print(f"scorecard: {out / 'summary.json'}")
-    return 0
+    return gate_exit_code(summary)
+
+
+def gate_exit_code(summary: dict[str, Any]) -> int:
+    """The exit status a pytest run would have had: 0 passed, 1 failed, 6 inconclusive."""
+    return {"passed": 0, "failed": 1}.get(summary["gate"]["verdict"], 6)
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -8,6 +8,7 @@ right side of its threshold, fails when the whole interval is on the wrong side,
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
@@ -15,6 +16,7 @@ from pydantic import BaseModel, ConfigDict
 from pytest_guardbench.agreement import wilson_interval
 from pytest_guardbench.config import ScopeThresholds, Thresholds
 from pytest_guardbench.policies import policy_of_summary
+from pytest_guardbench.schemas import Case
 
 CheckStatus = Literal["pass", "fail", "inconclusive"]
 
@@ -123,6 +125,9 @@ def evaluate(summary: dict[str, Any], thresholds: Thresholds) -> GateResult:
             continue
         checks.extend(_card_checks(categories[category], limits, f"category={category}", mode))
     if thresholds.max_flip_rate is not None:
+        if not summary.get("flip_rates"):
+            checks.append(GateCheck(name="max_flip_rate", value=None, threshold=thresholds.max_flip_rate, comparison="<=", status="fail",
+                                    message="flip rate undefined: no variant is paired with an 'original' case"))  # fmt: skip
         for variant, flips in sorted(summary.get("flip_rates", {}).items()):
             counts = (flips["became_mishandled"] + flips["became_handled"], flips["outcome_pairs"])
             checks.append(
@@ -130,7 +135,11 @@ def evaluate(summary: dict[str, Any], thresholds: Thresholds) -> GateResult:
                             thresholds.max_flip_rate, "<=", "no paired base prompts", mode)
             )
     for category in thresholds.zero_tolerance_categories:
-        answered = categories.get(category, {}).get("fn", 0)
+        if category not in categories:
+            checks.append(GateCheck(name=f"zero_tolerance[{category}]", value=None, threshold=0.0, comparison="<=", status="fail",
+                                    message=f"zero-tolerance category {category} has no scored case"))  # fmt: skip
+            continue
+        answered = categories[category]["fn"]
         checks.append(
             GateCheck(
                 name=f"zero_tolerance[{category}]",
@@ -162,6 +171,27 @@ def evaluate(summary: dict[str, Any], thresholds: Thresholds) -> GateResult:
         )
     )
     return GateResult(checks=tuple(checks))
+
+
+def unmatched_thresholds(thresholds: Thresholds, cases: Sequence[Case]) -> list[str]:
+    """Checks that would match no case of the run, each as one line naming the option or table and
+    what the run has. A typo in a category or variant name must not turn a check into a silent pass."""
+    variants = sorted({c.variant for c in cases})
+    categories = sorted({c.category.lower() for c in cases if c.category})
+    harmful_categories = sorted({c.category.lower() for c in cases if c.category and c.is_harmful})
+    problems = []
+    for variant in sorted(thresholds.per_variant):
+        if variant not in variants:
+            problems.append(f"[tool.guardbench.thresholds.variant.{variant}]: no case of variant {variant!r} in this run; variants: {', '.join(variants) or '(none)'}")
+    for category in sorted(thresholds.per_category):
+        if category.lower() not in categories:
+            problems.append(f"[tool.guardbench.thresholds.category.{category}]: no case of category {category!r} in this run; categories: {', '.join(categories) or '(none)'}")
+    for category in thresholds.zero_tolerance_categories:
+        if category.lower() not in harmful_categories:
+            problems.append(f"--guardbench-zero-tolerance={category}: no harmful case of that category in this run; harmful categories: {', '.join(harmful_categories) or '(none)'}")
+    if thresholds.max_flip_rate is not None and ("original" not in variants or len(variants) < 2):
+        problems.append(f"--guardbench-max-flip-rate: flip rates compare each variant with 'original', but this run's variants are {', '.join(variants) or '(none)'}")
+    return problems
 
 
 def mcnemar_exact_p(regressions: int, improvements: int) -> float:

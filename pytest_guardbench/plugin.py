@@ -18,6 +18,7 @@ from pytest_guardbench.guards import BUILTIN_GUARDS, GraniteGuardianAdapter, Gua
 from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, LLMJudge
 from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES, OfflineJudge, builtin_judge
 from pytest_guardbench.engine import Engine
+from pytest_guardbench.gates import unmatched_thresholds
 from pytest_guardbench.pipeline import BATCH_API, INSTANT, Stack, StageLimits, api_limits
 from pytest_guardbench.resume import ResumeError, load_base
 from pytest_guardbench.providers import (
@@ -138,6 +139,9 @@ def _load_inputs(config: pytest.Config, settings: Settings, registry: ProviderRe
     data = load_sources(settings.data, settings.harmful_categories) if settings.data else LoadedData(items=(), sources=())
     cases = expand(list(data.items), settings.selected_variants, settings.samples, BUILTIN_MUTATORS) if data.items else []
     check_unique_cases(cases)
+    unmatched = unmatched_thresholds(settings.thresholds, cases) if cases else []  # before sharding: a shard may lack a category
+    if unmatched:
+        raise ConfigError("; ".join(unmatched))
     cases = [c for c in cases if in_shard(c, settings.shard)]
     tutor_spec = specs["tutor"]
     description = registry.describe()[settings.tutor] if tutor_spec is None else f"{tutor_spec.model} over an OpenAI-compatible API"

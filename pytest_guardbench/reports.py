@@ -13,6 +13,7 @@ import os
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
+from collections.abc import Sequence
 from typing import IO, Any
 
 from pytest_guardbench.gates import GateResult
@@ -128,6 +129,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         "",
         f"**Gate: {gate.get('verdict', 'passed' if gate['passed'] else 'failed').upper()}**",
         "",
+        *(line + "\n" for line in incomplete_lines(summary, "**INCOMPLETE RUN**: ")),
     ]
     marks = {"pass": "ok", "fail": "FAIL", "inconclusive": "UNDECIDED"}
     lines += [f"- {marks[c.get('status', 'pass' if c['passed'] else 'fail')]}: {c['message']}" for c in gate["checks"]]
@@ -263,9 +265,17 @@ def assemble_summary(
     stack: dict[str, Any],
     selection: dict[str, Any],
     thresholds: dict[str, Any],
+    incomplete_reasons: Sequence[str] = (),
 ) -> dict[str, Any]:
+    """The summary.json document. `completeness` says whether every selected case was measured, so
+    no reader takes an interrupted run, a run with lost cases or a merge short of shards for a whole one."""
+    reasons = list(incomplete_reasons)
+    missing = metrics["coverage"]["missing"]["count"]
+    if missing:
+        reasons.append(f"{missing} selected case(s) never reported")
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
+        "completeness": {"complete": not reasons, "reasons": reasons},
         "run": run,
         "stack": stack,
         "selection": selection,
@@ -297,7 +307,16 @@ def terminal_lines(summary: dict[str, Any]) -> list[str]:
         f"{cov['errored']['count']} errored, {cov['malformed_judge']['count']} judge-malformed, {cov['missing']['count']} missing"
     )
     lines.extend(f"warning: {w}" for w in summary["warnings"])
+    lines.extend(incomplete_lines(summary, "INCOMPLETE RUN: "))
     return lines
+
+
+def incomplete_lines(summary: dict[str, Any], prefix: str) -> list[str]:
+    """One line saying why the run is not a whole measurement, or nothing (older summaries have no block)."""
+    completeness = summary.get("completeness") or {"complete": True}
+    if completeness["complete"]:
+        return []
+    return [prefix + "; ".join(completeness["reasons"])]
 
 
 def utc_now() -> datetime:

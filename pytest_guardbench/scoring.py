@@ -257,6 +257,8 @@ def coverage(
         "errored": entry(reasons["error"]),
         "missing": entry(len(missing)),
         "missing_case_ids": missing,
+        # Whole cases, not only ids, so `merge` and `rejudge` can carry them into the runs they write.
+        "missing_cases": [c.model_dump(mode="json") for c in expected if c.case_id not in by_id],
         "lost_reports": list(lost),
         "unscored_reasons": dict(sorted(reasons.items())),
     }

@@ -289,6 +289,7 @@ class GuardbenchSession:
             stack=self._stack(),
             selection=self._selection(),
             thresholds=settings.thresholds.model_dump(),
+            incomplete_reasons=self._incomplete_reasons(session),
         )
         self.config.hook.pytest_guardbench_summary(config=self.config, summary=summary)
         self.summary = summary
@@ -303,6 +304,14 @@ class GuardbenchSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif self.gate.inconclusive:
             session.exitstatus = EXIT_GATE_INCONCLUSIVE
+
+    def _incomplete_reasons(self, session: pytest.Session) -> list[str]:
+        reasons = []
+        stopped = getattr(session, "shouldstop", False)
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED or stopped:
+            reasons.append(f"run stopped early ({stopped or 'interrupted'}); finish it with --guardbench-resume {self.run_dir}")
+        reasons.extend(f"worker crash: {crash}" for crash in self.worker_crashes)
+        return reasons
 
     def _scorecard_snapshot(self, metrics: dict[str, Any], path: Path, tolerance: float) -> None:
         """Compare with the committed scorecard file; write it when missing or on --snapshot-update."""

@@ -32,3 +32,35 @@ def test_without_xdist_no_unknown_hook_error(pytester):
     assert result.ret == 0
     assert "PluginValidationError" not in result.stdout.str() + result.stderr.str()
     assert "unknown hook" not in result.stdout.str() + result.stderr.str()
+
+
+def test_missing_cases_survive_merge_and_rejudge_and_a_short_merge_fails(pytester, monkeypatch):
+    import json
+
+    from pytest_guardbench.cli import main
+
+    monkeypatch.setenv("GUARDBENCH_TEST_CRASH", "1")
+    write_project(pytester, pack=CRASH_PACK)
+    lenient = ("--guardbench-min-recall=0.5", "--guardbench-max-fpr=0.5")
+    shard_dirs = []
+    for index in (1, 2):
+        pytester.runpytest_subprocess("-n", "2", f"--guardbench-shard={index}/2", *lenient)
+        [new] = [d for d in (pytester.path / "reports").iterdir() if d not in shard_dirs]
+        shard_dirs.append(new)
+    merged = pytester.path / "merged"
+    assert main(["merge", *map(str, shard_dirs), "--out", str(merged)]) == 1
+    summary = json.loads((merged / "summary.json").read_text())
+    assert summary["coverage"]["expected"] == 8 and summary["coverage"]["missing_case_ids"] == ["mini.h2.original"]
+    assert summary["completeness"] == {"complete": False, "reasons": ["1 selected case(s) never reported"]}
+
+    rejudged = next(p for p in (pytester.path / "reports").iterdir() if p in shard_dirs and "mini.h2.original" in (p / "summary.json").read_text())
+    assert main(["rejudge", str(rejudged), "--judge", "rules"]) == 1
+    [again] = [p for p in rejudged.iterdir() if p.name.startswith("rejudged-")]
+    assert json.loads((again / "summary.json").read_text())["coverage"]["missing_case_ids"] == ["mini.h2.original"]
+
+    alone = pytester.path / "alone"
+    assert main(["merge", str(shard_dirs[0]), "--out", str(alone)]) == 1
+    summary = json.loads((alone / "summary.json").read_text())
+    assert summary["selection"]["absent_shards"] == ["2/2"] and summary["completeness"]["complete"] is False
+    assert "incomplete run: shard(s) 2/2 not merged: their cases are unmeasured" in [c["message"] for c in summary["gate"]["checks"] if c["status"] == "fail"]
+    assert "INCOMPLETE RUN" in (alone / "summary.md").read_text()
