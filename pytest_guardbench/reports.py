@@ -130,6 +130,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"**Gate: {gate.get('verdict', 'passed' if gate['passed'] else 'failed').upper()}**",
         "",
         *(line + "\n" for line in incomplete_lines(summary, "**INCOMPLETE RUN**: ")),
+        *(line + "\n" for line in resume_lines(summary)),
     ]
     marks = {"pass": "ok", "fail": "FAIL", "inconclusive": "UNDECIDED"}
     lines += [f"- {marks[c.get('status', 'pass' if c['passed'] else 'fail')]}: {c['message']}" for c in gate["checks"]]
@@ -307,8 +308,20 @@ def terminal_lines(summary: dict[str, Any]) -> list[str]:
         f"{cov['errored']['count']} errored, {cov['malformed_judge']['count']} judge-malformed, {cov['missing']['count']} missing"
     )
     lines.extend(f"warning: {w}" for w in summary["warnings"])
+    lines.extend(resume_lines(summary))
     lines.extend(incomplete_lines(summary, "INCOMPLETE RUN: "))
     return lines
+
+
+def resume_lines(summary: dict[str, Any]) -> list[str]:
+    """A resumed run says so: how many cases it took from the stopped run and how many it re-ran
+    because their text or label changed."""
+    info = summary.get("run", {}).get("execution", {}).get("resume")
+    if not info:
+        return []
+    changed = info.get("changed_cases", 0)
+    return [f"resumed {info['run_dir']}: {info['finished_before']} finished cases reused"
+            + (f", {changed} re-run because their prompt or label changed" if changed else "")]  # fmt: skip
 
 
 def incomplete_lines(summary: dict[str, Any], prefix: str) -> list[str]:

@@ -15,7 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from pytest_guardbench.schemas import CaseRecord
+from pytest_guardbench.schemas import Case, CaseRecord
 
 RESUME_BASE = "resume_base.jsonl"
 # meta.json keys that must match for two runs to be one run.
@@ -56,9 +56,17 @@ def check_same_run(run_dir: Path, current_meta: dict[str, Any]) -> None:
         raise ResumeError(f"--guardbench-resume {run_dir}: that run used a different {' and '.join(differing)}; start a new run instead")
 
 
-def prepare(run_dir: Path, current_meta: dict[str, Any]) -> tuple[dict[str, CaseRecord], int]:
+def stale(record: CaseRecord, case: Case) -> bool:
+    """A record measured a different case than the one now under its id: the pack was edited
+    (same ids, new text, label or category) between the stopped run and the resume."""
+    return (record.prompt_text, record.is_harmful, record.variant, record.sample_index, record.category) != (
+        case.prompt_text, case.is_harmful, case.variant, case.sample_index, case.category)  # fmt: skip
+
+
+def prepare(run_dir: Path, current_meta: dict[str, Any], cases: dict[str, Case]) -> tuple[dict[str, CaseRecord], int, list[str]]:
     """Controller side: fold the folder's finished cases into resume_base.jsonl and empty
-    results.jsonl. Returns the reusable records (no errors) and the count of skipped lines."""
+    results.jsonl. Returns the reusable records (no errors, same case as now), the count of skipped
+    lines, and the ids of cases whose text or label changed since (they run again)."""
     if not run_dir.is_dir():
         raise ResumeError(f"--guardbench-resume {run_dir}: no such run folder")
     results = run_dir / "results.jsonl"
@@ -68,13 +76,16 @@ def prepare(run_dir: Path, current_meta: dict[str, Any]) -> tuple[dict[str, Case
     earlier, skipped_base = read_records_tolerant(run_dir / RESUME_BASE)
     latest, skipped = read_records_tolerant(results)
     finished = {case_id: r for case_id, r in {**earlier, **latest}.items() if r.error is None}
+    changed = sorted(cid for cid, r in finished.items() if cid in cases and stale(r, cases[cid]))
+    for case_id in changed:
+        del finished[case_id]
     tmp = run_dir / (RESUME_BASE + ".tmp")
     with tmp.open("w", encoding="utf-8") as handle:
         for record in finished.values():
             handle.write(record.json_line())
     os.replace(tmp, run_dir / RESUME_BASE)
     results.write_text("", encoding="utf-8")
-    return finished, skipped + skipped_base
+    return finished, skipped + skipped_base, changed
 
 
 def load_base(run_dir: Path) -> dict[str, CaseRecord]:

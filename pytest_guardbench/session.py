@@ -89,10 +89,11 @@ class GuardbenchSession:
         self._last_progress = time.perf_counter()
         settings = inputs.settings
         if settings.resume is not None:
-            self.prior, skipped = resume.prepare(settings.resume, self._identity())
+            self.prior, skipped, changed = resume.prepare(settings.resume, self._identity(), inputs.cases_by_id)
             self.run_dir, self.run_id = settings.resume, settings.resume.name
             self._writer = reports.ResultsWriter(self.run_dir / "results.jsonl")
-            self.resume_info = {"run_dir": str(settings.resume), "finished_before": len(self.prior), "unreadable_lines": skipped}
+            self.resume_info = {"run_dir": str(settings.resume), "finished_before": len(self.prior), "unreadable_lines": skipped,
+                                "changed_cases": len(changed), "changed_case_ids": changed[:100]}  # fmt: skip
 
     # -- collection -------------------------------------------------------------------------
     def pytest_collection_finish(self, session: pytest.Session) -> None:
