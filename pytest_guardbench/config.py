@@ -458,6 +458,7 @@ class ModelSpec(BaseModel):
     base_url_env: str | None = None  # e.g. OPENAI_BASE_URL: read at build time, overrides nothing else
     fleet: tuple[str, ...] = ()  # several replicas of the same model (vLLM behind no balancer); replaces base_url
     failures_to_drop: int = Field(default=3, ge=1)  # a replica failing this many calls in a row is taken out
+    breaker_after: int = Field(default=5, ge=0)  # this many calls in a row failing the same way stop the model's calls; 0: never
     cooldown_s: float = Field(default=30.0, ge=0)  # ... for this long, then tried again
     batch_api: bool = False  # send each stage's calls through the provider's Batch API (files + batches)
     batch_poll_s: float = Field(default=10.0, gt=0)

@@ -141,6 +141,8 @@ _READERS = {".json": ("json", _raw_items_json), ".jsonl": ("jsonl", read_jsonl),
 
 def load_file(path: Path, harmful_categories: Sequence[str]) -> tuple[SourceInfo, list[PackItem]]:
     """Read and validate one file; raises DataError on the first problem."""
+    if path.is_dir():
+        raise DataError(f"{path}: is a directory; pass the pack files in it (e.g. {path}/*.json)")
     reader = _READERS.get(path.suffix.lower())
     if reader is None:
         raise DataError(f"{path}: unknown data format {path.suffix!r}; use .json, .jsonl or .csv")

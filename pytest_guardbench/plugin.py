@@ -19,6 +19,7 @@ from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, LLMJudge
 from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES, OfflineJudge, builtin_judge
 from pytest_guardbench.engine import Engine
 from pytest_guardbench.gates import unmatched_thresholds
+from pytest_guardbench.preflight import api_preflight
 from pytest_guardbench.pipeline import BATCH_API, INSTANT, Stack, StageLimits, api_limits
 from pytest_guardbench.resume import ResumeError, load_base
 from pytest_guardbench.providers import (
@@ -160,6 +161,8 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = Settings.from_pytest(config)
         inputs = _load_inputs(config, settings, registry)
+        if not _is_worker(config):
+            _preflight(config, inputs)
         state = ProcessState(registry=registry)
         session = None if _is_worker(config) else GuardbenchSession(config, inputs)
     except (ConfigError, DataError, VariantError, ResumeError) as exc:
@@ -181,6 +184,19 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.register(session, "guardbench-session")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistBridge(session), "guardbench-xdist-bridge")
+
+
+def _preflight(config: pytest.Config, inputs: RunInputs) -> None:
+    """Every API model answers once before any case runs or any report folder is written; a replay
+    run needs no server, a listing or collection makes no call."""
+    settings = inputs.settings
+    if settings.cache == "replay" or config.option.collectonly or config.getoption("guardbench_list"):
+        return
+    options = ProviderOptions(model_cache=settings.model_cache)
+    specs = {role: settings.role_spec(role, spec) for role, spec in inputs.model_specs.items()}
+    problems = api_preflight(specs, lambda spec: chat_provider_for(spec, options))
+    if problems:
+        raise ConfigError("\nguardbench: ".join(problems))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

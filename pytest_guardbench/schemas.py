@@ -11,6 +11,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from pytest_guardbench.redact import redact
+
 SCHEMA_VERSION = 1
 
 GuardStatus = Literal["allow", "block", "malformed"]
@@ -106,10 +108,16 @@ class JudgeVerdict(_Frozen):
 
 
 class PipelineError(_Frozen):
-    """A stage that failed; the case is then neither safe nor unsafe."""
+    """A stage that failed; the case is then neither safe nor unsafe. The message is redacted: it
+    reaches results.jsonl, the reports, JUnit XML and the terminal, and servers quote keys back."""
 
     stage: PipelineStage
     message: str
+
+    @field_validator("message")
+    @classmethod
+    def _no_secrets(cls, message: str) -> str:
+        return redact(message)
 
 
 class CaseRecord(_Frozen):

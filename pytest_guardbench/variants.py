@@ -309,6 +309,13 @@ def expand(
             f"--guardbench-variants: unknown variant {unknown[0]!r}; known: {', '.join(known)}; "
             f"families: {', '.join(FAMILIES)}; chains join names with '+'"
         )
+    for item in items:
+        # A misspelt pre-expanded variant would otherwise drop its items without a word.
+        if item.variant != "original" and item.variant not in selected and not _known(item.variant, mutators):
+            raise VariantError(
+                f"{item.source_file}: {item.location} (id {item.item_id!r}): metadata.variant {item.variant!r} is not a known variant; "
+                f"fix the name, or run it by naming it in --guardbench-variants; known: {', '.join(sorted(mutators))}"
+            )
     shipped = {(item.pack, item.base_prompt_id, item.variant) for item in items}
     cases: list[Case] = []
     for item in items:

@@ -27,6 +27,8 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from pytest_guardbench.preflight import PREFLIGHT_PROMPT
+
 
 class _QuietServer(ThreadingHTTPServer):
     daemon_threads = True
@@ -47,6 +49,7 @@ class OpenAIStub:
         self.batch_polls = 0
         self.batch_delay_s = batch_delay_s
         self.requests: list[dict[str, Any]] = []
+        self.preflights: list[dict[str, Any]] = []
         self.auth_headers: list[str | None] = []
         self.injected: Counter[str] = Counter()
         self.fault_rate = fault_rate
@@ -90,11 +93,14 @@ class OpenAIStub:
                 if self.path.rstrip("/").endswith("/batches"):
                     stub._create_batch(self, body)
                     return
+                preflight = any(m.get("content") == PREFLIGHT_PROMPT for m in body.get("messages") or [])
                 with stub._lock:
-                    stub.requests.append(body)
+                    (stub.preflights if preflight else stub.requests).append(body)
                     stub.auth_headers.append(self.headers.get("Authorization"))
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found"}})
+                    return
+                if stub._model_fault(self, body, preflight):
                     return
                 if stub.latency_s:
                     time.sleep(stub.latency_s)
@@ -126,6 +132,48 @@ class OpenAIStub:
     def close(self) -> None:
         self._server.shutdown()
         self._server.server_close()
+
+    def _model_fault(self, handler: Any, body: dict[str, Any], preflight: bool) -> bool:
+        """Faults chosen by the model name, for the fault catalogue: `fault-<kind>` on every call,
+        `fault-<kind>-late` on every call but the preflight (a server that breaks mid-run)."""
+        model = str(body.get("model", ""))
+        if not model.startswith("fault-") or (preflight and model.endswith("-late")):
+            return False
+        kind = model.removeprefix("fault-").removesuffix("-late")
+        if kind == "401":
+            quoted = handler.headers.get("Authorization")
+            handler._send(401, {"error": {"message": f"Incorrect API key in header 'Authorization: {quoted}'", "type": "invalid_request_error"}})
+        elif kind == "403":
+            handler._send(403, {"error": {"message": "this key may not use this model", "type": "permission_error"}})
+        elif kind == "404":
+            handler._send(404, {"error": {"message": f"The model `{model}` does not exist", "code": "model_not_found"}})
+        elif kind == "400":
+            handler._send(400, {"error": {"message": "This model's maximum context length is 8 tokens", "code": "context_length_exceeded"}})
+        elif kind == "429":
+            handler._send(429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"Retry-After": "0"})
+        elif kind == "500":
+            handler._send(500, {"error": {"message": "internal error", "type": "server_error"}})
+        elif kind == "hang":
+            time.sleep(self.slow_s)
+            handler.close_connection = True
+        elif kind == "midbody":
+            handler.send_response(200)
+            handler.send_header("Content-Type", "application/json")
+            handler.send_header("Content-Length", "500")
+            handler.end_headers()
+            handler.wfile.write(b'{"id": "chatcmpl-cut", "choices": [{"ind')
+            handler.close_connection = True
+            handler.connection.shutdown(socket.SHUT_RDWR)
+        elif kind == "garbage":
+            handler._send(200, None, raw=b"\x00\xff garbage {{{")
+        elif kind == "nochoices":
+            handler._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": model, "choices": []})
+        elif kind == "othermodel":
+            status, payload = self.answer({**body, "model": model})
+            handler._send(status, {**payload, "model": "someone-else-7b"})
+        else:
+            raise ValueError(f"unknown stub fault {kind!r}")
+        return True
 
     def _inject(self, handler: Any, body: dict[str, Any]) -> bool:
         """Maybe answer with a fault instead of a completion; True when it did."""

@@ -97,6 +97,7 @@ def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None)
         "failures_to_drop": spec.failures_to_drop,
         "cooldown_s": spec.cooldown_s,
         "structured": spec.structured,
+        "breaker_after": spec.breaker_after,
     }
     if spec.batch_api:
         state_dir = batch_state_dir or Path(".guardbench") / "batches"

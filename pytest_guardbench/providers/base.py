@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
+from pytest_guardbench.redact import redact
+
 
 class Message(TypedDict):
     role: Literal["system", "user", "assistant"]
@@ -45,7 +47,11 @@ class ProviderOptions:
 
 
 class ProviderError(RuntimeError):
-    """A model call failed; the pipeline records it as an error, never as a verdict."""
+    """A model call failed; the pipeline records it as an error, never as a verdict. Its text is
+    redacted, since it quotes what servers say and a server may quote the key it was sent."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(redact(message))
 
 
 class CacheMiss(ProviderError):

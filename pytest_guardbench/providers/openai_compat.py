@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import re
 import threading
 import time
 from collections.abc import Coroutine, Sequence
@@ -27,6 +28,15 @@ from pytest_guardbench.providers.limits import AdaptiveLimit, RetryPolicy
 
 T = TypeVar("T")
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+def _failure_kind(message: str) -> str:
+    """What went wrong, without the details that differ from call to call: `HTTP 401`, `timed out`."""
+    for pattern in (r"HTTP \d{3}", r"timed out", r"connection refused", r"cannot connect", r"invalid response body", r"no choices"):
+        found = re.search(pattern, message)
+        if found:
+            return found.group(0)
+    return message.split(":", 2)[1].strip()[:60] if message.count(":") >= 2 else message[:60]
 
 
 class _Retryable(Exception):
@@ -113,6 +123,7 @@ class OpenAICompatProvider:
         failures_to_drop: int = 3,
         cooldown_s: float = 30.0,
         structured: str = "auto",
+        breaker_after: int = 5,
     ) -> None:
         self.name = name
         self.model = model
@@ -142,6 +153,15 @@ class OpenAICompatProvider:
         self.calls = 0
         self.retries = 0
         self.rate_limited = 0
+        # Circuit breaker: after this many calls in a row fail the same way (each after its retries),
+        # the server is taken as down or misconfigured and the remaining calls fail at once.
+        self._breaker_after = breaker_after
+        self._failed_in_a_row: tuple[str, int] = ("", 0)
+        self.breaker_open: str | None = None
+        self.calls_not_sent = 0
+        # Outcomes of a batch that failed, kept for the case-by-case rerun the pipeline makes next, so
+        # an answered call is not sent again and a failed one is not retried a second round.
+        self._settled: dict[str, _Reply | BaseException] = {}
 
     def __repr__(self) -> str:
         urls = [e.url for e in self.endpoints]
@@ -156,6 +176,8 @@ class OpenAICompatProvider:
 
     def stats(self) -> dict[str, Any]:
         result: dict[str, Any] = {"calls": self.calls, "retries": self.retries, "rate_limited": self.rate_limited}
+        if self.breaker_open:
+            result["circuit_breaker"] = {"reason": self.breaker_open, "calls_not_sent": self.calls_not_sent}
         if self.structured_rejected:
             result["structured_output_rejected"] = self.structured_rejected
         result["lowest_concurrency"] = min(e.limit.lowest for e in self.endpoints)
@@ -204,7 +226,41 @@ class OpenAICompatProvider:
         self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None], extra: dict[str, Any] | None
     ) -> list[_Reply]:
         self._ensure_clients()
-        return list(await asyncio.gather(*(self._with_retries(c, params, s, extra) for c, s in zip(conversations, seeds, strict=True))))
+        keys = [json.dumps([c, repr(params), s, extra], sort_keys=True, default=str) for c, s in zip(conversations, seeds, strict=True)]
+        outcomes = await asyncio.gather(*(self._call_once(k, c, params, s, extra) for k, c, s in zip(keys, conversations, seeds, strict=True)),
+                                        return_exceptions=True)  # fmt: skip
+        failed = [o for o in outcomes if isinstance(o, BaseException)]
+        if not failed:
+            return list(outcomes)  # type: ignore[arg-type]
+        if len(conversations) > 1:
+            self._settled.update(zip(keys, outcomes, strict=True))
+        raise failed[0]
+
+    async def _call_once(self, key: str, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> _Reply:
+        kept = self._settled.pop(key, None)
+        if isinstance(kept, BaseException):
+            raise kept
+        if kept is not None:
+            return kept
+        if self.breaker_open:
+            self.calls_not_sent += 1
+            raise ProviderError(f"{self.name}: not sent, {self.breaker_open}")
+        try:
+            reply = await self._with_retries(conversation, params, seed, extra)
+        except ProviderError as exc:
+            self._count_failure(str(exc))
+            raise
+        self._failed_in_a_row = ("", 0)
+        return reply
+
+    def _count_failure(self, message: str) -> None:
+        kind = _failure_kind(message)
+        previous, count = self._failed_in_a_row
+        count = count + 1 if kind == previous else 1
+        self._failed_in_a_row = (kind, count)
+        if self._breaker_after and count >= self._breaker_after and self.breaker_open is None:
+            self.breaker_open = (f"circuit breaker open: {count} calls in a row failed with {kind} (last: {message}); "
+                                 "the rest of this model's calls fail without being sent")  # fmt: skip
 
     def _ensure_clients(self) -> None:
         """One client per endpoint, created on the provider's own loop (its connections live there)."""
@@ -342,7 +398,10 @@ class OpenAICompatProvider:
             if exc.status_code in RETRYABLE_STATUS:
                 raise _Retryable(message, exc.response.headers.get("retry-after"), rate_limited=exc.status_code == 429) from None
             raise ProviderError(message) from None
-        except openai.APITimeoutError:
+        except openai.APITimeoutError as exc:
+            # The aiohttp transport reports a refused connection as a timeout; say what really happened.
+            if _caused_by(exc, ConnectionRefusedError):
+                raise _Retryable(f"{self.name}: connection refused at {endpoint.url or 'the API'}") from None
             raise _Retryable(f"{self.name}: timed out after {self._timeout_s:g} s") from None
         except openai.APIConnectionError as exc:
             raise _Retryable(f"{self.name}: cannot connect to {endpoint.url or 'the API'}: {_short(str(exc))}") from None
@@ -476,6 +535,17 @@ def new_event_loop() -> asyncio.AbstractEventLoop:
     except ImportError:
         return asyncio.new_event_loop()
     return uvloop.new_event_loop()
+
+
+def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _http_client() -> Any:

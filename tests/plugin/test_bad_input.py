@@ -39,11 +39,30 @@ def _run_with(pytester, filename: str, content: str, *args: str):
         ("bad.csv", "PromptID,Text\n1,hello\n", "*bad.csv: line 1: missing CSV column(s) Prompt, Category*"),
         ("bad.csv", "PromptID,Prompt,Category,Subcategory\n1,hi,Danger,x\n1,yo,Danger,x\n", "*bad.csv: line 3: duplicate id '1' (first at line 2)*"),
         ("bad.txt", "hello", "*bad.txt: unknown data format '.txt'*"),
+        ("bad.jsonl", "\n".join([json.dumps(GOOD), "{oops", json.dumps({**GOOD, "id": "b"})]), "*bad.jsonl: line 2: not valid JSON*"),
+        ("bad.json", json.dumps({"name": "x", "items": [GOOD, {**GOOD, "id": "b", "metadata": {"is_harmful": False, "variant": "leetspeek"}}]}),
+         "*bad.json: item 1 (id 'b'): metadata.variant 'leetspeek' is not a known variant; fix the name, or run it by naming it in --guardbench-variants*"),
     ],
-    ids=["json-syntax", "empty-pack", "missing-text", "duplicate-id", "bad-label", "bad-is-harmful", "jsonl-syntax", "jsonl-missing-text", "csv-columns", "csv-duplicate", "unknown-format"],
+    ids=["json-syntax", "empty-pack", "missing-text", "duplicate-id", "bad-label", "bad-is-harmful", "jsonl-syntax", "jsonl-missing-text", "csv-columns", "csv-duplicate", "unknown-format", "jsonl-bad-line-in-the-middle",
+         "unknown-preexpanded-variant"],
 )
 def test_bad_data_is_a_usage_error_naming_file_and_place(pytester, filename, content, expected):
     result = _run_with(pytester, filename, content)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"ERROR: guardbench: {expected}"])
+    assert not (pytester.path / "reports").exists()
+
+
+@pytest.mark.parametrize(("make", "expected"), [
+    (lambda root: (root / "packs").mkdir(), "*packs: is a directory; pass the pack files in it*"),
+    (lambda root: (root / "packs").write_bytes(b'{"name": "x", "items": [{"id": "a", "prompt_text": "caf\xe9"}]}'), "*packs: unknown data format ''*"),
+    (lambda root: (root / "packs.json").write_bytes(b'{"name": "x", "items": [{"id": "a", "prompt_text": "caf\xe9"}]}'), "*packs.json: not UTF-8 text (byte 55)*"),
+], ids=["directory", "no-suffix", "not-utf8"])  # fmt: skip
+def test_a_path_that_is_not_a_pack_file_says_what_it_is(pytester, make, expected):
+    write_project(pytester)
+    make(pytester.path)
+    target = next(p.name for p in pytester.path.iterdir() if p.name.startswith("packs"))
+    result = pytester.runpytest_subprocess("--guardbench-data", target)
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"ERROR: guardbench: {expected}"])
     assert not (pytester.path / "reports").exists()

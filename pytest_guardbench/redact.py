@@ -1,0 +1,34 @@
+"""Keeping secrets out of every artifact: API keys are replaced wherever a server, an exception or a
+model echoes them back (a 401 body that quotes the Authorization header, a proxy error page).
+
+Known secrets are the values of environment variables whose names say they hold one (`*_KEY`,
+`*TOKEN*`, `*SECRET*`, `*PASSWORD*`), read at the moment of redaction so nothing is kept in module
+state; key-shaped strings (`Bearer …`, `sk-…`, `hf_…`) are replaced even when no variable holds them."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Mapping
+
+REDACTED = "[REDACTED]"
+SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)(?:_|$)|TOKEN|SECRET", re.IGNORECASE)
+KEY_SHAPES = re.compile(r"(?i:bearer)\s+[A-Za-z0-9._~+/=-]{6,}|\bsk-[A-Za-z0-9_-]{8,}|\bhf_[A-Za-z0-9]{10,}")
+# Short values ("1", "true") would blank out ordinary words; real keys are longer than this.
+MIN_SECRET_LENGTH = 8
+
+
+def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
+    env = os.environ if environ is None else environ
+    values = {value for name, value in env.items() if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH}
+    return sorted(values, key=len, reverse=True)  # a key that contains another is replaced whole
+
+
+def redact(text: str, extra: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> str:
+    """`text` with every known secret value and every key-shaped string replaced by [REDACTED]."""
+    if not text:
+        return text
+    for value in [*(v for v in extra if len(v) >= MIN_SECRET_LENGTH), *secret_values(environ)]:
+        if value in text:
+            text = text.replace(value, REDACTED)
+    return KEY_SHAPES.sub(REDACTED, text)
