@@ -308,6 +308,10 @@ def terminal_lines(summary: dict[str, Any]) -> list[str]:
         f"{cov['errored']['count']} errored, {cov['malformed_judge']['count']} judge-malformed, {cov['missing']['count']} missing"
     )
     lines.extend(f"warning: {w}" for w in summary["warnings"])
+    for role, calls in sorted(summary.get("run", {}).get("execution", {}).get("api_calls", {}).items()):
+        if isinstance(calls, dict) and calls.get("circuit_breaker"):
+            breaker = calls["circuit_breaker"]
+            lines.append(f"{role}: {breaker['reason']} ({breaker['calls_not_sent']} calls not sent)")
     lines.extend(resume_lines(summary))
     lines.extend(incomplete_lines(summary, "INCOMPLETE RUN: "))
     return lines

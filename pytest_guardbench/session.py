@@ -263,6 +263,7 @@ class GuardbenchSession:
         policy = self.inputs.policy
         metrics = scoring.summarise(expected, records, policy, [self.lost[k] for k in sorted(self.lost)])
         metrics["guard_sweeps"] = sweeps.guard_sweeps(records, settings.thresholds.min_recall or 0.9)
+        metrics["warnings"].extend(self._served_model_warnings(records))
         metrics.update(self._judge_quality())
         self.gate = gates.evaluate(metrics, settings.thresholds)
         if settings.baseline is not None:
@@ -305,6 +306,17 @@ class GuardbenchSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif self.gate.inconclusive:
             session.exitstatus = EXIT_GATE_INCONCLUSIVE
+
+    def _served_model_warnings(self, records: list[CaseRecord]) -> list[str]:
+        """A server that answers as another model (a proxy's fallback, a wrong deployment) is still
+        measured, but the scorecard must not be filed under the model that was asked for."""
+        spec = self.inputs.model_specs.get("tutor")
+        if spec is None or spec.provider != "openai-compat":
+            return []
+        served = sorted({r.response.model for r in records if r.response is not None and r.response.source == "tutor"} - {spec.model})
+        # Servers often answer with a longer form of the name (a dated snapshot, a path): only a different name counts.
+        others = [m for m in served if spec.model not in m and m not in spec.model]
+        return [f"tutor {spec.alias} answered as {', '.join(others)}, not {spec.model}"] if others else []
 
     def _incomplete_reasons(self, session: pytest.Session) -> list[str]:
         reasons = []

@@ -39,6 +39,10 @@ def _failure_kind(message: str) -> str:
     return message.split(":", 2)[1].strip()[:60] if message.count(":") >= 2 else message[:60]
 
 
+class _CircuitOpen(ProviderError):
+    """A call refused by the open circuit breaker: never sent, so not another failure of the server."""
+
+
 class _Retryable(Exception):
     """A failed attempt worth repeating; carries the server's Retry-After when it sent one."""
 
@@ -242,11 +246,10 @@ class OpenAICompatProvider:
             raise kept
         if kept is not None:
             return kept
-        if self.breaker_open:
-            self.calls_not_sent += 1
-            raise ProviderError(f"{self.name}: not sent, {self.breaker_open}")
         try:
             reply = await self._with_retries(conversation, params, seed, extra)
+        except _CircuitOpen:
+            raise
         except ProviderError as exc:
             self._count_failure(str(exc))
             raise
@@ -331,6 +334,10 @@ class OpenAICompatProvider:
         endpoint: Endpoint | None = None
         for attempt in range(1, self._retry.attempts + 1):
             endpoint = await self._slot(avoid=endpoint)
+            if self.breaker_open:  # checked with the slot held: calls queued behind the failing ones stop here
+                await endpoint.limit.__aexit__(None, None, None)
+                self.calls_not_sent += 1
+                raise _CircuitOpen(f"{self.name}: not sent, {self.breaker_open}")
             try:
                 self.calls += 1
                 endpoint.calls += 1

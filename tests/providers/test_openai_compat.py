@@ -222,3 +222,43 @@ def test_server_side_template_error_is_an_error_not_a_verdict(openai_stub, reque
     request.addfinalizer(model.close)
     with pytest.raises(ProviderError, match="HTTP 400.*guardian_config needs risk_name"):
         model.classify([[{"role": "user", "content": "hi"}]], {"guardian_config": {}}, ("Yes", "No"))
+
+
+def test_a_failed_group_is_rerun_case_by_case_without_sending_any_call_twice(provider_for, openai_stub):
+    provider = provider_for(max_retries=1)
+    texts = ["why is the sky blue", "FAULT:500 hello", "how do plants grow"]
+    conversations = [[{"role": "user", "content": t}] for t in texts]
+    params = GenerationParams(max_new_tokens=16)
+    before = len(openai_stub.requests)
+    with pytest.raises(ProviderError, match=r"HTTP 500 from the server.*\(gave up after 2 attempts\)"):
+        provider.generate(conversations, params, [None] * 3)
+    assert len(openai_stub.requests) - before == 4, "one send per answered call, two attempts for the failing one"
+    # The pipeline's rerun of each case alone: answers come from the failed group, the failure once more
+    assert provider.generate(conversations[:1], params, [None])[0].text.startswith("Plants")
+    with pytest.raises(ProviderError, match=r"gave up after 2 attempts"):
+        provider.generate(conversations[1:2], params, [None])
+    assert provider.generate(conversations[2:], params, [None])[0].text.startswith("Plants")
+    assert len(openai_stub.requests) - before == 4, "the rerun sent nothing: 2 attempts really means 2"
+    assert provider.stats()["calls"] == 4
+
+
+def test_a_model_failing_the_same_way_opens_the_circuit_breaker(provider_for, openai_stub):
+    provider = provider_for(max_retries=0, breaker_after=3)
+    before = len(openai_stub.requests)
+    for n in range(3):
+        with pytest.raises(ProviderError, match="HTTP 500"):
+            _ask(provider, f"FAULT:500 call {n}")
+    with pytest.raises(ProviderError, match=r"not sent, circuit breaker open: 3 calls in a row failed with HTTP 500"):
+        _ask(provider, "why is the sky blue")
+    assert len(openai_stub.requests) - before == 3
+    assert provider.stats()["circuit_breaker"]["calls_not_sent"] == 1
+
+
+def test_a_success_resets_the_breaker_count(provider_for):
+    provider = provider_for(max_retries=0, breaker_after=2)
+    for text in ("FAULT:500 a", "why is the sky blue", "FAULT:500 b", "how do plants grow"):
+        try:
+            _ask(provider, text)
+        except ProviderError:
+            pass
+    assert "circuit_breaker" not in provider.stats()
