@@ -20,6 +20,7 @@ from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES, OfflineJudge, b
 from pytest_guardbench.engine import Engine
 from pytest_guardbench.gates import unmatched_thresholds
 from pytest_guardbench.preflight import api_preflight
+from pytest_guardbench.reports import writable_problem
 from pytest_guardbench.pipeline import BATCH_API, INSTANT, Stack, StageLimits, api_limits
 from pytest_guardbench.resume import ResumeError, load_base
 from pytest_guardbench.providers import (
@@ -187,10 +188,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def _preflight(config: pytest.Config, inputs: RunInputs) -> None:
-    """Every API model answers once before any case runs or any report folder is written; a replay
-    run needs no server, a listing or collection makes no call."""
+    """The reports folder takes a file and every API model answers once, before any case runs or
+    any report folder is written; a replay run needs no server, a listing or collection makes no call."""
     settings = inputs.settings
-    if settings.cache == "replay" or config.option.collectonly or config.getoption("guardbench_list"):
+    if config.option.collectonly or config.getoption("guardbench_list"):
+        return
+    unwritable = writable_problem(settings.report_dir)
+    if unwritable:
+        raise ConfigError(unwritable)
+    if settings.cache == "replay":
         return
     options = ProviderOptions(model_cache=settings.model_cache)
     specs = {role: settings.role_spec(role, spec) for role, spec in inputs.model_specs.items()}

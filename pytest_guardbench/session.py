@@ -87,6 +87,7 @@ class GuardbenchSession:
         self.prior: dict[str, CaseRecord] = {}
         self.resume_info: dict[str, Any] | None = None
         self._last_progress = time.perf_counter()
+        self._pytest_session: pytest.Session | None = None
         settings = inputs.settings
         if settings.resume is not None:
             self.prior, skipped, changed = resume.prepare(settings.resume, self._identity(), inputs.cases_by_id)
@@ -135,11 +136,24 @@ class GuardbenchSession:
             self.lost.pop(record.case_id, None)
             self._ensure_run_dir()
             assert self._writer is not None
-            self._writer.write(record)
+            try:
+                self._writer.write(record)
+            except reports.ReportWriteError as exc:
+                self._stop_run(str(exc))
             self._progress()
         elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.records:
             reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
             self.lost[case_id] = {"case_id": case_id, "nodeid": report.nodeid, "when": report.when or "?", "reason": reason[:300]}
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._pytest_session = session
+
+    def _stop_run(self, reason: str) -> None:
+        """Records that cannot be kept make every further case wasted spend: stop after this one."""
+        if reason not in self.internal_errors:
+            self.internal_errors.append(reason)
+        if self._pytest_session is not None:
+            self._pytest_session.shouldstop = f"guardbench: {reason}"
 
     def _progress(self) -> None:
         """A line every `--guardbench-progress` seconds on long runs; starts on its own line so

@@ -102,7 +102,24 @@ class _LoopThread:
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
+    def cancel_pending(self) -> None:
+        """Cancel what is still running. A call still in flight at the end of a run (Ctrl-C, an
+        internal error) would otherwise leave the thread waiting on it blocked forever, and the
+        interpreter waits for that thread at exit."""
+
+        async def cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(timeout=5)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            pass  # the loop is stuck or gone: stopping it is all that is left
+
     def stop(self) -> None:
+        self.cancel_pending()
         self.loop.call_soon_threadsafe(self.loop.stop)
         self._thread.join(timeout=5)
 
@@ -154,6 +171,7 @@ class OpenAICompatProvider:
         self._rng = random.Random()
         self._runner: _LoopThread | None = None
         self._start_lock = threading.Lock()
+        self._closed = False
         self.calls = 0
         self.retries = 0
         self.rate_limited = 0
@@ -195,14 +213,20 @@ class OpenAICompatProvider:
     def start(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         """Run one of this provider's coroutines (`generate_async`, `classify_async`) on its own loop."""
         with self._start_lock:
+            if self._closed:
+                coroutine.close()
+                raise ProviderError(f"{self.name}: not sent, the run is shutting down")
             if self._runner is None:
                 self._runner = _LoopThread(self.name)
         return asyncio.run_coroutine_threadsafe(coroutine, self._runner.loop)
 
     def close(self) -> None:
+        with self._start_lock:
+            self._closed = True
         runner, self._runner = self._runner, None
         if runner is None:
             return
+        runner.cancel_pending()
         for endpoint in self.endpoints:
             if endpoint.client is not None:
                 runner.run(endpoint.client.close())

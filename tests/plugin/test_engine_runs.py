@@ -199,3 +199,49 @@ def test_resume_after_the_pack_changed_reruns_the_changed_cases(pytester):
     resume = json.loads((run / "summary.json").read_text())["run"]["execution"]["resume"]
     assert resume["changed_case_ids"] == ["mini.h1.original", "mini.s1.original"]
     assert "resumed" in (run / "summary.md").read_text()
+
+
+def test_ctrl_c_mid_run_exits_in_seconds_marks_the_run_partial_and_resume_finishes_it(tmp_path, stub_factory):
+    stub = stub_factory(latency_s=0.1)
+    _project(tmp_path, 60)
+    args = ["-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules", "--guardbench-concurrency=1",
+            "--guardbench-min-recall=0", "--guardbench-max-fpr=1"]  # fmt: skip
+    first = _pytest(tmp_path, *args, start_new_session=True)
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(len(p.read_text().splitlines()) >= 10 for p in (tmp_path / "reports").glob("*/results.jsonl")):
+        time.sleep(0.05)
+    interrupted_at = time.monotonic()
+    os.killpg(first.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole process group
+    try:
+        output, _ = first.communicate(timeout=15)
+    except subprocess.TimeoutExpired:
+        os.killpg(first.pid, signal.SIGKILL)
+        pytest.fail("the run did not exit within 15 s of Ctrl-C")
+    assert time.monotonic() - interrupted_at < 15
+    assert first.returncode == pytest.ExitCode.INTERRUPTED, output
+    assert "_shutdown" not in output, "no thread left waiting at interpreter exit"
+    run = next((tmp_path / "reports").iterdir())
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["completeness"]["complete"] is False
+    assert summary["completeness"]["reasons"][0].startswith("run stopped early (interrupted); finish it with --guardbench-resume")
+    assert "INCOMPLETE RUN" in (run / "summary.md").read_text()
+    done = _records(run)
+    assert 10 <= len(done) < 60 and len({r.case_id for r in done}) == len(done)
+
+    second = _pytest(tmp_path, *args, f"--guardbench-resume={run}")
+    output, _ = second.communicate(timeout=120)
+    assert second.returncode == 0, output
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["completeness"] == {"complete": True, "reasons": []} and summary["scorecards"]["system"]["n"] == 60
+    assert sorted(r.case_id for r in _records(run)) == sorted(f"load.p{i:03d}.original" for i in range(60))
+
+
+def test_an_unwritable_report_folder_stops_the_run_before_any_model_call(tmp_path, stub_factory):
+    stub = stub_factory()
+    _project(tmp_path, 4)
+    (tmp_path / "blocker").write_text("")
+    run = _pytest(tmp_path, "-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--guardbench-report-dir=blocker/reports")
+    output, _ = run.communicate(timeout=60)
+    assert run.returncode == pytest.ExitCode.USAGE_ERROR
+    assert f"guardbench: --guardbench-report-dir {tmp_path / 'blocker' / 'reports'}: cannot write reports there (Not a directory)" in output
+    assert stub.requests == [] and stub.preflights == []

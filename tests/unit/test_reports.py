@@ -4,6 +4,8 @@ import csv
 import io
 from datetime import UTC, datetime
 
+import pytest
+
 from pytest_guardbench.config import Thresholds
 from pytest_guardbench.gates import evaluate
 from pytest_guardbench.reports import assemble_summary, make_run_dir, summary_markdown, terminal_lines, variant_csv
@@ -39,3 +41,25 @@ def test_markdown_and_terminal_show_the_numbers_and_gate():
     lines = terminal_lines(summary)
     assert lines[0] == "scoring policy: assistant_policy_v2"
     assert lines[2].split()[:6] == ["system", "12", "4", "2", "5", "1"]
+
+
+def test_a_full_disk_is_one_clear_error_naming_the_file(tmp_path):
+    from pathlib import Path
+
+    from pytest_guardbench.reports import ReportWriteError, ResultsWriter
+    from tests.unit.records import record
+
+    writer = ResultsWriter(Path("/dev/full"))
+    with pytest.raises(ReportWriteError, match=r"/dev/full: cannot write the record of a \(No space left on device\); the file keeps every case written before it"):
+        writer.write(record("a", True))
+    writer.close()
+
+
+def test_an_unwritable_report_folder_is_found_before_the_run_and_the_check_leaves_nothing(tmp_path):
+    from pytest_guardbench.reports import writable_problem
+
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    assert writable_problem(blocker / "reports") == f"--guardbench-report-dir {blocker / 'reports'}: cannot write reports there (Not a directory)"
+    assert writable_problem(tmp_path / "new" / "reports") is None
+    assert not (tmp_path / "new").exists()
