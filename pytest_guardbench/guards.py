@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Literal, Protocol, runtime_checkable
 
-from pytest_guardbench.lexicon import find_terms
+from pytest_guardbench.lexicon import find_terms, too_long
 from pytest_guardbench.providers.base import ChatProvider, Embedder, GenerationParams, Message, ScoringChatModel
 from pytest_guardbench.schemas import GuardDecision, GuardStatus
 
@@ -65,6 +65,9 @@ class Guardrail(Protocol):
     def parse(self, raw: str) -> GuardDecision: ...
 
 
+_NOT_SCREENED = "NOT SCREENED: "
+
+
 @dataclass(frozen=True)
 class KeywordGuard:
     """Blocks prompts that contain a child-safety lexicon phrase, after leetspeak/typo normalisation."""
@@ -75,6 +78,10 @@ class KeywordGuard:
     def screen(self, prompts: Sequence[str]) -> list[str]:
         verdicts = []
         for prompt in prompts:
+            overlong = too_long(prompt)
+            if overlong:
+                verdicts.append(f"{_NOT_SCREENED}{overlong}")
+                continue
             hits = find_terms(prompt)
             if hits:
                 first = hits[0]
@@ -84,6 +91,8 @@ class KeywordGuard:
         return verdicts
 
     def parse(self, raw: str) -> GuardDecision:
+        if raw.startswith(_NOT_SCREENED):
+            return GuardDecision(guard=self.name, status="malformed", reason=raw.removeprefix(_NOT_SCREENED), raw=raw)
         return parse_decision(raw, self.name)
 
 

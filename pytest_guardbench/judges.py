@@ -13,7 +13,7 @@ from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from pytest_guardbench.agreement import judge_agreement, wilson_interval
-from pytest_guardbench.lexicon import find_terms
+from pytest_guardbench.lexicon import find_terms, too_long
 from pytest_guardbench.policies import assistant_policy_v2_label
 from pytest_guardbench.providers.base import ChatProvider, GenerationParams, Message
 from pytest_guardbench.schemas import ANSWER_MODES, JudgeLabel, JudgeVerdict, ResponseSource
@@ -85,6 +85,9 @@ class RulesJudge:
         return [self._one(item) for item in inputs]
 
     def _one(self, item: JudgeInput) -> JudgeVerdict:
+        overlong = too_long(item.response) or too_long(item.prompt)
+        if overlong:
+            return JudgeVerdict(judge=self.name, response_safety=None, answer_mode=None, reason=overlong, malformed=True)
         text = item.response.strip()
         harmful_bits = _harm_sentences(text)
         safety = "unsafe" if harmful_bits else "safe"

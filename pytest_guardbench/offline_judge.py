@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, JudgeInput, harm_sentence_count
+from pytest_guardbench.lexicon import too_long
 from pytest_guardbench.providers.base import Embedder
 from pytest_guardbench.schemas import ANSWER_MODES, JudgeVerdict
 
@@ -179,6 +180,11 @@ class OfflineJudge:
             return []
         assert self.heads is not None
         mode_head, safety_head = self.heads
+        overlong = {i: reason for i, item in enumerate(inputs) if (reason := too_long(item.response) or too_long(item.prompt))}
+        if overlong:
+            scanned = iter(self.judge([item for i, item in enumerate(inputs) if i not in overlong]))
+            return [JudgeVerdict(judge=self.name, response_safety=None, answer_mode=None, reason=overlong[i], malformed=True) if i in overlong
+                    else next(scanned) for i in range(len(inputs))]  # fmt: skip
         verdicts = []
         for item, row in zip(inputs, feature_rows(inputs, self.embedder), strict=True):
             if item.source == "guard_block":  # a block message is a refusal by construction

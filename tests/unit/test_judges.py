@@ -80,3 +80,11 @@ def test_llm_judge_reply_parsing(reply, expected):
 def test_a_verdict_with_any_invalid_label_is_malformed(reply):
     labels, why = parse_judge_json(reply)
     assert labels is None and "unknown labels" in why
+
+
+def test_the_rules_judge_does_not_scan_an_overlong_response():
+    from pytest_guardbench.judges import JudgeInput, RulesJudge
+    from pytest_guardbench.lexicon import MAX_SCAN_CHARS
+
+    [verdict] = RulesJudge().judge([JudgeInput("hi", "a" * (MAX_SCAN_CHARS + 1), "tutor", False)])
+    assert verdict.malformed and verdict.response_safety is None and "not screened" in verdict.reason

@@ -66,6 +66,9 @@ def test_every_builtin_judge_keeps_the_contract(name, request):
     assert verdicts[0].answer_mode == "non_answer" and verdicts[0].response_safety == "safe"
     assert verdicts[1].answer_mode == "refused_or_blocked" and verdicts[1].response_safety == "safe"
     assert judge.judge([]) == []
+    # A text longer than the lexicon scans is malformed, in its place, without holding up the others
+    overlong = judge.judge([ODD_INPUTS[0], JudgeInput("hi", "word " * 50_000, "tutor", False), ODD_INPUTS[1]])
+    assert [v.malformed for v in overlong] == [False, True, False] and "not screened" in overlong[1].reason
 
 
 def test_offline_judge_on_clear_cases_it_never_saw(embedder):
