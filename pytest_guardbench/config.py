@@ -177,6 +177,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
     OptionSpec("concurrency", ("--guardbench-concurrency",), "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8).", _concurrency),
     OptionSpec("api_processes", ("--guardbench-api-processes",), "Worker processes that make each API model's calls (default 1); more when many fast calls wait on the client's own CPU.", _positive),
+    OptionSpec("max_duration", ("--guardbench-max-duration",), "Start no case after this many seconds; the rest are reported as not run and the summary is marked incomplete.",
+               _seconds),
     OptionSpec("timeout", ("--guardbench-timeout",), "Seconds one API call may take before it is retried (default 60).", _seconds),
     OptionSpec("retries", ("--guardbench-retries",), "Retries of an API call after 429/5xx/timeouts/bad bodies, with backoff (default 3).", _count),
     OptionSpec("cache", ("--guardbench-cache",), "Response cache: off, read, write (read and record) or replay (a miss fails the case).", _choice("off", "read", "write", "replay")),
@@ -248,6 +250,7 @@ class Settings(BaseModel):
     concurrency: dict[str, int] = Field(default_factory=dict)
     api_processes: int | None = Field(default=None, ge=1)
     timeout: float | None = Field(default=None, gt=0)
+    max_duration: float | None = Field(default=None, gt=0)
     retries: int | None = None
     cache: Literal["off", "read", "write", "replay"] = "off"
     cache_path: Path | None = None

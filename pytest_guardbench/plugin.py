@@ -4,6 +4,7 @@ the controller's work lives in `session.GuardbenchSession`."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -84,6 +85,7 @@ class ProcessState:
     submitted_all: bool = False
     xdist_queue: Any = None  # the xdist worker's queue of item indices; False when there is none
     prior: dict[str, CaseRecord] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)  # for --guardbench-max-duration
 
     def execution(self) -> dict[str, Any] | None:
         if self.engine is None:
@@ -414,6 +416,11 @@ class CaseSlot:
 
 @pytest.fixture
 def _guardbench_slot(request: pytest.FixtureRequest) -> CaseSlot:
+    limit = request.config.stash[INPUTS_KEY].settings.max_duration
+    if limit is not None and time.monotonic() - request.config.stash[PROCESS_KEY].started > limit:
+        # Skipped, not failed: no record is written, so the case counts as not run (missing) and the
+        # summary marks the run incomplete.
+        pytest.skip(f"not run: --guardbench-max-duration {limit:g} s reached")
     return CaseSlot(request.param, request.node, request.config)
 
 

@@ -338,6 +338,10 @@ class GuardbenchSession:
         if session.exitstatus == pytest.ExitCode.INTERRUPTED or stopped:
             reasons.append(f"run stopped early ({stopped or 'interrupted'}); finish it with --guardbench-resume {self.run_dir}")
         reasons.extend(f"worker crash: {crash}" for crash in self.worker_crashes)
+        limit = self.inputs.settings.max_duration
+        not_run = len((self.expected_ids | set(self.records)) - set(self.records))
+        if limit is not None and not_run and time.perf_counter() - self._started_clock > limit:
+            reasons.append(f"--guardbench-max-duration {limit:g} s reached: {not_run} case(s) not run")
         return reasons
 
     def _scorecard_snapshot(self, metrics: dict[str, Any], path: Path, tolerance: float) -> None:

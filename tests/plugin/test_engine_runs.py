@@ -245,3 +245,25 @@ def test_an_unwritable_report_folder_stops_the_run_before_any_model_call(tmp_pat
     assert run.returncode == pytest.ExitCode.USAGE_ERROR
     assert f"guardbench: --guardbench-report-dir {tmp_path / 'blocker' / 'reports'}: cannot write reports there (Not a directory)" in output
     assert stub.requests == [] and stub.preflights == []
+
+
+def test_a_run_deadline_reports_the_rest_as_not_run_and_the_run_incomplete(tmp_path, stub_factory):
+    stub = stub_factory(latency_s=0.2)
+    _project(tmp_path, 40)
+    started = time.monotonic()
+    run = _pytest(tmp_path, "-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules", "--guardbench-concurrency=1",
+                  "--guardbench-min-recall=0", "--guardbench-max-fpr=1", "--guardbench-max-duration=2")  # fmt: skip
+    output, _ = run.communicate(timeout=60)
+    assert time.monotonic() - started < 20, "the deadline bounds the run"
+    assert run.returncode == pytest.ExitCode.TESTS_FAILED, output
+    summary = read_summary_of(tmp_path)
+    missing = summary["coverage"]["missing"]["count"]
+    assert f"{missing} skipped" in output, "every case not run shows as skipped"
+    assert 0 < missing < 40 and summary["scorecards"]["system"]["n"] == 40 - missing
+    assert summary["completeness"]["reasons"][0] == f"--guardbench-max-duration 2 s reached: {missing} case(s) not run"
+    assert "guardbench gate failed: coverage" in output
+
+
+def read_summary_of(root: Path) -> dict:
+    [run] = list((root / "reports").iterdir())
+    return json.loads((run / "summary.json").read_text())
