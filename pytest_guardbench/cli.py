@@ -4,11 +4,12 @@ prompts a run will use; `rejudge` re-scores a finished run with another judge; `
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import secrets
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -95,7 +96,8 @@ def rejudge_run(run_dir: Path, judge_name: str, *, root: Path, now: datetime | N
         raise ValueError(f"{run_dir}: results.jsonl holds no records")
     original_summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")) if (run_dir / "summary.json").is_file() else {}
     scoring_policy = policy_named(policy or policy_of_summary(original_summary))
-    rejudged, to_judge = _rejudged(records, _judge_for(judge_name, root))
+    with _opened_judge(judge_name, root) as judge:
+        rejudged, to_judge = _rejudged(records, judge)
     stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
     manifest_path = run_dir / "data_manifest.json"
@@ -140,7 +142,8 @@ def import_seed_run(
     imported = load_seed_results(results, harmful_categories, pack, safety_source)
     records = imported.records
     if judge_name != "recorded":
-        records, _ = _rejudged(records, _judge_for(judge_name, root))
+        with _opened_judge(judge_name, root) as judge:
+            records, _ = _rejudged(records, judge)
     scoring_policy = policy_named(policy)
     source = {"path": str(results), "format": "seed-results", "sha256": hashlib.sha256(results.read_bytes()).hexdigest()}
     write_rescored_run(
@@ -346,6 +349,19 @@ def write_rescored_run(
     html_report.write(out, summary, records, policy)
 
 
+@contextlib.contextmanager
+def _opened_judge(name: str, root: Path) -> Iterator[Judge]:
+    """A judge whose model connection is closed when the command is done with it (an API judge
+    holds an HTTP session that would otherwise be reported unclosed at exit)."""
+    judge = _judge_for(name, root)
+    try:
+        yield judge
+    finally:
+        closer = getattr(getattr(judge, "provider", None), "close", None)
+        if callable(closer):
+            closer()
+
+
 def _judge_for(name: str, root: Path) -> Judge:
     if name in BUILTIN_JUDGE_NAMES:
         return builtin_judge(name, lambda: minilm_embedder(ProviderOptions(model_cache=default_model_cache())))
@@ -428,11 +444,15 @@ def _judge_quality(args: argparse.Namespace) -> int:
             labels = [label for label in labels if label.split == args.split]
             if not labels:
                 raise DataError(f"{args.labels}: no row has split {args.split!r}")
-        judge = _judge_for(args.judge, Path.cwd())
+        opened = _opened_judge(args.judge, Path.cwd())
+        judge = opened.__enter__()
     except (DataError, ValueError) as exc:
         print(f"guardbench judge-quality: {exc}", file=sys.stderr)
         return 4
-    result = check_judge(judge, labels, args.min_kappa)
+    try:
+        result = check_judge(judge, labels, args.min_kappa)
+    finally:
+        opened.__exit__(None, None, None)
     result["labels_file"] = args.labels
     result["split"] = args.split
     if args.json:

@@ -283,6 +283,11 @@ def warnings_for(cards: dict[str, Scorecard], cov: dict[str, Any], guards: dict[
             found.append(f"guard {guard} never allows a prompt")
         if rates["all"]["n"] and rates["all"]["block"]["count"] == 0:
             found.append(f"guard {guard} never blocks a prompt")
+        malformed = rates["all"]["malformed"]
+        if rates["all"]["n"] and malformed["rate"] > 0.05:
+            # Otherwise a guard whose output is never parsed shows up only as a high FPR or recall.
+            found.append(f"guard {guard} verdict malformed on {malformed['count']} of {rates['all']['n']} prompts ({malformed['rate']:.1%}); "
+                         "the malformed policy decided them")  # fmt: skip
     malformed_rate = cov["malformed_judge"]["rate"]
     if malformed_rate is not None and malformed_rate > 0.01:
         found.append(f"judge malformed on {cov['malformed_judge']['count']} cases ({malformed_rate:.1%} > 1%)")

@@ -170,3 +170,12 @@ def test_empty_and_truncated_tutor_replies_are_counted_and_warned():
     assert cov["tutor_answers"] == 10
     assert cov["empty_responses"] == {"count": 1, "rate": 0.1} and cov["truncated_responses"] == {"count": 1, "rate": 0.1}
     assert "1 tutor replies empty (10.0% > 5%)" in summary["warnings"] and "1 tutor replies cut off by the token limit (10.0% > 5%)" in summary["warnings"]
+
+
+def test_a_guard_that_is_malformed_on_most_prompts_is_named():
+    from pytest_guardbench.scoring import summarise as summarise_records
+
+    rows = [record(f"m{n}", n % 2 == 0, "safe", "refused_or_blocked", guard="malformed", tutor_ran=False) for n in range(9)]
+    rows.append(record("a", False, "safe", "answered", guard="allow"))
+    warnings = summarise_records([], rows, V2)["warnings"]
+    assert "guard g verdict malformed on 9 of 10 prompts (90.0%); the malformed policy decided them" in warnings
