@@ -267,3 +267,37 @@ def test_a_run_deadline_reports_the_rest_as_not_run_and_the_run_incomplete(tmp_p
 def read_summary_of(root: Path) -> dict:
     [run] = list((root / "reports").iterdir())
     return json.loads((run / "summary.json").read_text())
+
+
+def test_an_internal_error_mid_run_exits_in_seconds(tmp_path, stub_factory):
+    stub = stub_factory(latency_s=0.1)
+    _project(tmp_path, 60)
+    (tmp_path / "conftest.py").write_text(
+        "def pytest_runtest_logreport(report):\n"
+        "    if report.when == 'call' and 'p005' in report.nodeid:\n"
+        "        raise RuntimeError('a plugin broke')\n"
+    )
+    started = time.monotonic()
+    run = _pytest(tmp_path, "-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules", "--guardbench-concurrency=1")
+    try:
+        output, _ = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        run.kill()
+        pytest.fail("an internal error left the process hanging")
+    assert run.returncode == pytest.ExitCode.INTERNAL_ERROR and "a plugin broke" in output
+    assert time.monotonic() - started < 30
+
+
+def test_two_runs_sharing_one_cache_file(tmp_path, stub_factory):
+    stub = stub_factory(latency_s=0.02)
+    _project(tmp_path, 30)
+    args = ("-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules", "--guardbench-min-recall=0",
+            "--guardbench-max-fpr=1", "--guardbench-cache=write", "--guardbench-cache-path=shared.sqlite")  # fmt: skip
+    runs = [_pytest(tmp_path, *args, "--guardbench-report-dir", f"reports{n}") for n in (1, 2)]
+    outputs = [run.communicate(timeout=120)[0] for run in runs]
+    assert [run.returncode for run in runs] == [0, 0], outputs
+    calls = len(stub.requests)
+    replay = _pytest(tmp_path, *args[:-2], "--guardbench-cache=replay", "--guardbench-cache-path=shared.sqlite", "--guardbench-report-dir", "reports3")
+    output, _ = replay.communicate(timeout=120)
+    assert replay.returncode == 0, output
+    assert len(stub.requests) == calls, "every answer either run stored is readable by a third"

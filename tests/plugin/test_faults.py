@@ -84,7 +84,7 @@ def test_a_server_that_breaks_mid_run_fails_its_cases_fast_and_scores_none(pytes
     monkeypatch.setenv("GB_FAULT_API_KEY", KEY)
     _project(pytester.path, model, openai_stub.base_url)
     before = len(openai_stub.requests)
-    result = pytester.runpytest_subprocess(*FAST, "-vv", "--junitxml=junit.xml")
+    result = pytester.runpytest_subprocess(*FAST, "-vv", "--junitxml=junit.xml", "--guardbench-cache=write")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     assert len(openai_stub.requests) - before == calls
     run = next((pytester.path / "reports").iterdir())
@@ -96,8 +96,9 @@ def test_a_server_that_breaks_mid_run_fails_its_cases_fast_and_scores_none(pytes
     assert summary["scorecards"]["system"]["n"] == 0 and summary["coverage"]["errored"]["count"] == CASES
     assert summary["run"]["execution"]["api_calls"]["tutor"]["circuit_breaker"]["calls_not_sent"] == CASES - 5
     result.stdout.fnmatch_lines(["tutor: circuit breaker open: 5 calls in a row failed with *(3 calls not sent)", "*guardbench gate failed: pipeline errors 8 > 0*"])
-    artifacts = [p for p in pytester.path.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".md", ".html", ".csv", ".xml")]
-    assert not [p for p in artifacts if KEY in p.read_text(errors="replace")], "the planted key reached an artifact"
+    artifacts = [p for p in pytester.path.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".md", ".html", ".csv", ".xml", ".sqlite")]
+    assert {p.suffix for p in artifacts} >= {".jsonl", ".html", ".xml", ".sqlite"}
+    assert not [p for p in artifacts if KEY.encode() in p.read_bytes()], "the planted key reached an artifact or the cache"
     assert KEY not in result.stdout.str() + result.stderr.str()
 
 
