@@ -95,8 +95,11 @@ class OpenAIStub:
                     return
                 preflight = any(m.get("content") == PREFLIGHT_PROMPT for m in body.get("messages") or [])
                 with stub._lock:
-                    (stub.preflights if preflight else stub.requests).append(body)
-                    stub.auth_headers.append(self.headers.get("Authorization"))
+                    if preflight:
+                        stub.preflights.append(body)
+                    else:  # auth_headers[i] belongs to requests[i]
+                        stub.requests.append(body)
+                        stub.auth_headers.append(self.headers.get("Authorization"))
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send(404, {"error": {"message": "not found"}})
                     return

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -126,3 +127,18 @@ def test_rejudge_needs_a_run_folder(tmp_path, capsys):
 
     assert main(["rejudge", str(tmp_path)]) == 4
     assert "has no results.jsonl" in capsys.readouterr().err
+
+
+def test_rejudge_and_judge_quality_close_the_api_judge_connection(pytester, openai_stub):
+    import subprocess
+    import sys
+
+    write_project(pytester)
+    pytester.runpytest_subprocess("--guardbench-min-recall=0.5", "--guardbench-max-fpr=0.5")
+    run = next((pytester.path / "reports").iterdir())
+    judge = f"vllm:judge@{openai_stub.base_url}"
+    labels = Path(__file__).parents[2] / "datasets" / "judge_audit_smollm2_v1.jsonl"
+    for command in (["rejudge", str(run), "--judge", judge], ["judge-quality", str(labels), "--judge", judge]):
+        done = subprocess.run([sys.executable, "-X", "dev", "-m", "pytest_guardbench.cli", *command], capture_output=True, text=True, cwd=pytester.path)
+        assert done.returncode in (0, 1), done.stderr
+        assert "Unclosed" not in done.stderr, f"{command[0]} left an HTTP session open: {done.stderr[-500:]}"
