@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _loopback import loopback_server  # noqa: E402
 
-from pytest_guardbench.config import ModelSpec  # noqa: E402
+from pytest_guardbench.model_specs import ModelSpec  # noqa: E402
 from pytest_guardbench.engine import run_cases  # noqa: E402
 from pytest_guardbench.guards import LLMGuard  # noqa: E402
 from pytest_guardbench.judges import LLMJudge  # noqa: E402

@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench import html_report
-from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, Thresholds, default_model_cache, model_aliases, parse_model_spec
+from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, Thresholds
+from pytest_guardbench.model_specs import default_model_cache, model_aliases, parse_model_spec
 from pytest_guardbench.data import DataError, load_sources, slug
 from pytest_guardbench.gates import GateCheck, GateResult, evaluate
 from pytest_guardbench.judges import Judge, JudgeInput, LLMJudge

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from pytest_guardbench import hookspecs
-from pytest_guardbench.config import OPTIONS, ConfigError, GateMode, ModelSpec, Settings, model_aliases, parse_model_spec, price_table
+from pytest_guardbench.config import GateMode, Settings
+from pytest_guardbench.model_specs import ModelSpec, model_aliases, parse_model_spec, price_table
+from pytest_guardbench.options import OPTIONS, ConfigError
 from pytest_guardbench.data import DataError, LoadedData, check_unique_cases, label_conflicts, load_judge_labels, load_sources, load_system_prompt
 from pytest_guardbench.guards import BUILTIN_GUARDS, GraniteGuardianAdapter, Guardrail, LlamaGuardAdapter, LLMGuard, SemanticGuard
 from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, LLMJudge

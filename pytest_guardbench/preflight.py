@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from pytest_guardbench.config import ModelSpec
+from pytest_guardbench.model_specs import ModelSpec
 from pytest_guardbench.providers import ChatProvider, GenerationParams, ProviderError
 
 # The one message a preflight sends; servers answer it with a token and tests can tell it apart.

@@ -15,7 +15,7 @@ import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from collections.abc import Sequence
-from typing import IO, Any
+from typing import Any
 
 from pytest_guardbench.gates import GateResult
 from pytest_guardbench.schemas import CaseRecord

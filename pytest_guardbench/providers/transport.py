@@ -1,0 +1,139 @@
+"""The plumbing under the OpenAI-compatible provider: the event loop each provider runs its calls
+on, one server endpoint of a role (its limit and health), a reply as read from the wire, and how a
+failed call is classified (retry it, count it toward the circuit breaker, name its cause)."""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import re
+import threading
+from collections.abc import Coroutine
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from pytest_guardbench.providers.base import Completion, ProviderError
+from pytest_guardbench.providers.limits import AdaptiveLimit
+
+T = TypeVar("T")
+RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
+
+
+def failure_kind(message: str) -> str:
+    """What went wrong, without the details that differ from call to call: `HTTP 401`, `timed out`."""
+    for pattern in (r"HTTP \d{3}", r"timed out", r"connection refused", r"cannot connect", r"invalid response body", r"no choices"):
+        found = re.search(pattern, message)
+        if found:
+            return found.group(0)
+    return message.split(":", 2)[1].strip()[:60] if message.count(":") >= 2 else message[:60]
+
+
+class CircuitOpen(ProviderError):
+    """A call refused by the open circuit breaker: never sent, so not another failure of the server."""
+
+
+class Retryable(Exception):
+    """A failed attempt worth repeating; carries the server's Retry-After when it sent one."""
+
+    def __init__(self, message: str, retry_after: str | None = None, rate_limited: bool = False) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+        self.rate_limited = rate_limited
+
+
+@dataclass(frozen=True)
+class Reply:
+    text: str
+    model: str
+    finish_reason: str | None
+    completion_tokens: int | None
+    prompt_tokens: int | None
+    latency_s: float
+    logprobs: Any = None
+
+    def completion(self) -> Completion:
+        return Completion(self.text, self.model, self.finish_reason, self.completion_tokens, self.prompt_tokens, self.latency_s)
+
+
+@dataclass
+class Endpoint:
+    """One server of a role: its own client, in-flight limit and health. After `failures_to_drop`
+    failed calls in a row it is taken out for `cooldown_s`, then tried again."""
+
+    url: str | None
+    limit: AdaptiveLimit
+    client: Any = None
+    calls: int = 0
+    failures: int = 0
+    failures_in_a_row: int = 0
+    taken_out: int = 0
+    down_until: float = 0.0
+    waiting: int = 0  # calls sent here that wait for a free slot
+
+    def healthy(self, now: float) -> bool:
+        return now >= self.down_until
+
+    def load(self) -> float:
+        return (self.limit.in_flight + self.waiting) / self.limit.limit
+
+    def stats(self) -> dict[str, Any]:
+        return {"calls": self.calls, "failures": self.failures, "taken_out": self.taken_out, "lowest_concurrency": self.limit.lowest}
+
+
+class LoopThread:
+    """An event loop running forever in a daemon thread; coroutines are handed to it from any thread."""
+
+    def __init__(self, name: str) -> None:
+        self.loop = new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, name=f"guardbench-{name}", daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
+
+    def cancel_pending(self) -> None:
+        """Cancel what is still running. A call still in flight at the end of a run (Ctrl-C, an
+        internal error) would otherwise leave the thread waiting on it blocked forever, and the
+        interpreter waits for that thread at exit."""
+
+        async def cancel_all() -> None:
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        try:
+            asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(timeout=5)
+        except (concurrent.futures.TimeoutError, RuntimeError):
+            pass  # the loop is stuck or gone: stopping it is all that is left
+
+    def stop(self) -> None:
+        self.cancel_pending()
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=5)
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's loop where it is installed (not on Windows): about a sixth less CPU per call than
+    asyncio's own, for the same client (bench/bench_engine_api.py)."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            return False
+        if isinstance(seen, kind):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
+
+
+def short(text: str, limit: int = 200) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
