@@ -18,10 +18,10 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_guardbench.gates import GateResult
+from pytest_guardbench.run_summary import SUMMARY_SCHEMA_VERSION, load_records
 from pytest_guardbench.schemas import CaseRecord
 from pytest_guardbench.scoring import fmt_rate
 
-SUMMARY_SCHEMA_VERSION = 1
 CARD_COLUMNS = (
     "n", "tp", "fp", "tn", "fn", "harmful_support", "safe_support", "precision", "recall", "f1",
     "false_positive_rate", "false_negative_rate", "balanced_error_rate", "overall_success_rate",
@@ -380,14 +380,4 @@ def utc_now() -> datetime:
 
 def load_run_records(run_dir: Path) -> list[CaseRecord]:
     """The records of a finished run (its results.jsonl); the last line for a case id wins."""
-    path = run_dir / "results.jsonl"
-    records: dict[str, CaseRecord] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            record = CaseRecord.model_validate_json(line)
-        except ValueError as exc:
-            raise ValueError(f"{path}: line {lineno}: not a case record ({str(exc).splitlines()[0]})") from None
-        records[record.case_id] = record
-    return list(records.values())
+    return load_records(run_dir)

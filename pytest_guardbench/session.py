@@ -19,13 +19,15 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from pytest_guardbench import gates, html_report, reports, resume, scoring, sweeps
+from pytest_guardbench import gates, reports, resume, scoring, sweeps
+from pytest_guardbench.finish import CheckBuilder, finish_run, write_run
 from pytest_guardbench.config import Settings
 from pytest_guardbench.model_specs import ModelSpec
 from pytest_guardbench.data import LoadedData, manifest
 from pytest_guardbench.gates import GateResult
 from pytest_guardbench.judges import Judge, check_judge
 from pytest_guardbench.policies import ScoringPolicy, policy_named
+from pytest_guardbench.run_summary import RunSummary
 from pytest_guardbench.schemas import Case, CaseRecord, JudgeLabel
 
 RECORD_ATTR = "guardbench_record"
@@ -276,44 +278,33 @@ class GuardbenchSession:
         expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
         records = sorted(self.records.values(), key=lambda r: r.case_id)
         policy = self.inputs.policy
-        metrics = scoring.summarise(expected, records, policy, [self.lost[k] for k in sorted(self.lost)])
-        metrics["guard_sweeps"] = sweeps.guard_sweeps(records, settings.thresholds.min_recall or 0.9)
-        metrics["warnings"].extend(self._served_model_warnings(records))
-        metrics.update(self._judge_quality())
-        self.gate = gates.evaluate(metrics, settings.thresholds)
+        extra: dict[str, Any] = {"warnings": self._served_model_warnings(records), **self._judge_quality()}
+        checks: list[CheckBuilder] = []
         if settings.baseline is not None:
-            comparison = gates.compare_with_baseline(_handled(self.records.values(), policy), _handled(reports.load_run_records(settings.baseline), policy))
-            metrics["baseline"] = {"run_dir": str(settings.baseline), **comparison}
-            self.gate = gates.GateResult(checks=(*self.gate.checks, gates.baseline_check(comparison)))
+            comparison = gates.compare_with_baseline(_handled(records, policy), _handled(reports.load_run_records(settings.baseline), policy))
+            checks.append(lambda _: ({"baseline": {"run_dir": str(settings.baseline), **comparison}}, [gates.baseline_check(comparison)]))
         if settings.scorecard_snapshot is not None:
-            self._scorecard_snapshot(metrics, settings.scorecard_snapshot, settings.scorecard_tolerance)
+            checks.append(self._scorecard_snapshot)
         run_dir = self._ensure_run_dir()
-        finished = reports.utc_now()
         run = {
             "run_id": self.run_id,
             "started_at": self.started.isoformat(),
-            "finished_at": finished.isoformat(),
+            "finished_at": reports.utc_now().isoformat(),
             "duration_s": round(time.perf_counter() - self._started_clock, 3),
             "worker_crashes": self.worker_crashes,
             "internal_errors": self.internal_errors,
             "execution": self._execution(),
             "usage": sweeps.usage(records, self.inputs.prices),
         }
-        summary = reports.assemble_summary(
-            metrics,
-            self.gate,
-            run=run,
-            stack=self._stack(),
-            selection=self._selection(),
-            thresholds=settings.thresholds.model_dump(),
-            incomplete_reasons=self._incomplete_reasons(session),
-        )
-        self.config.hook.pytest_guardbench_summary(config=self.config, summary=summary)
+        finished, self.gate = finish_run(expected, records, policy, settings.thresholds, run=run, stack=self._stack(), selection=self._selection(),
+                                         lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
+                                         extra_metrics=extra, checks=checks)  # fmt: skip
+        summary = finished.as_json()
+        self.config.hook.pytest_guardbench_summary(config=self.config, summary=summary)  # a plugin may add blocks
         self.summary = summary
         if self._writer is not None:
             self._writer.close()
-        reports.write_all(run_dir, summary, manifest(self.inputs.data, expected), self._meta())
-        html_report.write(run_dir, summary, records, policy)
+        write_run(run_dir, RunSummary.model_validate(summary), records, policy, manifest=manifest(self.inputs.data, expected), meta=self._meta())
         _append_github_step_summary(summary)
         if session.exitstatus != pytest.ExitCode.OK:
             return
@@ -345,19 +336,19 @@ class GuardbenchSession:
             reasons.append(f"--guardbench-max-duration {limit:g} s reached: {not_run} case(s) not run")
         return reasons
 
-    def _scorecard_snapshot(self, metrics: dict[str, Any], path: Path, tolerance: float) -> None:
+    def _scorecard_snapshot(self, metrics: dict[str, Any]) -> tuple[dict[str, Any], list[gates.GateCheck]]:
         """Compare with the committed scorecard file; write it when missing or on --snapshot-update."""
-        assert self.gate is not None
+        settings = self.inputs.settings
+        path, tolerance = settings.scorecard_snapshot, settings.scorecard_tolerance
+        assert path is not None
         current = gates.scorecard_snapshot(metrics)
         update = bool(getattr(self.config.option, "update_snapshots", False))
         if path.is_file() and not update:
             stored = json.loads(path.read_text(encoding="utf-8"))
-            self.gate = gates.GateResult(checks=(*self.gate.checks, *gates.compare_scorecard(current, stored, tolerance)))
-            metrics["scorecard_snapshot"] = {"path": str(path), "tolerance": tolerance, "stored": stored}
-            return
+            return {"scorecard_snapshot": {"path": str(path), "tolerance": tolerance, "stored": stored}}, gates.compare_scorecard(current, stored, tolerance)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        metrics["scorecard_snapshot"] = {"path": str(path), "tolerance": tolerance, "written": True}
+        return {"scorecard_snapshot": {"path": str(path), "tolerance": tolerance, "written": True}}, []
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.summary is None:

@@ -57,3 +57,34 @@ def test_incompatible_runs_are_refused(pytester, capsys):
     [second] = [d for d in reports.iterdir() if d != first]
     assert main(["merge", str(first), str(second), "--out", str(pytester.path / "m")]) == 4
     assert "stack.max_new_tokens is 9" in capsys.readouterr().err
+
+
+def test_a_live_run_its_merge_and_its_rejudge_with_the_same_judge_give_the_same_summary(pytester):
+    from pytest_guardbench.run_summary import load_run
+
+    write_project(pytester, ini="guardbench_variants = original,typo\n")
+    assert pytester.runpytest_subprocess(*LENIENT).ret == 0
+    [live_dir] = list((pytester.path / "reports").iterdir())
+    merged_dir = pytester.path / "merged"
+    assert main(["merge", str(live_dir), "--out", str(merged_dir)]) == 0
+    assert main(["rejudge", str(live_dir), "--judge", "rules"]) == 0
+    [rejudged_dir] = [p for p in live_dir.iterdir() if p.is_dir()]
+    live, merged, rejudged = (load_run(d) for d in (live_dir, merged_dir, rejudged_dir))
+    for key in (*COMPARED, "completeness", "metric_definitions", "thresholds", "flip_rates"):
+        assert getattr(merged, key) == getattr(live, key) == getattr(rejudged, key), key
+    assert [c.message for c in merged.gate.checks] == [c.message for c in live.gate.checks] == [c.message for c in rejudged.gate.checks]
+
+
+def test_load_results_gives_one_typed_row_per_case(pytester):
+    from pytest_guardbench import load_results
+
+    write_project(pytester)
+    pytester.runpytest_subprocess(*LENIENT)
+    [run] = list((pytester.path / "reports").iterdir())
+    frame = load_results(run)
+    assert len(frame) == 6 and frame["case_id"].is_unique
+    assert str(frame["is_harmful"].dtype) == "boolean" and str(frame["sample_index"].dtype) == "Int64"
+    assert frame.loc[frame["case_id"] == "mini.h2.original", "response_safety"].item() == "unsafe"
+    assert frame["guard_status"].isna().all(), "no guard ran: a missing value, not a string 'None'"
+    by_variant = frame.groupby("variant")["tutor_ran"].mean()
+    assert by_variant["original"] == 1.0
