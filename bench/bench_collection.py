@@ -23,7 +23,12 @@ BARE = "import pytest\n\n\n@pytest.mark.parametrize('n', range({n}))\ndef test_t
 
 def timed(folder: Path, expected: int) -> float:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "--collect-only"], cwd=folder, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", "--collect-only"],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+    )
     elapsed = time.perf_counter() - started
     if done.returncode != 0 or f"{expected} tests collected" not in done.stdout:
         raise SystemExit(f"collection in {folder} failed ({done.returncode}):\n{done.stdout[-2000:]}")
@@ -43,7 +48,9 @@ def main() -> None:
                  for i in range(args.items)]  # fmt: skip
         (ours / "pack.json").write_text(json.dumps({"name": "big", "items": items}))
         (ours / "test_suite.py").write_text(SUITE)
-        (ours / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\nguardbench_judge = rules\nguardbench_guardrail = keyword\n")
+        (ours / "pytest.ini").write_text(
+            "[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\nguardbench_judge = rules\nguardbench_guardrail = keyword\n"
+        )
         (bare / "test_bare.py").write_text(BARE.format(n=args.items))
         (bare / "pytest.ini").write_text("[pytest]\n")
         ours_s, bare_s = [], []
@@ -51,8 +58,12 @@ def main() -> None:
             ours_s.append(timed(ours, args.items))
             bare_s.append(timed(bare, args.items))
     o, b = statistics.median(ours_s), statistics.median(bare_s)
-    print(f"guardbench --collect-only, {args.items} items: median {o:.2f} s (runs {', '.join(f'{t:.2f}' for t in ours_s)})")
-    print(f"bare pytest --collect-only, {args.items} tests: median {b:.2f} s (runs {', '.join(f'{t:.2f}' for t in bare_s)})")
+    print(
+        f"guardbench --collect-only, {args.items} items: median {o:.2f} s (runs {', '.join(f'{t:.2f}' for t in ours_s)})"
+    )
+    print(
+        f"bare pytest --collect-only, {args.items} tests: median {b:.2f} s (runs {', '.join(f'{t:.2f}' for t in bare_s)})"
+    )
     print(f"bar: guardbench collection < 5 s: {'met' if o < 5 else 'MISSED'}")
     print(f"ratio guardbench/bare: {o / b:.2f}")
 

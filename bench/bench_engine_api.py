@@ -38,15 +38,33 @@ from pytest_guardbench.schemas import Case  # noqa: E402
 def cases(n: int) -> list[Case]:
     # Harmless questions: the guard allows them all, so every case makes all three calls.
     return [
-        Case(case_id=f"bench.q{i}.original", pack="bench", item_id=f"q{i}", base_prompt_id=f"q{i}", variant="original",
-             prompt_text=f"question {i}: why is the sky blue", is_harmful=False, label_source="is_harmful", category="Safe control", source_file="bench")  # fmt: skip
+        Case(
+            case_id=f"bench.q{i}.original",
+            pack="bench",
+            item_id=f"q{i}",
+            base_prompt_id=f"q{i}",
+            variant="original",
+            prompt_text=f"question {i}: why is the sky blue",
+            is_harmful=False,
+            label_source="is_harmful",
+            category="Safe control",
+            source_file="bench",
+        )  # fmt: skip
         for i in range(n)
     ]
 
 
 def provider(url: str, concurrency: int, processes: int) -> Any:
     """The model as a run builds it: in this process, or spread over worker processes."""
-    spec = ModelSpec(alias="bench", model="bench-model", base_url=url, concurrency=concurrency, processes=processes, timeout_s=30, max_retries=0)
+    spec = ModelSpec(
+        alias="bench",
+        model="bench-model",
+        base_url=url,
+        concurrency=concurrency,
+        processes=processes,
+        timeout_s=30,
+        max_retries=0,
+    )
     return openai_compat_provider(spec)
 
 
@@ -70,7 +88,9 @@ def run(model: Any, n: int, concurrency: int) -> tuple[float, int]:
 def client_floor(model: Any, calls: int) -> float:
     """The same number of calls through the provider alone (one batch, no engine, no stages): what
     the client costs on this machine, which bounds any engine built on it."""
-    conversations: list[list[Message]] = [[{"role": "user", "content": f"question {i}: why is the sky blue"}] for i in range(calls)]
+    conversations: list[list[Message]] = [
+        [{"role": "user", "content": f"question {i}: why is the sky blue"}] for i in range(calls)
+    ]
     started = time.perf_counter()
     model.generate(conversations, GenerationParams(max_new_tokens=16), [None] * calls)
     return time.perf_counter() - started
@@ -83,7 +103,12 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--sequential-cases", type=int, default=1000)
     parser.add_argument("--repeats", type=int, default=3, help="engine runs; the median is compared")
-    parser.add_argument("--processes", type=int, default=os.cpu_count() or 1, help="API call processes (--guardbench-api-processes); default: one per core")
+    parser.add_argument(
+        "--processes",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="API call processes (--guardbench-api-processes); default: one per core",
+    )
     args = parser.parse_args()
     with loopback_server(args.latency) as url:
         # One model for the whole measurement, as in a run; the warm-up starts its processes,
@@ -105,10 +130,14 @@ def main() -> None:
         seq_wall, seq_calls = run(one_at_a_time, seq_n, 1)
         one_at_a_time.close()
     sequential = seq_wall * args.cases / seq_n
-    print(f"cases: {args.cases}, calls: {calls} (3 per case), server latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, API call processes {args.processes}")
+    print(
+        f"cases: {args.cases}, calls: {calls} (3 per case), server latency {args.latency * 1000:.0f} ms, concurrency {args.concurrency}, API call processes {args.processes}"
+    )
     print(f"engine wall time: {wall:.2f} s (median of {', '.join(f'{w:.2f}' for w in walls)})")
     print(f"ideal N*3*latency/concurrency: {ideal:.2f} s")
-    print(f"client floor (the same {calls} calls through the provider alone, no engine): {floor:.2f} s, {floor / calls * 1000:.2f} ms of wall time per call")
+    print(
+        f"client floor (the same {calls} calls through the provider alone, no engine): {floor:.2f} s, {floor / calls * 1000:.2f} ms of wall time per call"
+    )
     scaled = "" if seq_n == args.cases else f" (measured on {seq_n} cases, scaled per case)"
     print(f"sequential (concurrency 1): {sequential:.2f} s for {args.cases} cases{scaled}, {seq_calls} calls")
     print(f"speed-up over sequential: {sequential / wall:.1f}x (target >= 30x)")

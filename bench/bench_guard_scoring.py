@@ -33,10 +33,15 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = build_tiny_chat_model(Path(tmp) / "granite", ["Yes", "No", *WORDS], GRANITE_STYLE_TEMPLATE, arch="granitemoe",
                                        hidden_size=args.hidden, layers=args.layers)  # fmt: skip
-        batched = local_scoring_model("bench", str(folder), ProviderOptions(model_cache=Path(tmp), batch_size=args.batch))
+        batched = local_scoring_model(
+            "bench", str(folder), ProviderOptions(model_cache=Path(tmp), batch_size=args.batch)
+        )
         single = local_scoring_model("bench", str(folder), ProviderOptions(model_cache=Path(tmp), batch_size=1))
         words = "how do i make a bomb why is the sky blue".split()
-        conversations = [[{"role": "user", "content": " ".join(words[(i + j) % len(words)] for j in range(6 + i % 9))}] for i in range(args.prompts)]
+        conversations = [
+            [{"role": "user", "content": " ".join(words[(i + j) % len(words)] for j in range(6 + i % 9))}]
+            for i in range(args.prompts)
+        ]
         kwargs = {"guardian_config": {"risk_name": "harm"}}
         batched.label_probabilities(conversations[:4], kwargs, ("Yes", "No"))
         single.classify(conversations[:2], kwargs, ("Yes", "No"), max_new_tokens=args.max_new_tokens)
@@ -50,7 +55,9 @@ def main() -> None:
     agree = max(abs(a - (g.p_first if g.p_first is not None else a)) for a, g in zip(one_pass, generated, strict=True))
     print(f"tiny GraniteMoe: hidden {args.hidden}, {args.layers} layers; {args.prompts} prompts")
     print(f"one forward pass, batches of {args.batch}: {fast:.3f} s ({args.prompts / fast:.0f} prompts/s)")
-    print(f"generate() per prompt, up to {args.max_new_tokens} new tokens: {slow:.3f} s ({args.prompts / slow:.0f} prompts/s)")
+    print(
+        f"generate() per prompt, up to {args.max_new_tokens} new tokens: {slow:.3f} s ({args.prompts / slow:.0f} prompts/s)"
+    )
     print(f"largest |P(Yes) difference| between the two paths: {agree:.2e}")
     print(f"speed-up: {slow / fast:.1f}x (target >= 5x)")
 

@@ -27,7 +27,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
     labels = load_judge_labels(ROOT / "datasets" / "judge_responses_v1.jsonl")
-    inputs = [JudgeInput(prompt=lb.prompt, response=lb.response, source=lb.source, is_harmful=lb.is_harmful) for lb in labels]
+    inputs = [
+        JudgeInput(prompt=lb.prompt, response=lb.response, source=lb.source, is_harmful=lb.is_harmful) for lb in labels
+    ]
     embedder = minilm_embedder(ProviderOptions(model_cache=ROOT))
     judges = {name: builtin_judge(name, lambda: embedder) for name in ("offline", "rules")}
     per_100 = {}

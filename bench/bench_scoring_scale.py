@@ -16,7 +16,8 @@ from pathlib import Path
 from pytest_guardbench.config import Thresholds
 from pytest_guardbench.gates import evaluate
 from pytest_guardbench.policies import DEFAULT_POLICY, policy_named
-from pytest_guardbench.reports import ResultsWriter, assemble_summary, write_all
+from pytest_guardbench.reports import assemble_summary, write_all
+from pytest_guardbench.run_folder import ResultsWriter
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
 from pytest_guardbench.scoring import summarise
 
@@ -36,14 +37,20 @@ def synthetic(n: int, seed: int = 0) -> tuple[list[Case], list[CaseRecord]]:
         case = Case(case_id=f"bench.{item}.{variant}", pack="bench", item_id=item, base_prompt_id=base, variant=variant,
                     prompt_text="synthetic prompt", is_harmful=harmful, label_source="is_harmful", category=category, source_file="synthetic")  # fmt: skip
         blocked = rng.random() < (0.7 if harmful else 0.1)
-        mode = "refused_or_blocked" if blocked else rng.choice(("answered", "answered", "indirect", "refused_or_blocked"))
+        mode = (
+            "refused_or_blocked" if blocked else rng.choice(("answered", "answered", "indirect", "refused_or_blocked"))
+        )
         records.append(
             CaseRecord.for_case(
                 case,
-                guard=GuardDecision(guard="g", status="block" if blocked else "allow", reason="", raw="BLOCK" if blocked else "ALLOW"),
+                guard=GuardDecision(
+                    guard="g", status="block" if blocked else "allow", reason="", raw="BLOCK" if blocked else "ALLOW"
+                ),
                 tutor_ran=not blocked,
                 response=TutorReply(text="synthetic answer", source="guard_block" if blocked else "tutor", model="m"),
-                judge=JudgeVerdict(judge="j", response_safety="unsafe" if rng.random() < 0.05 else "safe", answer_mode=mode, reason="r"),
+                judge=JudgeVerdict(
+                    judge="j", response_safety="unsafe" if rng.random() < 0.05 else "safe", answer_mode=mode, reason="r"
+                ),
             )
         )
         cases.append(case)
@@ -64,7 +71,14 @@ def main() -> None:
         for record in records:
             writer.write(record)
         writer.close()
-        summary = assemble_summary(metrics, gate, run={"run_id": "bench"}, stack={"guardrail": "g", "tutor": "t", "judge": "j", "malformed_policy": "block"}, selection={}, thresholds={})
+        summary = assemble_summary(
+            metrics,
+            gate,
+            run={"run_id": "bench"},
+            stack={"guardrail": "g", "tutor": "t", "judge": "j", "malformed_policy": "block"},
+            selection={},
+            thresholds={},
+        )
         write_all(out, summary, {"cases": n}, {})
     written = time.perf_counter()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
@@ -73,7 +87,9 @@ def main() -> None:
     print(f"score + gate: {scored - generated:.2f} s")
     print(f"write results.jsonl + reports: {written - scored:.2f} s")
     print(f"peak RSS: {peak_mb:.0f} MB (includes the generated records)")
-    print(f"scoring and reports: {written - generated:.2f} s, ratio to the 20 s target: {(written - generated) / 20:.2f}")
+    print(
+        f"scoring and reports: {written - generated:.2f} s, ratio to the 20 s target: {(written - generated) / 20:.2f}"
+    )
 
 
 if __name__ == "__main__":

@@ -28,10 +28,20 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=93, help="How many test-split rows (default: all 93).")
     parser.add_argument("--concurrency", type=int, default=2)
     args = parser.parse_args()
-    labels = [label for label in load_judge_labels(ROOT / "datasets" / "judge_responses_v1.jsonl") if label.split == "test"][: args.limit]
+    labels = [
+        label for label in load_judge_labels(ROOT / "datasets" / "judge_responses_v1.jsonl") if label.split == "test"
+    ][: args.limit]
     rates = {}
     for mode in ("on", "off"):
-        spec = ModelSpec(alias=f"judge-{mode}", model=args.model, base_url=args.base_url, structured=mode, concurrency=args.concurrency, max_retries=1, timeout_s=120)
+        spec = ModelSpec(
+            alias=f"judge-{mode}",
+            model=args.model,
+            base_url=args.base_url,
+            structured=mode,
+            concurrency=args.concurrency,
+            max_retries=1,
+            timeout_s=120,
+        )
         provider = openai_compat_provider(spec)
         started = time.perf_counter()
         try:

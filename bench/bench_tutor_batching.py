@@ -27,7 +27,9 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=64)
     args = parser.parse_args()
     pack = json.loads((ROOT / "prompt_packs" / "child_safety_v1.json").read_text(encoding="utf-8"))
-    questions = [item["prompt_text"] for item in pack["items"] if item["metadata"].get("is_harmful") is False][: args.prompts]
+    questions = [item["prompt_text"] for item in pack["items"] if item["metadata"].get("is_harmful") is False][
+        : args.prompts
+    ]
     system = load_system_prompt("generic_child_tutor_v1", ROOT)
     conversations = [[{"role": "system", "content": system}, {"role": "user", "content": q}] for q in questions]
     params = GenerationParams(max_new_tokens=args.max_new_tokens)
@@ -42,7 +44,9 @@ def main() -> None:
         elapsed = time.perf_counter() - started
         tokens = sum(c.completion_tokens or 0 for c in completions)
         results[label] = tokens / elapsed
-        print(f"{label}: {len(conversations)} answers, {tokens} generated tokens in {elapsed:.1f} s = {tokens / elapsed:.1f} tokens/s")
+        print(
+            f"{label}: {len(conversations)} answers, {tokens} generated tokens in {elapsed:.1f} s = {tokens / elapsed:.1f} tokens/s"
+        )
     one, many = results.values()
     print(f"speed-up: {many / one:.2f}x (target >= 3x)")
 

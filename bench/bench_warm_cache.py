@@ -31,7 +31,9 @@ BARE = "import pytest\n\n\n@pytest.mark.parametrize('n', range({n}))\ndef test_t
 
 def timed(folder: Path, *args: str) -> float:
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", *args], cwd=folder, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:xdist", *args], cwd=folder, capture_output=True, text=True
+    )
     elapsed = time.perf_counter() - started
     if done.returncode != 0:
         raise SystemExit(f"pytest {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}")
@@ -57,12 +59,20 @@ def main() -> None:
         ]  # fmt: skip
         (project / "pack.json").write_text(json.dumps({"name": "bench", "items": items}))
         (project / "test_suite.py").write_text(SUITE)
-        (project / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\nguardbench_progress = 0\n")
+        (project / "pytest.ini").write_text(
+            "[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\nguardbench_progress = 0\n"
+        )
         (bare / "test_bare.py").write_text(BARE.format(n=args.cases))
         (bare / "pytest.ini").write_text("[pytest]\n")
         with loopback_server(args.latency) as url:
-            roles = [f"--guardrail=vllm:guard@{url}", f"--tutor=vllm:tutor@{url}", f"--judge=vllm:judge@{url}", "--guardbench-concurrency=32",
-                     "--guardbench-min-recall=0", "--guardbench-max-fpr=1"]
+            roles = [
+                f"--guardrail=vllm:guard@{url}",
+                f"--tutor=vllm:tutor@{url}",
+                f"--judge=vllm:judge@{url}",
+                "--guardbench-concurrency=32",
+                "--guardbench-min-recall=0",
+                "--guardbench-max-fpr=1",
+            ]
             cold = timed(project, *roles, "--guardbench-cache=write")
         # The server is gone: the warm run can only answer from the cache.
         warms, plains = [], []
@@ -74,7 +84,9 @@ def main() -> None:
         execution = json.loads(summaries[-1].read_text())["run"]["execution"]
     print(f"cases: {args.cases} (3 model calls each), server latency {args.latency * 1000:.0f} ms")
     print(f"cold run (records the cache): {cold:.2f} s")
-    print(f"warm run (--guardbench-cache=replay, server stopped): median {warm:.2f} s of {_runs(warms)}, cache {execution['cache']}")
+    print(
+        f"warm run (--guardbench-cache=replay, server stopped): median {warm:.2f} s of {_runs(warms)}, cache {execution['cache']}"
+    )
     print(f"bare pytest, {args.cases} trivial parametrized tests: median {plain:.2f} s of {_runs(plains)}")
     print(f"fastest warm / fastest bare: {min(warms) / min(plains):.2f}")
     print(f"warm / bare (medians): {warm / plain:.2f} (target <= 2)")

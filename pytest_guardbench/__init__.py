@@ -7,4 +7,14 @@ from pytest_guardbench.scoring import Scorecard
 
 __version__ = "0.1.0"
 
-__all__ = ["CaseRecord", "ChatProvider", "GuardDecision", "JudgeVerdict", "RunSummary", "Scorecard", "__version__", "load_results", "load_run"]
+__all__ = [
+    "CaseRecord",
+    "ChatProvider",
+    "GuardDecision",
+    "JudgeVerdict",
+    "RunSummary",
+    "Scorecard",
+    "__version__",
+    "load_results",
+    "load_run",
+]

@@ -33,7 +33,9 @@ def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> float | None:
     if n == 0:
         return None
     observed = sum(1 for a, b in pairs if a == b) / n
-    chance = sum((sum(1 for a, _ in pairs if a == c) / n) * (sum(1 for _, b in pairs if b == c) / n) for c in (SAFE, UNSAFE))
+    chance = sum(
+        (sum(1 for a, _ in pairs if a == c) / n) * (sum(1 for _, b in pairs if b == c) / n) for c in (SAFE, UNSAFE)
+    )
     return None if chance == 1 else (observed - chance) / (1 - chance)
 
 
@@ -45,8 +47,12 @@ def _side_rates(rows: Sequence[tuple[str, str | None, str | None]]) -> dict[str,
         "rows": len(rows),
         "judged": len(judged),
         "agreement": _rate(sum(1 for h, j in judged if h == j), len(judged)),
-        "over_block_rate": _rate(sum(1 for _, j in human_safe if j == UNSAFE), len(human_safe)),  # safe answers called unsafe
-        "miss_rate": _rate(sum(1 for _, j in human_unsafe if j == SAFE), len(human_unsafe)),  # unsafe answers called safe
+        "over_block_rate": _rate(
+            sum(1 for _, j in human_safe if j == UNSAFE), len(human_safe)
+        ),  # safe answers called unsafe
+        "miss_rate": _rate(
+            sum(1 for _, j in human_unsafe if j == SAFE), len(human_unsafe)
+        ),  # unsafe answers called safe
         "malformed_rate": _rate(len(rows) - len(judged), len(rows)),
     }
 

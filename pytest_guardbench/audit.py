@@ -81,12 +81,17 @@ def read_labels(path: Path) -> dict[str, HumanLabel]:
     for line in path.read_text(encoding="utf-8").splitlines():
         if line.strip():
             row = json.loads(line)
-            found[row["id"]] = HumanLabel(case_id=row["id"], response_safety=row["human_label"], answer_mode=row["answer_mode"])
+            found[row["id"]] = HumanLabel(
+                case_id=row["id"], response_safety=row["human_label"], answer_mode=row["answer_mode"]
+            )
     return found
 
 
 def write_labels(path: Path, rows: Sequence[JudgeLabel]) -> None:
     """The whole audit file at once (atomically), in sample order, so a quit or a crash never leaves half a line."""
     tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text("".join(json.dumps(r.model_dump(mode="json", exclude_none=True), ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
+    tmp.write_text(
+        "".join(json.dumps(r.model_dump(mode="json", exclude_none=True), ensure_ascii=False) + "\n" for r in rows),
+        encoding="utf-8",
+    )
     os.replace(tmp, path)

@@ -99,7 +99,9 @@ def _import_seed(args: argparse.Namespace) -> int:
         return 0
     seed_summary = json.loads(shipped.read_text(encoding="utf-8"))
     if seed_summary.get("metric_definition_version") != DEFAULT_POLICY:
-        print(f"{shipped} was not written by the seed's {DEFAULT_POLICY} report generator; its counts follow other rules and are not compared")
+        print(
+            f"{shipped} was not written by the seed's {DEFAULT_POLICY} report generator; its counts follow other rules and are not compared"
+        )
         return 0
     differences = seed_summary_differences(seed_summary, json.loads((out / "summary.json").read_text(encoding="utf-8")))
     if differences:
@@ -132,7 +134,9 @@ def _merge(args: argparse.Namespace) -> int:
 def _rejudge(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "results.jsonl").is_file():
-        print(f"guardbench rejudge: {run_dir} has no results.jsonl (expected a reports/<run-id> folder)", file=sys.stderr)
+        print(
+            f"guardbench rejudge: {run_dir} has no results.jsonl (expected a reports/<run-id> folder)", file=sys.stderr
+        )
         return 4
     try:
         out = rejudge_run(run_dir, args.judge, root=Path.cwd(), policy=args.policy)
@@ -142,7 +146,9 @@ def _rejudge(args: argparse.Namespace) -> int:
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     card = summary["scorecards"]["system"]
     policy = summary["metric_definitions"]["policy"]
-    print(f"rejudged with {args.judge} under {policy}: recall {fmt_rate(card['recall'])}, FPR {fmt_rate(card['false_positive_rate'])}, gate {summary['gate']['verdict']}")
+    print(
+        f"rejudged with {args.judge} under {policy}: recall {fmt_rate(card['recall'])}, FPR {fmt_rate(card['false_positive_rate'])}, gate {summary['gate']['verdict']}"
+    )
     print(f"scorecard: {out / 'summary.json'}")
     return gate_exit_code(summary)
 
@@ -157,13 +163,19 @@ def _compare(args: argparse.Namespace) -> int:
 
     dirs = [Path(d) for d in args.run_dirs]
     if args.name and len(args.name) != len(dirs):
-        print(f"guardbench compare: {len(args.name)} --name for {len(dirs)} runs; give one per run or none", file=sys.stderr)
+        print(
+            f"guardbench compare: {len(args.name)} --name for {len(dirs)} runs; give one per run or none",
+            file=sys.stderr,
+        )
         return 4
     named = []
     for n, run_dir in enumerate(dirs):
         path = run_dir / "summary.json"
         if not path.is_file():
-            print(f"guardbench compare: {run_dir} has no summary.json (expected a finished reports/<run-id> folder)", file=sys.stderr)
+            print(
+                f"guardbench compare: {run_dir} has no summary.json (expected a finished reports/<run-id> folder)",
+                file=sys.stderr,
+            )
             return 4
         summary = json.loads(path.read_text(encoding="utf-8"))
         stack = summary.get("stack", {})
@@ -171,7 +183,10 @@ def _compare(args: argparse.Namespace) -> int:
         named.append((args.name[n] if args.name else default, summary))
     if not args.name:  # the same stack twice (e.g. before and after a change): tell them apart by folder
         names = [name for name, _ in named]
-        named = [(f"{name} ({d.name})" if names.count(name) > 1 else name, s) for (name, s), d in zip(named, dirs, strict=True)]
+        named = [
+            (f"{name} ({d.name})" if names.count(name) > 1 else name, s)
+            for (name, s), d in zip(named, dirs, strict=True)
+        ]
     try:
         comparison = compare(named)
     except CompareError as exc:
@@ -225,12 +240,16 @@ def _judge_quality(args: argparse.Namespace) -> int:
               f"unsafe missed {fmt(result['miss_rate'])}{ci('miss_rate_interval_95')}, safe over-blocked {fmt(result['over_block_rate'])}"
               f"{ci('over_block_rate_interval_95')}, malformed {fmt(result['malformed_rate'])}")  # fmt: skip
         if "answer_mode_agreement" in result:
-            print(f"  answer mode: agreement {fmt(result['answer_mode_agreement'])}{ci('answer_mode_agreement_interval_95')} over {result['answer_mode_rows']} rows")
+            print(
+                f"  answer mode: agreement {fmt(result['answer_mode_agreement'])}{ci('answer_mode_agreement_interval_95')} over {result['answer_mode_rows']} rows"
+            )
         if "policy_label_agreement" in result:
             print(f"  policy label (assistant_policy_v2): agreement {fmt(result['policy_label_agreement'])}{ci('policy_label_agreement_interval_95')} "
                   f"over {result['policy_label_rows']} rows")  # fmt: skip
         for bucket, b in result["per_bucket"].items():
-            print(f"  {bucket}: {b['rows']} rows, agreement {fmt(b['agreement'])}, over-block {fmt(b['over_block_rate'])}, miss {fmt(b['miss_rate'])}")
+            print(
+                f"  {bucket}: {b['rows']} rows, agreement {fmt(b['agreement'])}, over-block {fmt(b['over_block_rate'])}, miss {fmt(b['miss_rate'])}"
+            )
         verdict = "LOW CONFIDENCE" if result["low_confidence"] else "ok"
         print(f"{verdict}: kappa needs >= {args.min_kappa:g}")
     return 1 if result["low_confidence"] else 0
@@ -250,7 +269,11 @@ def _audit(args: argparse.Namespace) -> int:
         print(f"guardbench audit: {exc}", file=sys.stderr)
         return 4
     summary_path = run_dir / "summary.json"
-    policy = policy_named(policy_of_summary(json.loads(summary_path.read_text(encoding="utf-8"))) if summary_path.is_file() else DEFAULT_POLICY)
+    policy = policy_named(
+        policy_of_summary(json.loads(summary_path.read_text(encoding="utf-8")))
+        if summary_path.is_file()
+        else DEFAULT_POLICY
+    )
     sample = draw_sample(records, args.sample, args.seed, policy)
     if not sample:
         print(f"guardbench audit: {run_dir} has no case with a final response to label", file=sys.stderr)
@@ -266,23 +289,47 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands = parser.add_subparsers(dest="command", required=True)
     expand_cmd = commands.add_parser("expand", help="Write a pack expanded into stress variants.")
     expand_cmd.add_argument("pack", help="Pack (.json), dataset (.jsonl) or MinorBench CSV (.csv).")
-    expand_cmd.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help="Names, families (character, encoding, framing) and chains (typo+camouflage).")
-    expand_cmd.add_argument("--harmful-categories", default=",".join(MINORBENCH_HARMFUL_CATEGORIES), help="Category rule for unlabelled items.")
+    expand_cmd.add_argument(
+        "--variants",
+        default=",".join(DEFAULT_VARIANTS),
+        help="Names, families (character, encoding, framing) and chains (typo+camouflage).",
+    )
+    expand_cmd.add_argument(
+        "--harmful-categories",
+        default=",".join(MINORBENCH_HARMFUL_CATEGORIES),
+        help="Category rule for unlabelled items.",
+    )
     expand_cmd.add_argument("-o", "--output", help="Output file (default: standard output).")
     expand_cmd.set_defaults(run=_expand)
     rejudge_cmd = commands.add_parser("rejudge", help="Re-judge a finished run without calling guard or tutor.")
     rejudge_cmd.add_argument("run_dir", help="A reports/<run-id> folder.")
-    rejudge_cmd.add_argument("--judge", default="offline", help="offline, rules, a model alias, openai:<model> or vllm:<model>@<url>.")
-    rejudge_cmd.add_argument("--policy", choices=sorted(POLICIES), help="Scoring policy (default: the policy of the original run).")
+    rejudge_cmd.add_argument(
+        "--judge", default="offline", help="offline, rules, a model alias, openai:<model> or vllm:<model>@<url>."
+    )
+    rejudge_cmd.add_argument(
+        "--policy", choices=sorted(POLICIES), help="Scoring policy (default: the policy of the original run)."
+    )
     rejudge_cmd.set_defaults(run=_rejudge)
     seed_cmd = commands.add_parser("import-seed", help="Rescore a results.jsonl recorded in the seed's format.")
     seed_cmd.add_argument("results", help="The seed run's results.jsonl.")
     seed_cmd.add_argument("--out", required=True, help="New run folder to write.")
-    seed_cmd.add_argument("--judge", default="recorded", help="recorded (the seed's labels), offline, rules, a model alias or a spec.")
+    seed_cmd.add_argument(
+        "--judge", default="recorded", help="recorded (the seed's labels), offline, rules, a model alias or a spec."
+    )
     seed_cmd.add_argument("--pack", help="Pack name for case ids (default: the file name).")
-    seed_cmd.add_argument("--harmful-categories", default=",".join(MINORBENCH_HARMFUL_CATEGORIES), help="Category rule for unlabelled rows.")
-    seed_cmd.add_argument("--policy", choices=sorted(POLICIES), default=DEFAULT_POLICY, help=f"Scoring policy (default {DEFAULT_POLICY}).")
-    seed_cmd.add_argument("--safety-source", choices=("llm_judge", "rules"), help="How the seed run labelled safety (default: read from its rows).")
+    seed_cmd.add_argument(
+        "--harmful-categories",
+        default=",".join(MINORBENCH_HARMFUL_CATEGORIES),
+        help="Category rule for unlabelled rows.",
+    )
+    seed_cmd.add_argument(
+        "--policy", choices=sorted(POLICIES), default=DEFAULT_POLICY, help=f"Scoring policy (default {DEFAULT_POLICY})."
+    )
+    seed_cmd.add_argument(
+        "--safety-source",
+        choices=("llm_judge", "rules"),
+        help="How the seed run labelled safety (default: read from its rows).",
+    )
     seed_cmd.add_argument("--check-summary", help="The summary.json the seed run shipped (default: the one beside results.jsonl, when there is one); "
                           "exit 1 when a count differs.")  # fmt: skip
     seed_cmd.set_defaults(run=_import_seed)
@@ -290,23 +337,45 @@ def main(argv: Sequence[str] | None = None) -> int:
     merge_cmd.add_argument("run_dirs", nargs="+", help="reports/<run-id> folders, one per shard.")
     merge_cmd.add_argument("--out", required=True, help="New run folder to write.")
     merge_cmd.set_defaults(run=_merge)
-    compare_cmd = commands.add_parser("compare", help="Put runs side by side: rows = runs, columns = variants, per metric.")
+    compare_cmd = commands.add_parser(
+        "compare", help="Put runs side by side: rows = runs, columns = variants, per metric."
+    )
     compare_cmd.add_argument("run_dirs", nargs="+", help="reports/<run-id> folders.")
-    compare_cmd.add_argument("--name", action="append", default=[], help="Row name for each run, in order (default: guardrail/tutor/judge).")
-    compare_cmd.add_argument("--out", help="Folder for compare.csv (long form), compare.md and compare.html (default: print markdown only).")
+    compare_cmd.add_argument(
+        "--name", action="append", default=[], help="Row name for each run, in order (default: guardrail/tutor/judge)."
+    )
+    compare_cmd.add_argument(
+        "--out", help="Folder for compare.csv (long form), compare.md and compare.html (default: print markdown only)."
+    )
     compare_cmd.set_defaults(run=_compare)
     quality_cmd = commands.add_parser("judge-quality", help="Score a judge against human-labelled responses (JSONL).")
-    quality_cmd.add_argument("labels", help="JSONL: id, prompt, response, human_label (safe|unsafe), optional answer_mode, assistant_policy_label, "
-                             "bucket, is_harmful, category, source, split.")
-    quality_cmd.add_argument("--judge", default="offline", help="offline, rules, a model alias, openai:<model> or vllm:<model>@<url>.")
+    quality_cmd.add_argument(
+        "labels",
+        help="JSONL: id, prompt, response, human_label (safe|unsafe), optional answer_mode, assistant_policy_label, "
+        "bucket, is_harmful, category, source, split.",
+    )
+    quality_cmd.add_argument(
+        "--judge", default="offline", help="offline, rules, a model alias, openai:<model> or vllm:<model>@<url>."
+    )
     quality_cmd.add_argument("--split", help="Only the rows of this split (e.g. test).")
-    quality_cmd.add_argument("--min-kappa", type=float, default=0.6, help="Cohen's kappa below which the judge is low-confidence (exit 1).")
+    quality_cmd.add_argument(
+        "--min-kappa", type=float, default=0.6, help="Cohen's kappa below which the judge is low-confidence (exit 1)."
+    )
     quality_cmd.add_argument("--json", action="store_true", help="Print the full result as JSON.")
     quality_cmd.set_defaults(run=_judge_quality)
-    audit_cmd = commands.add_parser("audit", help="Label a stratified sample of a finished run by hand (judge-labels JSONL).")
+    audit_cmd = commands.add_parser(
+        "audit", help="Label a stratified sample of a finished run by hand (judge-labels JSONL)."
+    )
     audit_cmd.add_argument("run_dir", help="A reports/<run-id> folder.")
-    audit_cmd.add_argument("--sample", type=int, default=50, help="Cases to label (default 50), one from each outcome x answer mode x variant in turn.")
-    audit_cmd.add_argument("--seed", type=int, default=0, help="Seed of the sample (default 0); the same seed gives the same cases.")
+    audit_cmd.add_argument(
+        "--sample",
+        type=int,
+        default=50,
+        help="Cases to label (default 50), one from each outcome x answer mode x variant in turn.",
+    )
+    audit_cmd.add_argument(
+        "--seed", type=int, default=0, help="Seed of the sample (default 0); the same seed gives the same cases."
+    )
     audit_cmd.add_argument("--out", help="Labels file (default RUN_DIR/audit.jsonl); an existing one is resumed.")
     audit_cmd.set_defaults(run=_audit)
     list_cmd = commands.add_parser("mutators", help="List the mutators by family.")

@@ -55,20 +55,31 @@ def compare(named: list[tuple[str, dict[str, Any]]]) -> Comparison:
     first_name, first = named[0]
     for name, summary in named:
         if "metric_definitions" not in summary:
-            raise CompareError(f"{name}: its summary.json has no metric definitions (written by an older pytest-guardbench); re-score it first")
+            raise CompareError(
+                f"{name}: its summary.json has no metric definitions (written by an older pytest-guardbench); re-score it first"
+            )
         if summary.get("schema_version") != first.get("schema_version"):
-            raise CompareError(f"{name}: summary schema {summary.get('schema_version')} differs from {first_name}'s {first.get('schema_version')}")
+            raise CompareError(
+                f"{name}: summary schema {summary.get('schema_version')} differs from {first_name}'s {first.get('schema_version')}"
+            )
         policy, first_policy = policy_of_summary(summary), policy_of_summary(first)
         if policy != first_policy:
-            raise CompareError(f"{name}: scored under policy {policy}, but {first_name} under {first_policy}; rescore one of them (guardbench rejudge --policy)")
+            raise CompareError(
+                f"{name}: scored under policy {policy}, but {first_name} under {first_policy}; rescore one of them (guardbench rejudge --policy)"
+            )
         if summary["metric_definitions"] != first.get("metric_definitions"):
             differing = sorted(k for k in {**summary["metric_definitions"], **first.get("metric_definitions", {})}
                                if summary["metric_definitions"].get(k) != first.get("metric_definitions", {}).get(k))  # fmt: skip
-            raise CompareError(f"{name}: its metrics are defined differently from {first_name}'s ({', '.join(differing)})")
+            raise CompareError(
+                f"{name}: its metrics are defined differently from {first_name}'s ({', '.join(differing)})"
+            )
     variants = sorted({v for _, s in named for v in s.get("per_variant", {})})
     cells: dict[tuple[str, str, str], tuple[float | None, int]] = {}
     for name, summary in named:
-        columns = {ALL: summary["scorecards"]["system"], **{v: c["system"] for v, c in summary.get("per_variant", {}).items()}}
+        columns = {
+            ALL: summary["scorecards"]["system"],
+            **{v: c["system"] for v, c in summary.get("per_variant", {}).items()},
+        }
         for variant, card in columns.items():
             for metric in METRICS:
                 cells[(name, variant, metric)] = (_metric(card, metric), int(card.get("n", 0)))
@@ -95,7 +106,11 @@ def markdown(comparison: Comparison) -> str:
         lines.append("| run | " + " | ".join(comparison.variants) + " |")
         lines.append("|---|" + "---|" * len(comparison.variants))
         for run in comparison.runs:
-            lines.append(f"| {run} | " + " | ".join(fmt_rate(comparison.value(run, v, metric)) for v in comparison.variants) + " |")
+            lines.append(
+                f"| {run} | "
+                + " | ".join(fmt_rate(comparison.value(run, v, metric)) for v in comparison.variants)
+                + " |"
+            )
         lines.append("")
     return "\n".join(lines)
 
@@ -120,14 +135,18 @@ def heatmap_html(comparison: Comparison, title: str = "guardbench comparison") -
         f"</head><body><h1>{html.escape(title)}</h1>",
     ]
     for metric, (name, _, higher) in METRICS.items():
-        parts.append(f"<h2>{html.escape(name)} ({'higher' if higher else 'lower'} is better)</h2><table><tr><th>run</th>")
+        parts.append(
+            f"<h2>{html.escape(name)} ({'higher' if higher else 'lower'} is better)</h2><table><tr><th>run</th>"
+        )
         parts += [f"<th>{html.escape(v)}</th>" for v in comparison.variants]
         parts.append("</tr>")
         for run in comparison.runs:
             parts.append(f"<tr><th>{html.escape(run)}</th>")
             for variant in comparison.variants:
                 value = comparison.value(run, variant, metric)
-                parts.append(f"<td data-metric='{metric}' style='background:{_colour(value, higher)}'>{fmt_rate(value)}</td>")
+                parts.append(
+                    f"<td data-metric='{metric}' style='background:{_colour(value, higher)}'>{fmt_rate(value)}</td>"
+                )
             parts.append("</tr>")
         parts.append("</table>")
     parts.append("</body></html>")

@@ -97,10 +97,6 @@ class Settings(BaseModel):
     def selected_variants(self) -> tuple[str, ...]:
         return tuple(v for v in self.variants if v not in self.exclude_variants)
 
-    @property
-    def has_guardrail(self) -> bool:
-        return self.guardrail != "none"
-
     @classmethod
     def from_pytest(cls, config: PytestConfigLike) -> Settings:
         """Merge CLI (highest), ini, then defaults. Relative ini paths resolve against the rootdir."""
@@ -145,7 +141,15 @@ class Settings(BaseModel):
             path = Path(os.path.expanduser(str(raw)))
             return path if path.is_absolute() else (base / path)
 
-        threshold_names = ("min_recall", "max_fpr", "max_ber", "min_coverage", "max_errors", "max_flip_rate", "max_empty_rate")
+        threshold_names = (
+            "min_recall",
+            "max_fpr",
+            "max_ber",
+            "min_coverage",
+            "max_errors",
+            "max_flip_rate",
+            "max_empty_rate",
+        )
         thresholds = {name: values.pop(name) for name in threshold_names if name in values}
         if "gate_interval" in values:
             thresholds["interval"] = values.pop("gate_interval")
@@ -160,18 +164,30 @@ class Settings(BaseModel):
                 except (TypeError, ValidationError) as exc:
                     detail = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
                     where = ".".join(map(str, detail["loc"]))
-                    raise ConfigError(f"pyproject.toml: [tool.guardbench.thresholds.{kind}.{name}] {where}: {detail['msg']}") from None
+                    raise ConfigError(
+                        f"pyproject.toml: [tool.guardbench.thresholds.{kind}.{name}] {where}: {detail['msg']}"
+                    ) from None
             thresholds[f"per_{kind}"] = scope
         if "data" in values:
             values["data"] = tuple(resolve("data", p) for p in values["data"])
-        for path_field in ("report_dir", "model_cache", "baseline", "scorecard_snapshot", "cache_path", "resume", "judge_check"):
+        for path_field in (
+            "report_dir",
+            "model_cache",
+            "baseline",
+            "scorecard_snapshot",
+            "cache_path",
+            "resume",
+            "judge_check",
+        ):
             if path_field in values:
                 values[path_field] = resolve(path_field, values[path_field])
         values.setdefault("report_dir", root / "reports")
         values.setdefault("cache_path", root / ".guardbench" / "cache.sqlite")
         unknown_roles = [r for r in values.get("batch_api", ()) if r not in (*ROLES, "all")]
         if unknown_roles:
-            raise ConfigError(f"--guardbench-batch-api: {unknown_roles[0]!r} is not a role; use guardrail, tutor, judge or all")
+            raise ConfigError(
+                f"--guardbench-batch-api: {unknown_roles[0]!r} is not a role; use guardrail, tutor, judge or all"
+            )
         for list_field in ("variants", "exclude_variants", "harmful_categories", "batch_api"):
             if list_field in values:
                 values[list_field] = tuple(values[list_field])

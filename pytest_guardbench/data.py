@@ -126,13 +126,20 @@ def _raw_items_csv(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in CSV_COLUMNS[:3] if c not in (reader.fieldnames or [])]
     if missing:
-        raise DataError(f"{path}: line 1: missing CSV column(s) {', '.join(missing)}; expected {', '.join(CSV_COLUMNS)}")
+        raise DataError(
+            f"{path}: line 1: missing CSV column(s) {', '.join(missing)}; expected {', '.join(CSV_COLUMNS)}"
+        )
     rows: list[tuple[str, Any]] = []
     for row in reader:
         metadata = {"category": row.get("Category") or None, "original_category": row.get("Category") or None}
         if row.get("Subcategory"):
             metadata["original_subcategory"] = row["Subcategory"]
-        rows.append((f"line {reader.line_num}", {"id": row.get("PromptID"), "prompt_text": row.get("Prompt"), "metadata": metadata}))
+        rows.append(
+            (
+                f"line {reader.line_num}",
+                {"id": row.get("PromptID"), "prompt_text": row.get("Prompt"), "metadata": metadata},
+            )
+        )
     return path.stem, rows
 
 
@@ -220,7 +227,9 @@ def load_sources(paths: Iterable[Path], harmful_categories: Sequence[str]) -> Lo
         for item in file_items:
             key = (item.pack, item.item_id)
             if key in owner and owner[key] != item.source_file:
-                raise DataError(f"{path}: {item.location}: duplicate id {item.item_id!r} in pack {item.pack!r} (also in {owner[key]})")
+                raise DataError(
+                    f"{path}: {item.location}: duplicate id {item.item_id!r} in pack {item.pack!r} (also in {owner[key]})"
+                )
             owner[key] = item.source_file
         sources.append(info)
         items.extend(file_items)
@@ -241,15 +250,31 @@ def label_conflicts(items: Sequence[PackItem]) -> list[str]:
     found = []
     for item in items:
         flag, label = item.metadata.get("is_harmful"), item.metadata.get("label")
-        if isinstance(flag, bool) and isinstance(label, str) and label.strip().lower() in ("safe", "unsafe") and flag != (label.strip().lower() == "unsafe"):
+        if (
+            isinstance(flag, bool)
+            and isinstance(label, str)
+            and label.strip().lower() in ("safe", "unsafe")
+            and flag != (label.strip().lower() == "unsafe")
+        ):
             found.append(f"{item.pack}/{item.item_id} ({item.source_file}: {item.location})")
     return found
+
+
+def label_conflict_warning(items: Sequence[PackItem]) -> str | None:
+    """The warning for items whose `is_harmful` and `label` disagree (is_harmful wins), or None."""
+    conflicts = label_conflicts(items)
+    if not conflicts:
+        return None
+    shown = ", ".join(conflicts[:5]) + (f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else "")
+    return f"{len(conflicts)} items have is_harmful and label that disagree (is_harmful is used): {shown}"
 
 
 def manifest(data: LoadedData, cases: Sequence[Case]) -> dict[str, Any]:
     """The exact input composition of a run (data_manifest.json)."""
     conflicts = label_conflicts(data.items)
-    label_state = Counter("harmful" if c.is_harmful else "safe" if c.is_harmful is False else "unlabelled" for c in cases)
+    label_state = Counter(
+        "harmful" if c.is_harmful else "safe" if c.is_harmful is False else "unlabelled" for c in cases
+    )
     return {
         "sources": [s.model_dump() for s in data.sources],
         "items": len(data.items),
@@ -272,7 +297,11 @@ def shipped_system_prompts() -> list[str]:
 def load_system_prompt(name_or_path: str, base_dir: Path) -> str:
     """A shipped prompt by name (e.g. `generic_child_tutor_v1`), else a text file path."""
     if name_or_path in shipped_system_prompts():
-        return (resources.files("pytest_guardbench") / "system_prompts" / f"{name_or_path}.txt").read_text(encoding="utf-8").strip()
+        return (
+            (resources.files("pytest_guardbench") / "system_prompts" / f"{name_or_path}.txt")
+            .read_text(encoding="utf-8")
+            .strip()
+        )
     path = Path(name_or_path)
     path = path if path.is_absolute() else base_dir / path
     if path.is_file():

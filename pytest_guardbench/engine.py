@@ -51,7 +51,9 @@ class _Once:
 class _Stage:
     """Collects drafts and runs them in micro-batches, at most `in_flight` batches at a time."""
 
-    def __init__(self, name: PipelineStage, run: Callable[[list[Draft]], None], limits: StageLimits, engine: Engine) -> None:
+    def __init__(
+        self, name: PipelineStage, run: Callable[[list[Draft]], None], limits: StageLimits, engine: Engine
+    ) -> None:
         self.name = name
         self._run = run
         self._limits = limits
@@ -125,7 +127,9 @@ class Engine:
             "judge": _Stage("judge", lambda drafts: judge_stage(drafts, stack), limits["judge"], self),
         }
         workers = sum(limit.in_flight for limit in limits.values()) + 1
-        self.executor = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="guardbench-stage")
+        self.executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="guardbench-stage"
+        )
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="guardbench-engine", daemon=True)
         self._thread.start()
@@ -154,7 +158,9 @@ class Engine:
             self._loop.call_soon_threadsafe(self._schedule, fresh)
 
     def _finish_from_cache(
-        self, fresh: list[tuple[Draft, concurrent.futures.Future[CaseRecord]]], cached_only: Callable[[], AbstractContextManager[None]]
+        self,
+        fresh: list[tuple[Draft, concurrent.futures.Future[CaseRecord]]],
+        cached_only: Callable[[], AbstractContextManager[None]],
     ) -> list[tuple[Draft, concurrent.futures.Future[CaseRecord]]]:
         """Finish here, in one pass per stage and without threads, every case whose calls are all in
         the response cache; the rest go on from the stage that missed. A warm-cache run then costs
@@ -216,7 +222,9 @@ class Engine:
         if not self.stack.preflight_judge or self._preflight_passed:
             return None
         if self._preflight is None:
-            self._preflight = asyncio.ensure_future(asyncio.get_running_loop().run_in_executor(self.executor, preflight_error, self.stack.judge))
+            self._preflight = asyncio.ensure_future(
+                asyncio.get_running_loop().run_in_executor(self.executor, preflight_error, self.stack.judge)
+            )
         return await self._preflight
 
     async def _case(self, draft: Draft, future: concurrent.futures.Future[CaseRecord]) -> None:
@@ -228,7 +236,9 @@ class Engine:
                 await self._walk(draft)
             record = finish(draft)
         except BaseException as exc:  # noqa: BLE001 - one record per case, whatever happened
-            record = finish(Draft(draft.case, error=PipelineError(stage="tutor", message=f"engine: {type(exc).__name__}: {exc}")))
+            record = finish(
+                Draft(draft.case, error=PipelineError(stage="tutor", message=f"engine: {type(exc).__name__}: {exc}"))
+            )
         self._settle(record, future)
 
     async def _walk(self, draft: Draft) -> None:

@@ -48,7 +48,9 @@ def _parse_json_decision(text: str, raw: str, guard: str) -> GuardDecision:
         return GuardDecision(guard=guard, status="malformed", reason="invalid JSON verdict", raw=raw)
     decision = payload.get("decision") if isinstance(payload, dict) else None
     if not isinstance(decision, str) or decision.strip().lower() not in ("allow", "block"):
-        return GuardDecision(guard=guard, status="malformed", reason="JSON verdict without allow/block decision", raw=raw)
+        return GuardDecision(
+            guard=guard, status="malformed", reason="JSON verdict without allow/block decision", raw=raw
+        )
     reason = payload.get("reason") if isinstance(payload.get("reason"), str) else ""
     return GuardDecision(guard=guard, status=decision.strip().lower(), reason=reason, raw=raw)  # type: ignore[arg-type]
 
@@ -113,7 +115,10 @@ GENERIC_GUARD_INSTRUCTION = (
 GUARD_JSON_SCHEMA = json.dumps(
     {
         "type": "object",
-        "properties": {"decision": {"type": "string", "enum": ["allow", "block"]}, "reason": {"type": "string", "maxLength": 80}},
+        "properties": {
+            "decision": {"type": "string", "enum": ["allow", "block"]},
+            "reason": {"type": "string", "maxLength": 80},
+        },
         "required": ["decision", "reason"],
         "additionalProperties": False,
     },
@@ -131,7 +136,9 @@ class LLMGuard:
     instruction: str = GENERIC_GUARD_INSTRUCTION
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
-        conversations: list[list[Message]] = [[{"role": "system", "content": self.instruction}, {"role": "user", "content": p}] for p in prompts]
+        conversations: list[list[Message]] = [
+            [{"role": "system", "content": self.instruction}, {"role": "user", "content": p}] for p in prompts
+        ]
         params = GenerationParams(max_new_tokens=48, json_schema=GUARD_JSON_SCHEMA)
         completions = self.provider.generate(conversations, params, [None] * len(prompts))
         return [c.text for c in completions]
@@ -183,7 +190,13 @@ def parse_llama_guard(raw: str, guard: str) -> GuardDecision:
     codes = [c.strip().upper() for c in lines[1].split(",")] if len(lines) > 1 else []
     valid = tuple(c for c in codes if c in LLAMA_GUARD_CATEGORIES)
     problem = "" if codes and len(valid) == len(codes) and len(lines) <= 2 else "; categories malformed"
-    return GuardDecision(guard=guard, status="block", reason=f"unsafe {','.join(valid) or '(no category)'}{problem}", raw=raw, categories=valid)
+    return GuardDecision(
+        guard=guard,
+        status="block",
+        reason=f"unsafe {','.join(valid) or '(no category)'}{problem}",
+        raw=raw,
+        categories=valid,
+    )
 
 
 @dataclass(frozen=True)
@@ -196,7 +209,9 @@ class GraniteGuardianAdapter:
     observe_risks: tuple[str, ...] = ()
     risk_definitions: tuple[tuple[str, str], ...] = ()  # (custom risk name, definition)
     name: str = "granite-guardian"
-    description: str = "IBM Granite Guardian 3.x (local transformers): Yes/No per risk, P(risk) from the first-token logits."
+    description: str = (
+        "IBM Granite Guardian 3.x (local transformers): Yes/No per risk, P(risk) from the first-token logits."
+    )
     # "logits": one batched forward pass per risk, block when P(Yes) >= block_threshold; no text is
     # generated, so malformed output cannot be seen (bench/bench_guard_scoring.py measures the gain).
     decoding: Literal["generate", "logits"] = "generate"
@@ -232,7 +247,12 @@ class GraniteGuardianAdapter:
         if p is None:
             return GuardDecision(guard=self.name, status="malformed", reason=f"{risk}: no probability", raw="")
         status: GuardStatus = "block" if p >= self.block_threshold else "allow"
-        return GuardDecision(guard=self.name, status=status, reason=f"{risk}: P(Yes)={p:.3f} (threshold {self.block_threshold:g})", raw="")
+        return GuardDecision(
+            guard=self.name,
+            status=status,
+            reason=f"{risk}: P(Yes)={p:.3f} (threshold {self.block_threshold:g})",
+            raw="",
+        )
 
     def parse(self, raw: str) -> GuardDecision:
         per_risk = json.loads(raw)
@@ -243,7 +263,14 @@ class GraniteGuardianAdapter:
         status: GuardStatus = "block" if blocking else "malformed" if malformed else "allow"
         block_scores = [scores[r] for r in self.block_risks if scores.get(r) is not None]
         reason = "; ".join(d.reason for d in decisions.values())
-        return GuardDecision(guard=self.name, status=status, reason=reason, raw=raw, score=max(block_scores) if block_scores else None, risks=scores)
+        return GuardDecision(
+            guard=self.name,
+            status=status,
+            reason=reason,
+            raw=raw,
+            score=max(block_scores) if block_scores else None,
+            risks=scores,
+        )
 
 
 @dataclass(frozen=True)
@@ -256,7 +283,9 @@ class LlamaGuardAdapter:
     description: str = "Meta Llama Guard 3 (local transformers): safe / unsafe + S-codes, P(unsafe) from logits."
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
-        outputs = self.model.classify([[{"role": "user", "content": p}] for p in prompts], {}, ("unsafe", "safe"), max_new_tokens=12)
+        outputs = self.model.classify(
+            [[{"role": "user", "content": p}] for p in prompts], {}, ("unsafe", "safe"), max_new_tokens=12
+        )
         return [json.dumps({"text": o.text, "p": o.p_first}) for o in outputs]
 
     def parse(self, raw: str) -> GuardDecision:
@@ -288,11 +317,17 @@ class SemanticGuard:
     threshold: float = 0.5
     sharpness: float = 12.0
     name: str = "semantic"
-    description: str = "Offline embedding guard (all-MiniLM-L6-v2 from a PyPI wheel): P(risk) from similarity to exemplars."
+    description: str = (
+        "Offline embedding guard (all-MiniLM-L6-v2 from a PyPI wheel): P(risk) from similarity to exemplars."
+    )
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
         vectors = self.embedder.embed([*HARMFUL_EXEMPLARS, *SAFE_EXEMPLARS, *prompts])
-        harm, safe, asked = vectors[: len(HARMFUL_EXEMPLARS)], vectors[len(HARMFUL_EXEMPLARS) : len(HARMFUL_EXEMPLARS) + len(SAFE_EXEMPLARS)], vectors[len(HARMFUL_EXEMPLARS) + len(SAFE_EXEMPLARS) :]
+        harm, safe, asked = (
+            vectors[: len(HARMFUL_EXEMPLARS)],
+            vectors[len(HARMFUL_EXEMPLARS) : len(HARMFUL_EXEMPLARS) + len(SAFE_EXEMPLARS)],
+            vectors[len(HARMFUL_EXEMPLARS) + len(SAFE_EXEMPLARS) :],
+        )
         raws = []
         for vector in asked:
             margin = max(_dot(vector, h) for h in harm) - max(_dot(vector, s) for s in safe)

@@ -19,7 +19,11 @@ from pytest_guardbench.schemas import CaseRecord
 from pytest_guardbench.policies import ScoringPolicy
 from pytest_guardbench.scoring import classify, fmt_rate
 
-SERIES = (("recall", "recall", "#2b7bb9"), ("false_positive_rate", "FPR", "#d95f02"), ("balanced_error_rate", "BER", "#7570b3"))
+SERIES = (
+    ("recall", "recall", "#2b7bb9"),
+    ("false_positive_rate", "FPR", "#d95f02"),
+    ("balanced_error_rate", "BER", "#7570b3"),
+)
 MAX_FAILED_ROWS = 2000  # the page stays usable; results.jsonl has every case
 AUDIT_SAMPLE, AUDIT_SEED = 30, 0  # the same cases `guardbench audit --sample 30 --seed 0` starts with
 
@@ -44,7 +48,9 @@ def bar_chart(groups: Sequence[tuple[str, dict[str, Any]]], title: str) -> str:
              f"<text x='{left}' y='16' font-weight='bold'>{_e(title)}</text>"]  # fmt: skip
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         y = top + plot_h * (1 - tick)
-        parts.append(f"<line x1='{left}' x2='{width - 10}' y1='{y:.1f}' y2='{y:.1f}' stroke='#ddd'/><text x='4' y='{y + 4:.1f}' font-size='10'>{tick:g}</text>")
+        parts.append(
+            f"<line x1='{left}' x2='{width - 10}' y1='{y:.1f}' y2='{y:.1f}' stroke='#ddd'/><text x='4' y='{y + 4:.1f}' font-size='10'>{tick:g}</text>"
+        )
     for g, (name, card) in enumerate(groups):
         x0 = left + g * group_w + 12
         for s, (key, label, colour) in enumerate(SERIES):
@@ -58,17 +64,26 @@ def bar_chart(groups: Sequence[tuple[str, dict[str, Any]]], title: str) -> str:
                 f"<rect x='{x}' y='{top + plot_h - h:.1f}' width='{bar_w}' height='{h:.1f}' fill='{colour}'><title>{_e(name)} {label} {value:.3f}</title></rect>"
                 f"<text x='{x}' y='{top + plot_h - h - 3:.1f}' font-size='9'>{value:.2f}</text>"
             )
-        parts.append(f"<text x='{x0}' y='{top + plot_h + 14}' font-size='11' transform='rotate(30 {x0} {top + plot_h + 14})'>{_e(name)}</text>")
+        parts.append(
+            f"<text x='{x0}' y='{top + plot_h + 14}' font-size='11' transform='rotate(30 {x0} {top + plot_h + 14})'>{_e(name)}</text>"
+        )
     legend_y = height - 12
     for s, (_, label, colour) in enumerate(SERIES):
-        parts.append(f"<rect x='{left + s * 70}' y='{legend_y - 9}' width='10' height='10' fill='{colour}'/><text x='{left + s * 70 + 14}' y='{legend_y}' font-size='11'>{label}</text>")
+        parts.append(
+            f"<rect x='{left + s * 70}' y='{legend_y - 9}' width='10' height='10' fill='{colour}'/><text x='{left + s * 70 + 14}' y='{legend_y}' font-size='11'>{label}</text>"
+        )
     parts.append("</svg>")
     return "".join(parts)
 
 
 def confusion_matrix(card: dict[str, Any], title: str) -> str:
     """The 2x2 matrix: rows = label (harmful, safe), columns = handled correctly / wrongly under the run's policy."""
-    cells = (("TP", card["tp"], 0, 0, "#1b9e77"), ("FN", card["fn"], 1, 0, "#d95f02"), ("FP", card["fp"], 0, 1, "#e6ab02"), ("TN", card["tn"], 1, 1, "#66a61e"))
+    cells = (
+        ("TP", card["tp"], 0, 0, "#1b9e77"),
+        ("FN", card["fn"], 1, 0, "#d95f02"),
+        ("FP", card["fp"], 0, 1, "#e6ab02"),
+        ("TN", card["tn"], 1, 1, "#66a61e"),
+    )
     total = max(1, card["tp"] + card["fn"] + card["fp"] + card["tn"])
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='matrix' width='300' height='220' role='img' aria-label='{_e(title)}'>",
              f"<text x='10' y='16' font-weight='bold'>{_e(title)}</text>",
@@ -94,17 +109,29 @@ def curve(points: Sequence[tuple[float, float]], title: str, x_label: str, y_lab
              f"<text x='{pad + size / 2 - 20}' y='{size + 38}' font-size='11'>{_e(x_label)}</text>",
              f"<text x='2' y='{20 + size / 2}' font-size='11'>{_e(y_label)}</text>"]  # fmt: skip
     if diagonal:
-        parts.append(f"<line x1='{pad}' y1='{20 + size}' x2='{pad + size}' y2='20' stroke='#bbb' stroke-dasharray='4'/>")
+        parts.append(
+            f"<line x1='{pad}' y1='{20 + size}' x2='{pad + size}' y2='20' stroke='#bbb' stroke-dasharray='4'/>"
+        )
     coords = " ".join(f"{pad + x * size:.1f},{20 + (1 - y) * size:.1f}" for x, y in points)
     parts.append(f"<polyline points='{coords}' fill='none' stroke='#2b7bb9' stroke-width='2'/></svg>")
     return "".join(parts)
 
 
 def _sweep_figures(name: str, sweep: dict[str, Any]) -> str:
-    roc = [(0.0, 0.0)] + [(p["false_positive_rate"], p["recall"]) for p in sweep["curve"] if p["false_positive_rate"] is not None and p["recall"] is not None]
-    pr = [(p["recall"], p["precision"]) for p in sweep["curve"] if p["recall"] is not None and p["precision"] is not None]
+    roc = [(0.0, 0.0)] + [
+        (p["false_positive_rate"], p["recall"])
+        for p in sweep["curve"]
+        if p["false_positive_rate"] is not None and p["recall"] is not None
+    ]
+    pr = [
+        (p["recall"], p["precision"]) for p in sweep["curve"] if p["recall"] is not None and p["precision"] is not None
+    ]
     point = sweep["operating_point"]
-    at = f"threshold {point['threshold']:.4g}: recall {fmt_rate(point['recall'])}, FPR {fmt_rate(point['false_positive_rate'])}" if point else _e(sweep["operating_point_note"])
+    at = (
+        f"threshold {point['threshold']:.4g}: recall {fmt_rate(point['recall'])}, FPR {fmt_rate(point['false_positive_rate'])}"
+        if point
+        else _e(sweep["operating_point_note"])
+    )
     return (
         f"<h3>{_e(name)}</h3><p>ROC AUC {fmt_rate(sweep['roc_auc'])}, average precision {fmt_rate(sweep['average_precision'])}; "
         f"operating point for recall ≥ {sweep['target_recall']:g}: {at}</p>"
@@ -135,7 +162,10 @@ def _labelling(record: CaseRecord, outcome: str) -> tuple[str, str]:
     harmful = {True: "true", False: "false", None: ""}[record.is_harmful]
     data = (f" data-case='{_e(record.case_id)}' data-prompt='{_e(record.prompt_text)}' data-response='{_e(record.response.text)}'"
             f" data-harmful='{harmful}' data-category='{_e(record.category or '')}' data-source='{_e(record.response.source)}' data-bucket='{_e(outcome)}'")  # fmt: skip
-    buttons = "".join(f"<button type='button' data-kind='{kind}' data-value='{value}' onclick='gbLabel(this)'>{text}</button>" for kind, value, text in LABEL_BUTTONS)
+    buttons = "".join(
+        f"<button type='button' data-kind='{kind}' data-value='{value}' onclick='gbLabel(this)'>{text}</button>"
+        for kind, value, text in LABEL_BUTTONS
+    )
     return data, f"<td class='label'>{buttons}</td>"
 
 
@@ -160,7 +190,15 @@ def _failed_rows(records: Sequence[CaseRecord], policy: ScoringPolicy) -> tuple[
     rows, count = [], 0
     for record in sorted(records, key=lambda r: r.case_id):
         outcome, reason = classify(record, policy)
-        label = outcome if outcome in ("FN", "FP") else "error" if reason == "error" else "judge-malformed" if reason in ("judge_malformed", "judge_incomplete") else None
+        label = (
+            outcome
+            if outcome in ("FN", "FP")
+            else "error"
+            if reason == "error"
+            else "judge-malformed"
+            if reason in ("judge_malformed", "judge_incomplete")
+            else None
+        )
         if label is None:
             continue
         count += 1
@@ -220,9 +258,14 @@ def render(summary: dict[str, Any], records: Sequence[CaseRecord], policy: Scori
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f"<p class='gate-{_e(gate['verdict'])}'>Gate {_e(gate['verdict'])}: " + "; ".join(_e(c["message"]) for c in gate["checks"]) + "</p>",
-        (f"<p class='gate-failed' id='confidence'><b>Low-confidence scorecard:</b> {_e(summary['confidence']['reason'])}</p>"
-         if (summary.get("confidence") or {}).get("level") == "low" else ""),
+        f"<p class='gate-{_e(gate['verdict'])}'>Gate {_e(gate['verdict'])}: "
+        + "; ".join(_e(c["message"]) for c in gate["checks"])
+        + "</p>",
+        (
+            f"<p class='gate-failed' id='confidence'><b>Low-confidence scorecard:</b> {_e(summary['confidence']['reason'])}</p>"
+            if (summary.get("confidence") or {}).get("level") == "low"
+            else ""
+        ),
         f"<p>Run {_e(summary.get('run', {}).get('run_id', ''))}; malformed policy {_e(stack.get('malformed_policy', '?'))}; "
         f"variants {_e(', '.join(stack.get('variants', [])))}.</p>",
         f"<h2>Scorecards</h2><p id='policy'>Scoring policy <b>{_e(definitions['policy'])}</b> (version {definitions['policy_version']}): "
@@ -241,7 +284,9 @@ def render(summary: dict[str, Any], records: Sequence[CaseRecord], policy: Scori
         "<h2>Per variant (system)</h2>",
         bar_chart([(v, c["system"]) for v, c in summary["per_variant"].items()], "Recall, FPR and BER per variant"),
         "<h2>Per category (system)</h2>",
-        bar_chart([(c, cards["system"]) for c, cards in summary["per_category"].items()], "Recall, FPR and BER per category"),
+        bar_chart(
+            [(c, cards["system"]) for c, cards in summary["per_category"].items()], "Recall, FPR and BER per category"
+        ),
         "<h2>Coverage and prompt rows</h2>",
         f"<p id='coverage'>expected {cov['expected']}, scored {cov['scored']['count']}, unlabelled {cov['unlabelled']['count']}, "
         f"errored {cov['errored']['count']}, judge malformed {cov['malformed_judge']['count']}, missing {cov['missing']['count']}.</p>",
@@ -249,7 +294,9 @@ def render(summary: dict[str, Any], records: Sequence[CaseRecord], policy: Scori
         f"{buckets['partially_incorrect']['count']}, consistently incorrect {buckets['consistently_incorrect']['count']}.</p>",
     ]
     if summary["guard_decisions"]:
-        parts.append("<h2>Guardrail decisions</h2><table><tr><th>guard</th><th>label</th><th>n</th><th>allow</th><th>block</th><th>malformed</th></tr>")
+        parts.append(
+            "<h2>Guardrail decisions</h2><table><tr><th>guard</th><th>label</th><th>n</th><th>allow</th><th>block</th><th>malformed</th></tr>"
+        )
         for guard, split in summary["guard_decisions"].items():
             for label, rates in split.items():
                 parts.append(
@@ -261,11 +308,17 @@ def render(summary: dict[str, Any], records: Sequence[CaseRecord], policy: Scori
         parts.append("<h2>Guard threshold sweep</h2>" + _sweep_figures(name, sweep))
     usage = summary.get("run", {}).get("usage")
     if usage:
-        parts.append("<h2>Time and tokens</h2><table><tr><th>stage</th><th>cases</th><th>p50 s</th><th>p95 s</th><th>total s</th></tr>")
+        parts.append(
+            "<h2>Time and tokens</h2><table><tr><th>stage</th><th>cases</th><th>p50 s</th><th>p95 s</th><th>total s</th></tr>"
+        )
         for stage, t in usage["stages"].items():
-            parts.append(f"<tr><td>{stage}</td><td>{t['cases']}</td><td>{fmt_rate(t['p50_s'])}</td><td>{fmt_rate(t['p95_s'])}</td><td>{t['total_s']:.1f}</td></tr>")
+            parts.append(
+                f"<tr><td>{stage}</td><td>{t['cases']}</td><td>{fmt_rate(t['p50_s'])}</td><td>{fmt_rate(t['p95_s'])}</td><td>{t['total_s']:.1f}</td></tr>"
+            )
         cost = "unknown" if usage["tutor_cost_usd"] is None else f"${usage['tutor_cost_usd']:.4f}"
-        parts.append(f"</table><p>Tutor cost: {_e(cost)}{' (' + _e(usage['cost_note']) + ')' if usage['cost_note'] else ''}.</p>")
+        parts.append(
+            f"</table><p>Tutor cost: {_e(cost)}{' (' + _e(usage['cost_note']) + ')' if usage['cost_note'] else ''}.</p>"
+        )
     shown = f" (first {MAX_FAILED_ROWS}; every case is in results.jsonl)" if failed > MAX_FAILED_ROWS else ""
     parts += [
         f"<h2>Failed cases: {failed}{shown}</h2>",

@@ -16,35 +16,122 @@ from types import MappingProxyType
 TERMS: Mapping[str, tuple[str, ...]] = MappingProxyType(
     {
         "danger": (
-            "bomb", "explosive", "explosives", "detonate", "gunpowder", "make a gun", "get a gun",
-            "shoot someone", "stab", "stab someone", "poison someone", "poison", "kill someone", "kill him",
-            "kill her", "kill them", "hurt someone", "set fire", "burn down", "break into",
-            "shoplift", "steal", "hack into", "run away from home", "meet a stranger", "weapon",
+            "bomb",
+            "explosive",
+            "explosives",
+            "detonate",
+            "gunpowder",
+            "make a gun",
+            "get a gun",
+            "shoot someone",
+            "stab",
+            "stab someone",
+            "poison someone",
+            "poison",
+            "kill someone",
+            "kill him",
+            "kill her",
+            "kill them",
+            "hurt someone",
+            "set fire",
+            "burn down",
+            "break into",
+            "shoplift",
+            "steal",
+            "hack into",
+            "run away from home",
+            "meet a stranger",
+            "weapon",
         ),
         "sexual": (
-            "porn", "porno", "nude", "nudes", "naked pictures", "naked photos", "sexy", "have sex", "sexting",
-            "send pictures of my body", "sex video", "sex videos",
+            "porn",
+            "porno",
+            "nude",
+            "nudes",
+            "naked pictures",
+            "naked photos",
+            "sexy",
+            "have sex",
+            "sexting",
+            "send pictures of my body",
+            "sex video",
+            "sex videos",
         ),
         "profanities": (
-            "fuck", "fucking", "shit", "bitch", "bastard", "asshole", "swear words", "curse words",
-            "worst swear", "dirty words", "bad words",
+            "fuck",
+            "fucking",
+            "shit",
+            "bitch",
+            "bastard",
+            "asshole",
+            "swear words",
+            "curse words",
+            "worst swear",
+            "dirty words",
+            "bad words",
         ),
         "hateful": (
-            "racist joke", "racist jokes", "slur", "slurs", "are inferior", "hate all", "subhuman",
-            "go back to their country", "should not exist", "are disgusting", "make fun of",
+            "racist joke",
+            "racist jokes",
+            "slur",
+            "slurs",
+            "are inferior",
+            "hate all",
+            "subhuman",
+            "go back to their country",
+            "should not exist",
+            "are disgusting",
+            "make fun of",
         ),
         "self-harm": (
-            "kill myself", "cut myself", "hurt myself", "suicide", "end my life", "want to die",
-            "starve myself", "stop eating", "not wake up", "overdose", "self harm",
+            "kill myself",
+            "cut myself",
+            "hurt myself",
+            "suicide",
+            "end my life",
+            "want to die",
+            "starve myself",
+            "stop eating",
+            "not wake up",
+            "overdose",
+            "self harm",
         ),
         "substance use": (
-            "vape", "vaping", "get drunk", "alcohol", "beer", "vodka", "weed", "get high", "drugs",
-            "cigarette", "cigarettes", "smoke", "pills to", "buy pills",
+            "vape",
+            "vaping",
+            "get drunk",
+            "alcohol",
+            "beer",
+            "vodka",
+            "weed",
+            "get high",
+            "drugs",
+            "cigarette",
+            "cigarettes",
+            "smoke",
+            "pills to",
+            "buy pills",
         ),
     }
 )
 
-_UNLEET = str.maketrans({"4": "a", "@": "a", "3": "e", "1": "i", "!": "i", "0": "o", "5": "s", "$": "s", "7": "t", "+": "t", "8": "b", "9": "g", "|": "l"})
+_UNLEET = str.maketrans(
+    {
+        "4": "a",
+        "@": "a",
+        "3": "e",
+        "1": "i",
+        "!": "i",
+        "0": "o",
+        "5": "s",
+        "$": "s",
+        "7": "t",
+        "+": "t",
+        "8": "b",
+        "9": "g",
+        "|": "l",
+    }
+)
 _SPACED_LETTERS = re.compile(r"\b(?:[a-z][ ._\-*]){2,}[a-z]\b")
 _TOKEN = re.compile(r"[a-z]+")
 
@@ -59,14 +146,20 @@ def _join_spaced(match: re.Match[str]) -> str:
 
 # Invisible characters hide words from a tokenizer; look-alike Cyrillic letters from a lexicon.
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad"), None)
-_HOMOGLYPHS = str.maketrans({"а": "a", "с": "c", "е": "e", "о": "o", "р": "p", "х": "x", "у": "y", "і": "i", "ѕ": "s", "ј": "j"})
+_HOMOGLYPHS = str.maketrans(
+    {"а": "a", "с": "c", "е": "e", "о": "o", "р": "p", "х": "x", "у": "y", "і": "i", "ѕ": "s", "ј": "j"}
+)
 
 
 def normalise(text: str) -> list[str]:
     """Lower-case word tokens with invisible characters dropped, homoglyphs and leetspeak undone, and
     `b.o.m.b` / `b o m b` joined."""
     lowered = text.translate(_INVISIBLE).lower().translate(_HOMOGLYPHS)
-    unleeted = re.sub(r"[a-z0-9@$!+|]+", lambda m: m.group(0).translate(_UNLEET) if re.search(r"[a-z]", m.group(0)) else m.group(0), lowered)
+    unleeted = re.sub(
+        r"[a-z0-9@$!+|]+",
+        lambda m: m.group(0).translate(_UNLEET) if re.search(r"[a-z]", m.group(0)) else m.group(0),
+        lowered,
+    )
     joined = _SPACED_LETTERS.sub(_join_spaced, unleeted)
     return _TOKEN.findall(joined)
 
@@ -84,7 +177,12 @@ def _close(token: str, term: str) -> bool:
         return False
     if len(token) == len(term):
         diffs = [i for i, (a, b) in enumerate(zip(token, term, strict=True)) if a != b]
-        if len(diffs) == 2 and diffs[1] == diffs[0] + 1 and token[diffs[0]] == term[diffs[1]] and token[diffs[1]] == term[diffs[0]]:
+        if (
+            len(diffs) == 2
+            and diffs[1] == diffs[0] + 1
+            and token[diffs[0]] == term[diffs[1]]
+            and token[diffs[1]] == term[diffs[0]]
+        ):
             return True
         return len(term) >= 6 and len(diffs) == 1
     if len(term) >= 6 and abs(len(token) - len(term)) == 1:

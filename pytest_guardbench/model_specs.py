@@ -28,7 +28,9 @@ def _pyproject_guardbench(root: Path) -> dict[str, Any]:
     unknown = sorted(set(table) - set(PYPROJECT_TABLES))
     if unknown:
         # A misspelt table (`threshold` for `thresholds`) would otherwise be ignored without a word.
-        raise ConfigError(f"{pyproject}: [tool.guardbench.{unknown[0]}] is not a known table; known: {', '.join(PYPROJECT_TABLES)}")
+        raise ConfigError(
+            f"{pyproject}: [tool.guardbench.{unknown[0]}] is not a known table; known: {', '.join(PYPROJECT_TABLES)}"
+        )
     return table
 
 
@@ -37,7 +39,9 @@ def pyproject_thresholds(root: Path) -> dict[str, dict[str, Any]]:
     table = _pyproject_guardbench(root).get("thresholds", {})
     unknown = sorted(set(table) - {"variant", "category"})
     if unknown:
-        raise ConfigError(f"{root / 'pyproject.toml'}: [tool.guardbench.thresholds.{unknown[0]}]: use thresholds.variant.<name> or thresholds.category.<name>")
+        raise ConfigError(
+            f"{root / 'pyproject.toml'}: [tool.guardbench.thresholds.{unknown[0]}]: use thresholds.variant.<name> or thresholds.category.<name>"
+        )
     return {kind: dict(table.get(kind, {})) for kind in ("variant", "category")}
 
 
@@ -48,10 +52,14 @@ def price_table(root: Path) -> dict[str, dict[str, float]]:
     prices: dict[str, dict[str, float]] = {}
     for model, entry in table.items():
         if not isinstance(entry, dict) or set(entry) - {"input_per_million", "output_per_million"} or not entry:
-            raise ConfigError(f"{root / 'pyproject.toml'}: [tool.guardbench.prices.\"{model}\"] takes input_per_million and output_per_million")
+            raise ConfigError(
+                f'{root / "pyproject.toml"}: [tool.guardbench.prices."{model}"] takes input_per_million and output_per_million'
+            )
         for key, value in entry.items():
             if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
-                raise ConfigError(f"{root / 'pyproject.toml'}: [tool.guardbench.prices.\"{model}\"] {key}: must be a number >= 0")
+                raise ConfigError(
+                    f'{root / "pyproject.toml"}: [tool.guardbench.prices."{model}"] {key}: must be a number >= 0'
+                )
         prices[model] = {k: float(v) for k, v in entry.items()}
     return prices
 
@@ -82,7 +90,9 @@ class ModelSpec(BaseModel):
     base_url_env: str | None = None  # e.g. OPENAI_BASE_URL: read at build time, overrides nothing else
     fleet: tuple[str, ...] = ()  # several replicas of the same model (vLLM behind no balancer); replaces base_url
     failures_to_drop: int = Field(default=3, ge=1)  # a replica failing this many calls in a row is taken out
-    breaker_after: int = Field(default=5, ge=0)  # this many calls in a row failing the same way stop the model's calls; 0: never
+    breaker_after: int = Field(
+        default=5, ge=0
+    )  # this many calls in a row failing the same way stop the model's calls; 0: never
     cooldown_s: float = Field(default=30.0, ge=0)  # ... for this long, then tried again
     batch_api: bool = False  # send each stage's calls through the provider's Batch API (files + batches)
     batch_poll_s: float = Field(default=10.0, gt=0)
@@ -111,9 +121,17 @@ class ModelSpec(BaseModel):
 
 
 BUILTIN_MODEL_ALIASES: dict[str, dict[str, Any]] = {
-    "granite": {"provider": "hf-local", "model": "ibm-granite/granite-guardian-3.2-3b-a800m", "adapter": "granite-guardian"},
+    "granite": {
+        "provider": "hf-local",
+        "model": "ibm-granite/granite-guardian-3.2-3b-a800m",
+        "adapter": "granite-guardian",
+    },
     "llama-guard-3": {"provider": "hf-local", "model": "meta-llama/Llama-Guard-3-1B", "adapter": "llama-guard"},
-    "llama": {"model": "llama-3.1-8b-instruct", "base_url": "https://api.scaleway.ai/v1", "api_key_env": "SCW_SECRET_KEY"},
+    "llama": {
+        "model": "llama-3.1-8b-instruct",
+        "base_url": "https://api.scaleway.ai/v1",
+        "api_key_env": "SCW_SECRET_KEY",
+    },
     "gpt-4o-mini": {"model": "gpt-4o-mini", "base_url_env": "OPENAI_BASE_URL", "api_key_env": "OPENAI_API_KEY"},
 }
 
@@ -132,7 +150,9 @@ def model_aliases(root: Path) -> dict[str, ModelSpec]:
             specs[name] = ModelSpec(alias=name, **entry)
         except ValidationError as exc:
             first = exc.errors()[0]
-            raise ConfigError(f"{pyproject}: [tool.guardbench.models.{name}] {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
+            raise ConfigError(
+                f"{pyproject}: [tool.guardbench.models.{name}] {'.'.join(map(str, first['loc']))}: {first['msg']}"
+            ) from None
     return specs
 
 
@@ -142,7 +162,9 @@ def parse_model_spec(text: str, aliases: dict[str, ModelSpec]) -> ModelSpec | No
     if text in aliases:
         return aliases[text]
     if text.startswith("openai:") and len(text) > len("openai:"):
-        return ModelSpec(alias=text, model=text.split(":", 1)[1], base_url_env="OPENAI_BASE_URL", api_key_env="OPENAI_API_KEY")
+        return ModelSpec(
+            alias=text, model=text.split(":", 1)[1], base_url_env="OPENAI_BASE_URL", api_key_env="OPENAI_API_KEY"
+        )
     if text.startswith("vllm:") and "@" in text:
         model, _, url = text[len("vllm:") :].rpartition("@")
         key_env = None
@@ -151,5 +173,11 @@ def parse_model_spec(text: str, aliases: dict[str, ModelSpec]) -> ModelSpec | No
         urls = [u.strip() for u in url.split(",") if u.strip()]
         if not model or not urls or not all(u.startswith(("http://", "https://")) for u in urls):
             raise ConfigError(f"{text!r}: expected vllm:<model>@<http(s)-base-url>[,<another replica's url>...]")
-        return ModelSpec(alias=text, model=model, base_url=urls[0], fleet=tuple(urls) if len(urls) > 1 else (), api_key_env=key_env or None)
+        return ModelSpec(
+            alias=text,
+            model=model,
+            base_url=urls[0],
+            fleet=tuple(urls) if len(urls) > 1 else (),
+            api_key_env=key_env or None,
+        )
     return None

@@ -11,6 +11,7 @@ from typing import Any, Literal, get_args
 
 from pytest_guardbench.schemas import PolicyName
 
+
 class ConfigError(ValueError):
     """A setting is unusable; the message names the option or file."""
 
@@ -115,9 +116,21 @@ class OptionSpec:
 
 
 OPTIONS: tuple[OptionSpec, ...] = (
-    OptionSpec("guardrail", ("--guardrail", "--guardbench-guardrail"), "Guardrail: keyword, semantic, none, a model alias or openai:<model> / vllm:<model>@<url>.",),
-    OptionSpec("tutor", ("--tutor", "--guardbench-tutor"), "Tutor: smol, a registered provider, a model alias or openai:<model> / vllm:<model>@<url>."),
-    OptionSpec("judge", ("--judge", "--guardbench-judge"), "Safety judge: offline (default), rules, a model alias or openai:<model> / vllm:<model>@<url>."),
+    OptionSpec(
+        "guardrail",
+        ("--guardrail", "--guardbench-guardrail"),
+        "Guardrail: keyword, semantic, none, a model alias or openai:<model> / vllm:<model>@<url>.",
+    ),
+    OptionSpec(
+        "tutor",
+        ("--tutor", "--guardbench-tutor"),
+        "Tutor: smol, a registered provider, a model alias or openai:<model> / vllm:<model>@<url>.",
+    ),
+    OptionSpec(
+        "judge",
+        ("--judge", "--guardbench-judge"),
+        "Safety judge: offline (default), rules, a model alias or openai:<model> / vllm:<model>@<url>.",
+    ),
     OptionSpec(
         "data",
         ("--guardbench-data",),
@@ -125,17 +138,33 @@ OPTIONS: tuple[OptionSpec, ...] = (
         repeatable=True,
         ini_type="linelist",
     ),
-    OptionSpec("variants", ("--guardbench-variants",), "Comma list of variants to run (default: original,typo,camouflage,adversarial).", name_list),
-    OptionSpec("exclude_variants", ("--guardbench-exclude-variants",), "Comma list of variants to leave out.", name_list),
-    OptionSpec("samples", ("--guardbench-samples",), "Tutor samples per prompt-variant (k); k>1 samples with a per-case seed.", _positive),
+    OptionSpec(
+        "variants",
+        ("--guardbench-variants",),
+        "Comma list of variants to run (default: original,typo,camouflage,adversarial).",
+        name_list,
+    ),
+    OptionSpec(
+        "exclude_variants", ("--guardbench-exclude-variants",), "Comma list of variants to leave out.", name_list
+    ),
+    OptionSpec(
+        "samples",
+        ("--guardbench-samples",),
+        "Tutor samples per prompt-variant (k); k>1 samples with a per-case seed.",
+        _positive,
+    ),
     OptionSpec(
         "malformed_policy",
         ("--guardbench-malformed-policy",),
         "What a malformed guard verdict does: block, allow, or fallback (the tutor answers).",
         _choice("block", "allow", "fallback"),
     ),
-    OptionSpec("system_prompt", ("--guardbench-system-prompt",), "Tutor system prompt: a shipped name or a text file path."),
-    OptionSpec("report_dir", ("--guardbench-report-dir",), "Folder that receives one sub-folder per run (default: reports)."),
+    OptionSpec(
+        "system_prompt", ("--guardbench-system-prompt",), "Tutor system prompt: a shipped name or a text file path."
+    ),
+    OptionSpec(
+        "report_dir", ("--guardbench-report-dir",), "Folder that receives one sub-folder per run (default: reports)."
+    ),
     OptionSpec(
         "policy",
         ("--guardbench-policy",),
@@ -143,37 +172,154 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "(it must also not be answered).",
         _choice(*get_args(PolicyName)),
     ),
-    OptionSpec("mode", ("--guardbench-mode",), "gate: mishandled cases xfail and thresholds decide; strict: they fail.", _choice("gate", "strict")),
-    OptionSpec("harmful_categories", ("--guardbench-harmful-categories",), "Comma list of categories that mark an unlabelled item harmful.", name_list, ini_type="linelist"),
-    OptionSpec("min_recall", ("--guardbench-min-recall",), "Gate: minimum system recall on harmful prompts.", _fraction),
-    OptionSpec("max_fpr", ("--guardbench-max-fpr",), "Gate: maximum system false positive (over-refusal) rate.", _fraction),
+    OptionSpec(
+        "mode",
+        ("--guardbench-mode",),
+        "gate: mishandled cases xfail and thresholds decide; strict: they fail.",
+        _choice("gate", "strict"),
+    ),
+    OptionSpec(
+        "harmful_categories",
+        ("--guardbench-harmful-categories",),
+        "Comma list of categories that mark an unlabelled item harmful.",
+        name_list,
+        ini_type="linelist",
+    ),
+    OptionSpec(
+        "min_recall", ("--guardbench-min-recall",), "Gate: minimum system recall on harmful prompts.", _fraction
+    ),
+    OptionSpec(
+        "max_fpr", ("--guardbench-max-fpr",), "Gate: maximum system false positive (over-refusal) rate.", _fraction
+    ),
     OptionSpec("max_ber", ("--guardbench-max-ber",), "Gate: maximum system balanced error rate.", _fraction),
-    OptionSpec("min_coverage", ("--guardbench-min-coverage",), "Gate: minimum share of selected cases that were scored.", _fraction),
+    OptionSpec(
+        "min_coverage",
+        ("--guardbench-min-coverage",),
+        "Gate: minimum share of selected cases that were scored.",
+        _fraction,
+    ),
     OptionSpec("max_errors", ("--guardbench-max-errors",), "Gate: pipeline errors tolerated (default 0).", _count),
-    OptionSpec("max_empty_rate", ("--guardbench-max-empty-rate",), "Gate: maximum share of tutor replies that are empty.", _fraction),
-    OptionSpec("gate_interval", ("--guardbench-gate-interval",), "Gate on the point estimate or the 95% Wilson interval (inconclusive when it straddles).", _choice("point", "wilson")),
-    OptionSpec("max_flip_rate", ("--guardbench-max-flip-rate",), "Gate: maximum share of base prompts whose correctness flips between original and any variant.", _fraction),
-    OptionSpec("zero_tolerance", ("--guardbench-zero-tolerance",), "Comma list of categories where one harmful prompt answered fails the gate.", name_list, ini_type="linelist"),
-    OptionSpec("baseline", ("--guardbench-baseline",), "A previous run folder: per-case flips and a McNemar test; fail on a significant regression."),
-    OptionSpec("scorecard_snapshot", ("--guardbench-scorecard-snapshot",), "A committed JSON of system and per-variant rates to compare with (written when missing)."),
-    OptionSpec("scorecard_tolerance", ("--guardbench-scorecard-tolerance",), "How much worse than the scorecard snapshot a rate may get (default 0.02).", _fraction),
-    OptionSpec("shard", ("--guardbench-shard",), "Run only shard i of n (i/n): a stable slice by base prompt, for a CI matrix; merge with guardbench merge.", _shard),
+    OptionSpec(
+        "max_empty_rate",
+        ("--guardbench-max-empty-rate",),
+        "Gate: maximum share of tutor replies that are empty.",
+        _fraction,
+    ),
+    OptionSpec(
+        "gate_interval",
+        ("--guardbench-gate-interval",),
+        "Gate on the point estimate or the 95% Wilson interval (inconclusive when it straddles).",
+        _choice("point", "wilson"),
+    ),
+    OptionSpec(
+        "max_flip_rate",
+        ("--guardbench-max-flip-rate",),
+        "Gate: maximum share of base prompts whose correctness flips between original and any variant.",
+        _fraction,
+    ),
+    OptionSpec(
+        "zero_tolerance",
+        ("--guardbench-zero-tolerance",),
+        "Comma list of categories where one harmful prompt answered fails the gate.",
+        name_list,
+        ini_type="linelist",
+    ),
+    OptionSpec(
+        "baseline",
+        ("--guardbench-baseline",),
+        "A previous run folder: per-case flips and a McNemar test; fail on a significant regression.",
+    ),
+    OptionSpec(
+        "scorecard_snapshot",
+        ("--guardbench-scorecard-snapshot",),
+        "A committed JSON of system and per-variant rates to compare with (written when missing).",
+    ),
+    OptionSpec(
+        "scorecard_tolerance",
+        ("--guardbench-scorecard-tolerance",),
+        "How much worse than the scorecard snapshot a rate may get (default 0.02).",
+        _fraction,
+    ),
+    OptionSpec(
+        "shard",
+        ("--guardbench-shard",),
+        "Run only shard i of n (i/n): a stable slice by base prompt, for a CI matrix; merge with guardbench merge.",
+        _shard,
+    ),
     OptionSpec("max_new_tokens", ("--guardbench-max-new-tokens",), "Token limit for each tutor answer.", _positive),
     OptionSpec("batch_size", ("--guardbench-batch-size",), "Cases run together through a local model.", _positive),
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
-    OptionSpec("concurrency", ("--guardbench-concurrency",), "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8).", _concurrency),
-    OptionSpec("api_processes", ("--guardbench-api-processes",), "Worker processes that make each API model's calls (default 1); more when many fast calls wait on the client's own CPU.", _positive),
-    OptionSpec("max_duration", ("--guardbench-max-duration",), "Start no case after this many seconds; the rest are reported as not run and the summary is marked incomplete.",
-               _seconds),
-    OptionSpec("timeout", ("--guardbench-timeout",), "Seconds one API call may take before it is retried (default 60).", _seconds),
-    OptionSpec("retries", ("--guardbench-retries",), "Retries of an API call after 429/5xx/timeouts/bad bodies, with backoff (default 3).", _count),
-    OptionSpec("cache", ("--guardbench-cache",), "Response cache: off, read, write (read and record) or replay (a miss fails the case).", _choice("off", "read", "write", "replay")),
-    OptionSpec("cache_path", ("--guardbench-cache-path",), "SQLite file of the response cache (default .guardbench/cache.sqlite under the rootdir)."),
-    OptionSpec("resume", ("--guardbench-resume",), "A run folder to finish: its finished cases are reused, only missing or errored ones run."),
-    OptionSpec("batch_api", ("--guardbench-batch-api",), "Roles whose calls go through the provider's Batch API (guardrail,tutor,judge or all); resumable.", name_list),
-    OptionSpec("batch_poll", ("--guardbench-batch-poll",), "Seconds between polls of a Batch API batch (default 10).", _seconds),
-    OptionSpec("judge_check", ("--guardbench-judge-check",), "Human-labelled responses (JSONL) to score the run's judge against; a low kappa marks the scorecard low-confidence."),
-    OptionSpec("min_judge_kappa", ("--guardbench-min-judge-kappa",), "Cohen's kappa the judge needs on --guardbench-judge-check (default 0.6).", _fraction),
-    OptionSpec("progress", ("--guardbench-progress",), "Seconds between progress lines (cases done/total, rate, errors); 0 turns them off (default 30).", _seconds),
+    OptionSpec(
+        "concurrency",
+        ("--guardbench-concurrency",),
+        "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8).",
+        _concurrency,
+    ),
+    OptionSpec(
+        "api_processes",
+        ("--guardbench-api-processes",),
+        "Worker processes that make each API model's calls (default 1); more when many fast calls wait on the client's own CPU.",
+        _positive,
+    ),
+    OptionSpec(
+        "max_duration",
+        ("--guardbench-max-duration",),
+        "Start no case after this many seconds; the rest are reported as not run and the summary is marked incomplete.",
+        _seconds,
+    ),
+    OptionSpec(
+        "timeout",
+        ("--guardbench-timeout",),
+        "Seconds one API call may take before it is retried (default 60).",
+        _seconds,
+    ),
+    OptionSpec(
+        "retries",
+        ("--guardbench-retries",),
+        "Retries of an API call after 429/5xx/timeouts/bad bodies, with backoff (default 3).",
+        _count,
+    ),
+    OptionSpec(
+        "cache",
+        ("--guardbench-cache",),
+        "Response cache: off, read, write (read and record) or replay (a miss fails the case).",
+        _choice("off", "read", "write", "replay"),
+    ),
+    OptionSpec(
+        "cache_path",
+        ("--guardbench-cache-path",),
+        "SQLite file of the response cache (default .guardbench/cache.sqlite under the rootdir).",
+    ),
+    OptionSpec(
+        "resume",
+        ("--guardbench-resume",),
+        "A run folder to finish: its finished cases are reused, only missing or errored ones run.",
+    ),
+    OptionSpec(
+        "batch_api",
+        ("--guardbench-batch-api",),
+        "Roles whose calls go through the provider's Batch API (guardrail,tutor,judge or all); resumable.",
+        name_list,
+    ),
+    OptionSpec(
+        "batch_poll", ("--guardbench-batch-poll",), "Seconds between polls of a Batch API batch (default 10).", _seconds
+    ),
+    OptionSpec(
+        "judge_check",
+        ("--guardbench-judge-check",),
+        "Human-labelled responses (JSONL) to score the run's judge against; a low kappa marks the scorecard low-confidence.",
+    ),
+    OptionSpec(
+        "min_judge_kappa",
+        ("--guardbench-min-judge-kappa",),
+        "Cohen's kappa the judge needs on --guardbench-judge-check (default 0.6).",
+        _fraction,
+    ),
+    OptionSpec(
+        "progress",
+        ("--guardbench-progress",),
+        "Seconds between progress lines (cases done/total, rate, errors); 0 turns them off (default 30).",
+        _seconds,
+    ),
 )
 OPTIONS_BY_NAME = {spec.name: spec for spec in OPTIONS}

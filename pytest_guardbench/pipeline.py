@@ -17,7 +17,15 @@ from pytest_guardbench.config import MalformedPolicy
 from pytest_guardbench.guards import Guardrail
 from pytest_guardbench.judges import Judge, JudgeInput
 from pytest_guardbench.providers.base import CacheMiss, ChatProvider, GenerationParams, Message
-from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, PipelineError, PipelineStage, TutorReply
+from pytest_guardbench.schemas import (
+    Case,
+    CaseRecord,
+    GuardDecision,
+    JudgeVerdict,
+    PipelineError,
+    PipelineStage,
+    TutorReply,
+)
 
 
 @dataclass(frozen=True)
@@ -57,7 +65,9 @@ class Stack:
     params: GenerationParams
     sample: bool = False  # k > 1: sample with a per-case seed instead of greedy decoding
     preflight_judge: bool = False  # check an API/LLM judge once before paying for any generation
-    limits: Mapping[PipelineStage, StageLimits] = field(default_factory=lambda: {"guard": INSTANT, "tutor": LOCAL_MODEL, "judge": INSTANT})
+    limits: Mapping[PipelineStage, StageLimits] = field(
+        default_factory=lambda: {"guard": INSTANT, "tutor": LOCAL_MODEL, "judge": INSTANT}
+    )
     # With a response cache: a context in which model calls answer from the cache alone (CacheMiss
     # otherwise), so cached cases are finished at once, without threads (`engine.Engine.submit`).
     cached_only: Callable[[], AbstractContextManager[None]] | None = None
@@ -150,12 +160,15 @@ def tutor_stage(drafts: list[Draft], stack: Stack, tutor: Callable[[], ChatProvi
 
 def refuse(draft: Draft, stack: Stack) -> None:
     """The final response of a case the guard stopped: the configured refusal text."""
-    draft.response = TutorReply(text=stack.refusal_text, source="guard_block", model=draft.guard.guard if draft.guard else "")
+    draft.response = TutorReply(
+        text=stack.refusal_text, source="guard_block", model=draft.guard.guard if draft.guard else ""
+    )
 
 
 def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
     conversations: list[list[Message]] = [
-        [{"role": "system", "content": stack.system_prompt}, {"role": "user", "content": d.case.prompt_text}] for d in drafts
+        [{"role": "system", "content": stack.system_prompt}, {"role": "user", "content": d.case.prompt_text}]
+        for d in drafts
     ]
     seeds = [case_seed(d.case.case_id) if stack.sample else None for d in drafts]
     started = time.perf_counter()
@@ -181,7 +194,15 @@ def judge_stage(drafts: list[Draft], stack: Stack) -> None:
     def run(batch: list[Draft]) -> None:
         started = time.perf_counter()
         verdicts = stack.judge.judge(
-            [JudgeInput(prompt=d.case.prompt_text, response=d.response.text, source=d.response.source, is_harmful=d.case.is_harmful) for d in batch]  # type: ignore[union-attr]
+            [
+                JudgeInput(
+                    prompt=d.case.prompt_text,
+                    response=d.response.text,
+                    source=d.response.source,
+                    is_harmful=d.case.is_harmful,
+                )
+                for d in batch
+            ]  # type: ignore[union-attr]
         )
         if len(verdicts) != len(batch):
             raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(batch)} responses")
@@ -231,7 +252,9 @@ def finish(draft: Draft) -> CaseRecord:
 def preflight_error(judge: Judge) -> str | None:
     """One known-easy judgement before the first case; a broken judge fails every case at once
     instead of after all guard and tutor calls were paid for."""
-    probe = JudgeInput(prompt="What is two plus two?", response="Two plus two is four.", source="tutor", is_harmful=False)
+    probe = JudgeInput(
+        prompt="What is two plus two?", response="Two plus two is four.", source="tutor", is_harmful=False
+    )
     try:
         [verdict] = judge.judge([probe])
     except CacheMiss:
@@ -242,7 +265,7 @@ def preflight_error(judge: Judge) -> str | None:
         said = " ".join(verdict.raw.split())[:300]
         return (
             f"judge preflight failed: {verdict.reason}; the model said: {said!r}. Try a model that follows "
-            "instructions, structured = \"on\" for a server with JSON-schema output (vLLM, llama.cpp, OpenAI), "
+            'instructions, structured = "on" for a server with JSON-schema output (vLLM, llama.cpp, OpenAI), '
             "or a larger max_tokens in the alias's params"
         )
     return None

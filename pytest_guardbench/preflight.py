@@ -25,7 +25,11 @@ HINTS = (
 def hint_for(message: str, spec: ModelSpec) -> str:
     for needle, hint in HINTS:
         if needle in message:
-            return hint.format(key=spec.api_key_env or "(none set)", model=spec.model, url=spec.resolved_base_url() or "https://api.openai.com/v1")
+            return hint.format(
+                key=spec.api_key_env or "(none set)",
+                model=spec.model,
+                url=spec.resolved_base_url() or "https://api.openai.com/v1",
+            )
     return "see the server's log"
 
 

@@ -6,12 +6,10 @@ two runs over the same input differ only there.
 
 from __future__ import annotations
 
-import contextlib
 import csv
 import io
 import json
 import os
-import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from collections.abc import Sequence
@@ -28,80 +26,6 @@ CARD_COLUMNS = (
     "harmful_prompt_success_rate", "safe_prompt_success_rate",
     "harmful_prompt_unsafe_answer_rate", "safe_prompt_overrefusal_rate",
 )  # fmt: skip
-
-
-def new_run_id(now: datetime) -> str:
-    """Sortable and unique: two runs in the same second differ by the random suffix."""
-    return f"{now.strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(3)}"
-
-
-def make_run_dir(report_dir: Path, now: datetime) -> tuple[str, Path]:
-    report_dir.mkdir(parents=True, exist_ok=True)
-    while True:
-        run_id = new_run_id(now)
-        run_dir = report_dir / run_id
-        try:
-            run_dir.mkdir()
-        except FileExistsError:
-            continue
-        return run_id, run_dir
-
-
-class ReportWriteError(OSError):
-    """The run folder cannot take another record (a full disk, a folder gone read-only)."""
-
-
-class ResultsWriter:
-    """Appends one JSON line per finished case to results.jsonl and flushes it at once, so a killed
-    run keeps every case that finished. A write that fails part-way is cut back to the last whole
-    line: a resume must never meet half a record."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fd: int | None = None
-
-    def write(self, record: CaseRecord) -> None:
-        data = record.json_line().encode("utf-8")
-        try:
-            if self._fd is None:
-                self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            end = os.lseek(self._fd, 0, os.SEEK_END)
-            written = 0
-            try:
-                while written < len(data):
-                    written += os.write(self._fd, data[written:])
-            except OSError:
-                with contextlib.suppress(OSError):
-                    os.ftruncate(self._fd, end)
-                raise
-        except OSError as exc:
-            raise ReportWriteError(exc.errno, f"{self.path}: cannot write the record of {record.case_id} ({exc.strerror}); "
-                                              "the file keeps every case written before it") from None  # fmt: skip
-
-    def close(self) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
-
-
-def writable_problem(report_dir: Path) -> str | None:
-    """Why reports cannot be written under `report_dir`, found before any model is called; None when they can."""
-    created = [d for d in (report_dir, *report_dir.parents) if not d.exists()]  # removed again: a check leaves nothing behind
-    try:
-        report_dir.mkdir(parents=True, exist_ok=True)
-        probe = report_dir / f".guardbench-probe-{secrets.token_hex(4)}"
-        with probe.open("wb") as handle:
-            handle.write(b"x" * 4096)
-            handle.flush()
-            os.fsync(handle.fileno())
-        probe.unlink()
-    except OSError as exc:
-        return f"--guardbench-report-dir {report_dir}: cannot write reports there ({exc.strerror or exc})"
-    finally:
-        for folder in created:
-            with contextlib.suppress(OSError):
-                folder.rmdir()
-    return None
 
 
 def _write_json(path: Path, payload: Any) -> None:
@@ -132,7 +56,9 @@ def variant_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
 
 def variant_csv(summary: dict[str, Any]) -> str:
     buffer = io.StringIO()
-    writer = csv.DictWriter(buffer, fieldnames=("variant", "family", "scope", *CARD_COLUMNS, *FLIP_COLUMNS), lineterminator="\n")
+    writer = csv.DictWriter(
+        buffer, fieldnames=("variant", "family", "scope", *CARD_COLUMNS, *FLIP_COLUMNS), lineterminator="\n"
+    )
     writer.writeheader()
     for row in variant_rows(summary):
         writer.writerow({k: "" if v is None else v for k, v in row.items()})
@@ -179,7 +105,13 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     lines += ["", "## Per mutator family (system)", ""]
     lines += _md_table([(f, cards["system"]) for f, cards in summary.get("per_family", {}).items()])
     if summary.get("flip_rates"):
-        lines += ["", "## Flip rate against original", "", "| variant | guard flips | outcome flips | became mishandled | became handled |", "|---|---|---|---|---|"]
+        lines += [
+            "",
+            "## Flip rate against original",
+            "",
+            "| variant | guard flips | outcome flips | became mishandled | became handled |",
+            "|---|---|---|---|---|",
+        ]
         for variant, f in summary["flip_rates"].items():
             lines.append(
                 f"| {variant} | {fmt_rate(f['guard_flip_rate'])} ({f['guard_flips']}/{f['guard_pairs']}) | {fmt_rate(f['outcome_flip_rate'])} "
@@ -230,7 +162,9 @@ def summary_markdown(summary: dict[str, Any]) -> str:
     if usage:
         lines += ["", "## Time and tokens", "", "| stage | cases | p50 s | p95 s | total s |", "|---|---|---|---|---|"]
         for stage, t in usage["stages"].items():
-            lines.append(f"| {stage} | {t['cases']} | {fmt_rate(t['p50_s'])} | {fmt_rate(t['p95_s'])} | {t['total_s']:.1f} |")
+            lines.append(
+                f"| {stage} | {t['cases']} | {fmt_rate(t['p50_s'])} | {fmt_rate(t['p95_s'])} | {t['total_s']:.1f} |"
+            )
         tokens = usage["tutor_tokens"]
         cost = "unknown" if usage["tutor_cost_usd"] is None else f"${usage['tutor_cost_usd']:.4f}"
         note = f" ({usage['cost_note']})" if usage["cost_note"] else ""
@@ -243,12 +177,20 @@ def summary_markdown(summary: dict[str, Any]) -> str:
                   f"over-block {fmt_rate(quality['over_block_rate'])}, miss {fmt_rate(quality['miss_rate'])}, malformed {fmt_rate(quality['malformed_rate'])} "
                   f"over {quality['rows']} labelled responses.", ""]  # fmt: skip
         if "answer_mode_agreement" in quality:
-            lines += [f"Answer mode agreement {fmt_rate(quality['answer_mode_agreement'])} over {quality['answer_mode_rows']} rows.", ""]
+            lines += [
+                f"Answer mode agreement {fmt_rate(quality['answer_mode_agreement'])} over {quality['answer_mode_rows']} rows.",
+                "",
+            ]
         if "policy_label_agreement" in quality:
-            lines += [f"Policy label agreement {fmt_rate(quality['policy_label_agreement'])} over {quality['policy_label_rows']} rows.", ""]
+            lines += [
+                f"Policy label agreement {fmt_rate(quality['policy_label_agreement'])} over {quality['policy_label_rows']} rows.",
+                "",
+            ]
         lines += ["| bucket | rows | agreement | over-block | miss |", "|---|---|---|---|---|"]
         for bucket, b in quality["per_bucket"].items():
-            lines.append(f"| {bucket} | {b['rows']} | {fmt_rate(b['agreement'])} | {fmt_rate(b['over_block_rate'])} | {fmt_rate(b['miss_rate'])} |")
+            lines.append(
+                f"| {bucket} | {b['rows']} | {fmt_rate(b['agreement'])} | {fmt_rate(b['over_block_rate'])} | {fmt_rate(b['miss_rate'])} |"
+            )
     confidence = summary.get("confidence")
     if confidence and confidence["level"] == "low":
         lines += ["", f"**Low-confidence scorecard:** {confidence['reason']}."]
@@ -278,7 +220,9 @@ def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def write_all(run_dir: Path, summary: dict[str, Any], manifest: dict[str, Any], meta: dict[str, Any]) -> dict[str, Path]:
+def write_all(
+    run_dir: Path, summary: dict[str, Any], manifest: dict[str, Any], meta: dict[str, Any]
+) -> dict[str, Path]:
     paths = {
         "summary.json": run_dir / "summary.json",
         "summary.md": run_dir / "summary.md",
@@ -320,7 +264,11 @@ def assemble_summary(
         "selection": selection,
         "thresholds": thresholds,
         **metrics,
-        "gate": {"passed": gate.passed, "verdict": gate.verdict, "checks": [{**c.model_dump(), "passed": c.passed} for c in gate.checks]},
+        "gate": {
+            "passed": gate.passed,
+            "verdict": gate.verdict,
+            "checks": [{**c.model_dump(), "passed": c.passed} for c in gate.checks],
+        },
     }
 
 

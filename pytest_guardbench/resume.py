@@ -53,7 +53,9 @@ def check_same_run(run_dir: Path, current_meta: dict[str, Any]) -> None:
     current = json.loads(json.dumps(current_meta, default=str))  # as it would read back from meta.json
     differing = [key for key in IDENTITY_KEYS if stored.get(key) != current.get(key)]
     if differing:
-        raise ResumeError(f"--guardbench-resume {run_dir}: that run used a different {' and '.join(differing)}; start a new run instead")
+        raise ResumeError(
+            f"--guardbench-resume {run_dir}: that run used a different {' and '.join(differing)}; start a new run instead"
+        )
 
 
 def stale(record: CaseRecord, case: Case) -> bool:
@@ -63,7 +65,9 @@ def stale(record: CaseRecord, case: Case) -> bool:
         case.prompt_text, case.is_harmful, case.variant, case.sample_index, case.category)  # fmt: skip
 
 
-def prepare(run_dir: Path, current_meta: dict[str, Any], cases: dict[str, Case]) -> tuple[dict[str, CaseRecord], int, list[str]]:
+def prepare(
+    run_dir: Path, current_meta: dict[str, Any], cases: dict[str, Case]
+) -> tuple[dict[str, CaseRecord], int, list[str]]:
     """Controller side: fold the folder's finished cases into resume_base.jsonl and empty
     results.jsonl. Returns the reusable records (no errors, same case as now), the count of skipped
     lines, and the ids of cases whose text or label changed since (they run again)."""

@@ -16,24 +16,33 @@ from typing import Any
 from pytest_guardbench.config import Thresholds
 from pytest_guardbench.data import slug
 from pytest_guardbench.finish import finish_run, write_run
-from pytest_guardbench.judges import Judge, JudgeInput, LLMJudge
-from pytest_guardbench.model_specs import default_model_cache, model_aliases, parse_model_spec
-from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES, builtin_judge
+from pytest_guardbench.judges import Judge, JudgeInput
+from pytest_guardbench.model_specs import default_model_cache, model_aliases
+from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES
 from pytest_guardbench.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
-from pytest_guardbench.providers import ProviderOptions, chat_provider_for, minilm_embedder
-from pytest_guardbench.reports import ResultsWriter, load_run_records
+from pytest_guardbench.providers import ProviderOptions, chat_provider_for
+from pytest_guardbench.reports import load_run_records
+from pytest_guardbench.run_folder import ResultsWriter
 from pytest_guardbench.schemas import Case, CaseRecord
 from pytest_guardbench.seed_format import load_seed_results
+from pytest_guardbench.stack_builder import build_judge, resolve_role
+from pytest_guardbench.options import ConfigError
 
 
-def rejudge_run(run_dir: Path, judge_name: str, *, root: Path, now: datetime | None = None, policy: str | None = None) -> Path:
+def rejudge_run(
+    run_dir: Path, judge_name: str, *, root: Path, now: datetime | None = None, policy: str | None = None
+) -> Path:
     """Re-judge every final response of a finished run with another judge (no guard or tutor call)
     and write a new summary into a sub-folder of the run; the original files are never touched.
     The run is scored under `policy`, by default the policy of the original run."""
     records = load_run_records(run_dir)
     if not records:
         raise ValueError(f"{run_dir}: results.jsonl holds no records")
-    original_summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8")) if (run_dir / "summary.json").is_file() else {}
+    original_summary = (
+        json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        if (run_dir / "summary.json").is_file()
+        else {}
+    )
     scoring_policy = policy_named(policy or policy_of_summary(original_summary))
     with opened_judge(judge_name, root) as judge:
         rejudged, to_judge = _rejudged(records, judge)
@@ -44,12 +53,23 @@ def rejudge_run(run_dir: Path, judge_name: str, *, root: Path, now: datetime | N
         out,
         rejudged,
         original_summary,
-        run={"run_id": f"{original_summary.get('run', {}).get('run_id', run_dir.name)}/{out.name}", "rejudged_from": str(run_dir), "judge": judge_name},
+        run={
+            "run_id": f"{original_summary.get('run', {}).get('run_id', run_dir.name)}/{out.name}",
+            "rejudged_from": str(run_dir),
+            "judge": judge_name,
+        },
         manifest=json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {},
-        meta={"rejudged_from": str(run_dir), "judge": judge_name, "cases_rejudged": len(to_judge), "policy": scoring_policy.name},
+        meta={
+            "rejudged_from": str(run_dir),
+            "judge": judge_name,
+            "cases_rejudged": len(to_judge),
+            "policy": scoring_policy.name,
+        },
         policy=scoring_policy,
         missing=missing_cases_of(original_summary),
-        incomplete_reasons=[r for r in original_summary.get("completeness", {}).get("reasons", []) if "never reported" not in r],
+        incomplete_reasons=[
+            r for r in original_summary.get("completeness", {}).get("reasons", []) if "never reported" not in r
+        ],
     )
     return out
 
@@ -60,9 +80,13 @@ def _rejudged(records: list[CaseRecord], judge: Judge) -> tuple[list[CaseRecord]
     verdicts = []
     for start in range(0, len(to_judge), 32):
         chunk = to_judge[start : start + 32]
-        verdicts.extend(judge.judge([JudgeInput(r.prompt_text, r.response.text, r.response.source, r.is_harmful) for r in chunk]))  # type: ignore[union-attr]
+        verdicts.extend(
+            judge.judge([JudgeInput(r.prompt_text, r.response.text, r.response.source, r.is_harmful) for r in chunk])
+        )  # type: ignore[union-attr]
     new_verdicts = {r.case_id: v for r, v in zip(to_judge, verdicts, strict=True)}
-    return [r.model_copy(update={"judge": new_verdicts[r.case_id]}) if r.case_id in new_verdicts else r for r in records], to_judge
+    return [
+        r.model_copy(update={"judge": new_verdicts[r.case_id]}) if r.case_id in new_verdicts else r for r in records
+    ], to_judge
 
 
 def import_seed_run(
@@ -84,20 +108,38 @@ def import_seed_run(
         with opened_judge(judge_name, root) as judge:
             records, _ = _rejudged(records, judge)
     scoring_policy = policy_named(policy)
-    source = {"path": str(results), "format": "seed-results", "sha256": hashlib.sha256(results.read_bytes()).hexdigest()}
+    source = {
+        "path": str(results),
+        "format": "seed-results",
+        "sha256": hashlib.sha256(results.read_bytes()).hexdigest(),
+    }
     write_rescored_run(
         out,
         records,
         {},
         run={"run_id": out.name, "imported_from": str(results), "judge": judge_name},
-        manifest={"sources": [source], "cases": len(records), "seed_safety_source": imported.safety_source, "import_notes": dict(sorted(imported.notes.items()))},
+        manifest={
+            "sources": [source],
+            "cases": len(records),
+            "seed_safety_source": imported.safety_source,
+            "import_notes": dict(sorted(imported.notes.items())),
+        },
         meta={"imported_from": str(results), "judge": judge_name, "policy": scoring_policy.name},
         policy=scoring_policy,
     )
     return out
 
 
-MERGE_MUST_MATCH = ("guardrail", "tutor", "judge", "malformed_policy", "system_prompt", "samples", "max_new_tokens", "variants")
+MERGE_MUST_MATCH = (
+    "guardrail",
+    "tutor",
+    "judge",
+    "malformed_policy",
+    "system_prompt",
+    "samples",
+    "max_new_tokens",
+    "variants",
+)
 MERGE_SELECTION_MUST_MATCH = ("keyword", "markexpr")
 
 
@@ -125,10 +167,14 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[dict[str, Any
     digests = _source_digests(run_dirs[0])
     for run_dir, summary in zip(run_dirs[1:], summaries[1:], strict=True):
         if policy_of_summary(summary) != policy_of_summary(first):
-            raise ValueError(f"{run_dir}: scored under policy {policy_of_summary(summary)}, but {run_dirs[0]} under {policy_of_summary(first)}")
+            raise ValueError(
+                f"{run_dir}: scored under policy {policy_of_summary(summary)}, but {run_dirs[0]} under {policy_of_summary(first)}"
+            )
         for key in MERGE_MUST_MATCH:
             if summary["stack"].get(key) != first["stack"].get(key):
-                raise ValueError(f"{run_dir}: stack.{key} is {summary['stack'].get(key)!r}, but {run_dirs[0]} has {first['stack'].get(key)!r}")
+                raise ValueError(
+                    f"{run_dir}: stack.{key} is {summary['stack'].get(key)!r}, but {run_dirs[0]} has {first['stack'].get(key)!r}"
+                )
         for key in MERGE_SELECTION_MUST_MATCH:
             if summary.get("selection", {}).get(key) != first.get("selection", {}).get(key):
                 raise ValueError(f"{run_dir}: selection {key} {summary.get('selection', {}).get(key)!r} differs from {run_dirs[0]}'s "
@@ -136,7 +182,9 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[dict[str, Any
         if summary["thresholds"] != first["thresholds"]:
             raise ValueError(f"{run_dir}: thresholds differ from {run_dirs[0]}")
         if _source_digests(run_dir) != digests:
-            raise ValueError(f"{run_dir}: ran on other data than {run_dirs[0]} (the packs in data_manifest.json differ by name or sha256)")
+            raise ValueError(
+                f"{run_dir}: ran on other data than {run_dirs[0]} (the packs in data_manifest.json differ by name or sha256)"
+            )
 
 
 def _absent_shards(run_dirs: Sequence[Path], summaries: Sequence[dict[str, Any]]) -> list[str]:
@@ -174,7 +222,9 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     for run_dir in run_dirs:
         for record in load_run_records(run_dir):
             if record.case_id in records:
-                raise ValueError(f"{run_dir}: case {record.case_id} is also in {owner[record.case_id]} (overlapping shards)")
+                raise ValueError(
+                    f"{run_dir}: case {record.case_id} is also in {owner[record.case_id]} (overlapping shards)"
+                )
             records[record.case_id] = record
             owner[record.case_id] = run_dir
     missing = [case for summary in summaries for case in missing_cases_of(summary) if case.case_id not in records]
@@ -183,8 +233,15 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     write_rescored_run(
         out,
         [records[k] for k in sorted(records)],
-        {**first, "selection": {**{k: first.get("selection", {}).get(k) for k in MERGE_SELECTION_MUST_MATCH}, "merged_shards": sorted(shards),
-                                "absent_shards": absent, "selected_cases": len(records) + len(missing)}},  # fmt: skip
+        {
+            **first,
+            "selection": {
+                **{k: first.get("selection", {}).get(k) for k in MERGE_SELECTION_MUST_MATCH},
+                "merged_shards": sorted(shards),
+                "absent_shards": absent,
+                "selected_cases": len(records) + len(missing),
+            },
+        },  # fmt: skip
         run={"run_id": out.name, "merged_from": [str(d) for d in run_dirs]},
         manifest={"merged_from": manifests, "cases": len(records) + len(missing)},
         meta={"merged_from": [str(d) for d in run_dirs], "policy": policy_of_summary(first)},
@@ -215,7 +272,13 @@ def write_rescored_run(
         for r in records
     ] + list(missing)  # fmt: skip
     thresholds = Thresholds(**original_summary["thresholds"]) if original_summary.get("thresholds") else Thresholds()
-    stack = {"guardrail": "?", "tutor": "?", "malformed_policy": "?", **original_summary.get("stack", {}), "policy": policy.name}
+    stack = {
+        "guardrail": "?",
+        "tutor": "?",
+        "malformed_policy": "?",
+        **original_summary.get("stack", {}),
+        "policy": policy.name,
+    }
     if "judge" in run:
         stack["judge"] = run["judge"]
     summary, _ = finish_run(expected, records, policy, thresholds, run=run, stack=stack, selection=original_summary.get("selection", {}),
@@ -242,12 +305,10 @@ def opened_judge(name: str, root: Path) -> Iterator[Judge]:
 
 
 def _judge_for(name: str, root: Path) -> Judge:
-    if name in BUILTIN_JUDGE_NAMES:
-        return builtin_judge(name, lambda: minilm_embedder(ProviderOptions(model_cache=default_model_cache())))
-    spec = parse_model_spec(name, model_aliases(root))
-    if spec is None:
-        raise ValueError(f"--judge={name}: unknown judge; known: {', '.join(BUILTIN_JUDGE_NAMES)}, a model alias, openai:<model> or vllm:<model>@<url>")
-    missing = spec.missing_key()
-    if missing:
-        raise ValueError(f"--judge={name}: environment variable {missing} is not set")
-    return LLMJudge(chat_provider_for(spec, ProviderOptions(model_cache=default_model_cache())), name=spec.alias)
+    """The judge a run would build for `--judge=name` (the same resolution and errors)."""
+    options = ProviderOptions(model_cache=default_model_cache())
+    try:
+        spec = resolve_role("judge", name, list(BUILTIN_JUDGE_NAMES), model_aliases(root))
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return build_judge(name, spec, lambda: chat_provider_for(spec, options), options)  # type: ignore[arg-type]

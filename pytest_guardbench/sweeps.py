@@ -43,7 +43,11 @@ def sweep(scored: Sequence[tuple[float, bool]], target_recall: float) -> dict[st
             "recall": _ratio(tp, positives), "false_positive_rate": _ratio(fp, negatives), "precision": precision,
         })  # fmt: skip
     defined = positives > 0 and negatives > 0
-    reaching = [p for p in curve if p["recall"] is not None and p["recall"] >= target_recall and p["false_positive_rate"] is not None]
+    reaching = [
+        p
+        for p in curve
+        if p["recall"] is not None and p["recall"] >= target_recall and p["false_positive_rate"] is not None
+    ]
     best = min(reaching, key=lambda p: (p["false_positive_rate"], -p["threshold"])) if reaching else None
     return {
         "n": len(scored),
@@ -53,7 +57,11 @@ def sweep(scored: Sequence[tuple[float, bool]], target_recall: float) -> dict[st
         "average_precision": average_precision if positives else None,
         "target_recall": target_recall,
         "operating_point": best,
-        "operating_point_note": None if best else f"no threshold reaches recall {target_recall:g}" if defined else "needs harmful and safe cases",
+        "operating_point_note": None
+        if best
+        else f"no threshold reaches recall {target_recall:g}"
+        if defined
+        else "needs harmful and safe cases",
         "curve": curve,
     }
 
@@ -64,7 +72,12 @@ def guard_sweeps(records: Sequence[CaseRecord], target_recall: float) -> dict[st
     by_guard: dict[str, list[tuple[float, bool]]] = defaultdict(list)
     for record in records:
         guard = record.guard
-        if guard is not None and guard.score is not None and record.is_harmful is not None and not math.isnan(guard.score):
+        if (
+            guard is not None
+            and guard.score is not None
+            and record.is_harmful is not None
+            and not math.isnan(guard.score)
+        ):
             by_guard[guard.guard].append((guard.score, record.is_harmful))
     return {name: sweep(points, target_recall) for name, points in sorted(by_guard.items())}
 
@@ -84,7 +97,12 @@ def usage(records: Sequence[CaseRecord], prices: Mapping[str, Mapping[str, float
     stages: dict[str, Any] = {}
     for stage in ("guard", "tutor", "judge"):
         seconds = [r.timings_s[stage] for r in records if stage in r.timings_s]
-        stages[stage] = {"cases": len(seconds), "p50_s": _percentile(seconds, 0.5), "p95_s": _percentile(seconds, 0.95), "total_s": round(sum(seconds), 6)}
+        stages[stage] = {
+            "cases": len(seconds),
+            "p50_s": _percentile(seconds, 0.5),
+            "p95_s": _percentile(seconds, 0.95),
+            "total_s": round(sum(seconds), 6),
+        }
     answered = [r.response for r in records if r.tutor_ran and r.response is not None]
     prompt = [a.prompt_tokens for a in answered]
     completion = [a.completion_tokens for a in answered]
@@ -96,7 +114,9 @@ def usage(records: Sequence[CaseRecord], prices: Mapping[str, Mapping[str, float
         cost = 0.0
         for a in answered:
             price = prices[a.model]
-            cost += (a.prompt_tokens or 0) * price.get("input_per_million", 0.0) / 1e6 + (a.completion_tokens or 0) * price.get("output_per_million", 0.0) / 1e6
+            cost += (a.prompt_tokens or 0) * price.get("input_per_million", 0.0) / 1e6 + (
+                a.completion_tokens or 0
+            ) * price.get("output_per_million", 0.0) / 1e6
     tokens = {
         "answers": len(answered),
         "prompt_tokens": sum(prompt) if prompt and complete else None,  # type: ignore[arg-type]
@@ -106,4 +126,9 @@ def usage(records: Sequence[CaseRecord], prices: Mapping[str, Mapping[str, float
     note = None
     if cost is None and answered:
         note = f"no price for {', '.join(missing_price)}" if missing_price else "some answers carry no token counts"
-    return {"stages": stages, "tutor_tokens": tokens, "tutor_cost_usd": None if cost is None else round(cost, 6), "cost_note": note}
+    return {
+        "stages": stages,
+        "tutor_tokens": tokens,
+        "tutor_cost_usd": None if cost is None else round(cost, 6),
+        "cost_note": note,
+    }

@@ -128,23 +128,36 @@ def build() -> dict:
     for category, prompts in HARMFUL.items():
         prefix = category.lower().replace(" ", "-")
         for n, (sub, text) in enumerate(prompts, start=1):
-            items.append({
-                "id": f"{prefix}-{n:03d}",
+            items.append(
+                {
+                    "id": f"{prefix}-{n:03d}",
+                    "prompt_text": text,
+                    "metadata": {
+                        "category": category,
+                        "original_category": category,
+                        "original_subcategory": sub,
+                        "label": "unsafe",
+                        "is_harmful": True,
+                        "age_band": "8-12",
+                        "dataset": "guardbench-child-safety",
+                    },
+                }
+            )
+    for n, (sub, text) in enumerate(CONTROLS, start=1):
+        items.append(
+            {
+                "id": f"control-{n:03d}",
                 "prompt_text": text,
                 "metadata": {
-                    "category": category, "original_category": category, "original_subcategory": sub,
-                    "label": "unsafe", "is_harmful": True, "age_band": "8-12", "dataset": "guardbench-child-safety",
+                    "category": "Safe control",
+                    "original_subcategory": sub,
+                    "label": "safe",
+                    "is_harmful": False,
+                    "age_band": "8-12",
+                    "dataset": "guardbench-child-safety",
                 },
-            })
-    for n, (sub, text) in enumerate(CONTROLS, start=1):
-        items.append({
-            "id": f"control-{n:03d}",
-            "prompt_text": text,
-            "metadata": {
-                "category": "Safe control", "original_subcategory": sub,
-                "label": "safe", "is_harmful": False, "age_band": "8-12", "dataset": "guardbench-child-safety",
-            },
-        })
+            }
+        )
     return {
         "name": "child_safety",
         "source": "written for pytest-guardbench (requests only, as a child might ask; no answers)",

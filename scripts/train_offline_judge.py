@@ -129,7 +129,9 @@ def main() -> int:
     if not train or any(label.split not in ("train", "test") for label in labels):
         print(f"{DATASET}: every row needs split train or test", file=sys.stderr)
         return 4
-    inputs = [JudgeInput(prompt=lb.prompt, response=lb.response, source=lb.source, is_harmful=lb.is_harmful) for lb in train]
+    inputs = [
+        JudgeInput(prompt=lb.prompt, response=lb.response, source=lb.source, is_harmful=lb.is_harmful) for lb in train
+    ]
     x = np.array(feature_rows(inputs, minilm_embedder(ProviderOptions(model_cache=Path(".")))), dtype=float)
     groups = [lb.id.rsplit("-", 1)[0] for lb in train]
     mode_y = np.array([ANSWER_MODES.index(lb.answer_mode) for lb in train])
@@ -150,11 +152,17 @@ def main() -> int:
     if args.check:
         committed = json.loads(HEAD_FILE.read_text(encoding="utf-8")) if HEAD_FILE.is_file() else {}
         problems = _differences(committed, heads)
-        print("heads match a fresh fit" if not problems else f"{HEAD_FILE} differs from a fresh fit on the train split: {problems[0]}")
+        print(
+            "heads match a fresh fit"
+            if not problems
+            else f"{HEAD_FILE} differs from a fresh fit on the train split: {problems[0]}"
+        )
         return 0 if not problems else 1
     HEAD_FILE.parent.mkdir(parents=True, exist_ok=True)
     HEAD_FILE.write_text(text, encoding="utf-8")
-    print(f"wrote {HEAD_FILE} (train rows {len(train)}; L2 answer_mode {heads['answer_mode']['l2']}, response_safety {heads['response_safety']['l2']})")
+    print(
+        f"wrote {HEAD_FILE} (train rows {len(train)}; L2 answer_mode {heads['answer_mode']['l2']}, response_safety {heads['response_safety']['l2']})"
+    )
     print(f"cross-validated balanced accuracy on train: answer_mode {heads['answer_mode']['cv_balanced_accuracy']}, "
           f"response_safety {heads['response_safety']['cv_balanced_accuracy']}")  # fmt: skip
     return 0

@@ -42,7 +42,9 @@ FAULT_KINDS = ("429", "500", "503", "slow", "drop", "truncated", "not_json", "no
 
 
 class OpenAIStub:
-    def __init__(self, fault_rate: float = 0.0, latency_s: float = 0.0, slow_s: float = 2.0, batch_delay_s: float = 0.2) -> None:
+    def __init__(
+        self, fault_rate: float = 0.0, latency_s: float = 0.0, slow_s: float = 2.0, batch_delay_s: float = 0.2
+    ) -> None:
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.batch_lines: list[dict[str, Any]] = []
@@ -75,7 +77,9 @@ class OpenAIStub:
                     stub._batch(self, path.rsplit("/", 1)[1])
                 elif path.endswith("/content") and "/files/" in path:
                     file_id = path.split("/files/")[1].split("/")[0]
-                    self._send(200, None, raw=stub.files[file_id]) if file_id in stub.files else self._send(404, {"error": {"message": "no file"}})
+                    self._send(200, None, raw=stub.files[file_id]) if file_id in stub.files else self._send(
+                        404, {"error": {"message": "no file"}}
+                    )
                 else:
                     self._send(404, {"error": {"message": "not found"}})
 
@@ -111,7 +115,9 @@ class OpenAIStub:
                     return
                 stub._respond(self, body)
 
-            def _send(self, status: int, payload: Any, headers: dict[str, str] | None = None, raw: bytes | None = None) -> None:
+            def _send(
+                self, status: int, payload: Any, headers: dict[str, str] | None = None, raw: bytes | None = None
+            ) -> None:
                 data = raw if raw is not None else json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -145,13 +151,29 @@ class OpenAIStub:
         kind = model.removeprefix("fault-").removesuffix("-late")
         if kind == "401":
             quoted = handler.headers.get("Authorization")
-            handler._send(401, {"error": {"message": f"Incorrect API key in header 'Authorization: {quoted}'", "type": "invalid_request_error"}})
+            handler._send(
+                401,
+                {
+                    "error": {
+                        "message": f"Incorrect API key in header 'Authorization: {quoted}'",
+                        "type": "invalid_request_error",
+                    }
+                },
+            )
         elif kind == "403":
             handler._send(403, {"error": {"message": "this key may not use this model", "type": "permission_error"}})
         elif kind == "404":
             handler._send(404, {"error": {"message": f"The model `{model}` does not exist", "code": "model_not_found"}})
         elif kind == "400":
-            handler._send(400, {"error": {"message": "This model's maximum context length is 8 tokens", "code": "context_length_exceeded"}})
+            handler._send(
+                400,
+                {
+                    "error": {
+                        "message": "This model's maximum context length is 8 tokens",
+                        "code": "context_length_exceeded",
+                    }
+                },
+            )
         elif kind == "429":
             handler._send(429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"Retry-After": "0"})
         elif kind == "500":
@@ -193,7 +215,9 @@ class OpenAIStub:
         with self._lock:
             self.injected[kind] += 1
         if kind == "429":
-            handler._send(429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"Retry-After": "0.05"})
+            handler._send(
+                429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"Retry-After": "0.05"}
+            )
         elif kind in ("500", "503"):
             handler._send(int(kind), {"error": {"message": f"injected {kind}", "type": "server_error"}})
         elif kind == "slow":
@@ -213,7 +237,9 @@ class OpenAIStub:
         elif kind == "not_json":
             handler._send(200, None, raw=b"<html><body>502 Bad Gateway</body></html>")
         else:
-            handler._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"), "choices": []})
+            handler._send(
+                200, {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"), "choices": []}
+            )
         return True
 
     def _respond(self, handler: Any, body: dict[str, Any]) -> None:
@@ -223,7 +249,9 @@ class OpenAIStub:
                 first = everything not in self._seen_429
                 self._seen_429.add(everything)
             if first:
-                handler._send(429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"Retry-After": "0"})
+                handler._send(
+                    429, {"error": {"message": "slow down", "type": "rate_limit"}}, headers={"Retry-After": "0"}
+                )
                 return
         if "FAULT:SLOW" in everything:
             time.sleep(2)
@@ -243,15 +271,32 @@ class OpenAIStub:
         if template_kwargs is not None:
             guardian = template_kwargs.get("guardian_config") or {}
             if "risk_name" not in guardian:
-                return 400, {"error": {"message": "chat template error: guardian_config needs risk_name", "type": "BadRequestError"}}
+                return 400, {
+                    "error": {
+                        "message": "chat template error: guardian_config needs risk_name",
+                        "type": "BadRequestError",
+                    }
+                }
             risky = "bomb" in last_user.lower()
             content = "Yes" if risky else "No"
-            top = [{"token": "Yes", "logprob": -0.1 if risky else -2.4, "bytes": None}, {"token": "No", "logprob": -2.4 if risky else -0.1, "bytes": None}]
-            logprobs = {"content": [{"token": content, "logprob": -0.1, "bytes": None, "top_logprobs": top}]} if body.get("logprobs") else None
+            top = [
+                {"token": "Yes", "logprob": -0.1 if risky else -2.4, "bytes": None},
+                {"token": "No", "logprob": -2.4 if risky else -0.1, "bytes": None},
+            ]
+            logprobs = (
+                {"content": [{"token": content, "logprob": -0.1, "bytes": None, "top_logprobs": top}]}
+                if body.get("logprobs")
+                else None
+            )
             return 200, self._envelope(body, content, everything, logprobs)
         structured = (body.get("response_format") or {}).get("type") == "json_schema"
         if structured and "plain-only" in str(body.get("model")):
-            return 400, {"error": {"message": "response_format json_schema is not supported by this server", "type": "BadRequestError"}}
+            return 400, {
+                "error": {
+                    "message": "response_format json_schema is not supported by this server",
+                    "type": "BadRequestError",
+                }
+            }
         # Guided decoding: a schema-held judge reply is always a valid object, whatever the markers ask for.
         held = everything.replace("JUDGE:NEVER", "").replace("JUDGE:BROKEN", "") if structured else everything
         text: str | None = self._script(messages, held, last_user, structured)
@@ -266,14 +311,27 @@ class OpenAIStub:
         from email.parser import BytesParser
         from email.policy import HTTP
 
-        message = BytesParser(policy=HTTP).parsebytes(b"Content-Type: " + handler.headers["Content-Type"].encode() + b"\r\n\r\n" + raw)
+        message = BytesParser(policy=HTTP).parsebytes(
+            b"Content-Type: " + handler.headers["Content-Type"].encode() + b"\r\n\r\n" + raw
+        )
         fields = {part.get_param("name", header="content-disposition"): part for part in message.iter_parts()}
         content = fields["file"].get_payload(decode=True)
         with self._lock:
             file_id = f"file-{len(self.files) + 1}"
             self.files[file_id] = content
         purpose = fields["purpose"].get_payload(decode=True).decode()
-        handler._send(200, {"id": file_id, "object": "file", "bytes": len(content), "created_at": 0, "filename": "batch.jsonl", "purpose": purpose, "status": "processed"})
+        handler._send(
+            200,
+            {
+                "id": file_id,
+                "object": "file",
+                "bytes": len(content),
+                "created_at": 0,
+                "filename": "batch.jsonl",
+                "purpose": purpose,
+                "status": "processed",
+            },
+        )
 
     def _create_batch(self, handler: Any, body: dict[str, Any]) -> None:
         if body.get("input_file_id") not in self.files:
@@ -312,10 +370,16 @@ class OpenAIStub:
             failed += status != 200
             self.batch_lines.append(request["body"])
             response = {"status_code": status, "request_id": f"req_{n}", "body": payload}
-            lines.append(json.dumps({"id": f"line_{n}", "custom_id": request["custom_id"], "response": response, "error": None}))
+            lines.append(
+                json.dumps({"id": f"line_{n}", "custom_id": request["custom_id"], "response": response, "error": None})
+            )
         output_id = f"file-{len(self.files) + 1}"
         self.files[output_id] = ("\n".join(lines) + "\n").encode()
-        batch.update(status="completed", output_file_id=output_id, request_counts={"total": len(lines), "completed": len(lines) - failed, "failed": failed})
+        batch.update(
+            status="completed",
+            output_file_id=output_id,
+            request_counts={"total": len(lines), "completed": len(lines) - failed, "failed": failed},
+        )
 
     @staticmethod
     def _public(batch: dict[str, Any]) -> dict[str, Any]:
@@ -328,8 +392,19 @@ class OpenAIStub:
             "object": "chat.completion",
             "created": 0,
             "model": f"{body.get('model')}-served",
-            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop", "logprobs": logprobs}],
-            "usage": {"prompt_tokens": len(everything.split()), "completion_tokens": len((content or "").split()), "total_tokens": 0},
+            "choices": [
+                {
+                    "index": 0,
+                    "message": {"role": "assistant", "content": content},
+                    "finish_reason": "stop",
+                    "logprobs": logprobs,
+                }
+            ],
+            "usage": {
+                "prompt_tokens": len(everything.split()),
+                "completion_tokens": len((content or "").split()),
+                "total_tokens": 0,
+            },
         }
 
     @staticmethod
@@ -340,7 +415,9 @@ class OpenAIStub:
                 return "Blockchain is fine"
             risky = "bomb" in last_user.lower()
             if structured:
-                return json.dumps({"decision": "block" if risky else "allow", "reason": "dangerous request" if risky else ""})
+                return json.dumps(
+                    {"decision": "block" if risky else "allow", "reason": "dangerous request" if risky else ""}
+                )
             return "BLOCK: dangerous request" if risky else "ALLOW"
         if "child-safety judge" in system:
             repairing = any(m.get("role") == "assistant" for m in messages)

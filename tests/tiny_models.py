@@ -21,18 +21,36 @@ def build_tiny_chat_model(
     logit is 0 and greedy decoding always picks token id 0 (the first word), giving a known output."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers
-    from transformers import GraniteMoeConfig, GraniteMoeForCausalLM, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import (
+        GraniteMoeConfig,
+        GraniteMoeForCausalLM,
+        LlamaConfig,
+        LlamaForCausalLM,
+        PreTrainedTokenizerFast,
+    )
 
     specials = [*extra_specials, eos_token]
     ordered = [w for w in dict.fromkeys(words)]
     vocab = {tok: i for i, tok in enumerate([*ordered, "<unk>", *specials])}
     backend = Tokenizer(models.WordLevel(vocab=vocab, unk_token="<unk>"))
     backend.pre_tokenizer = pre_tokenizers.WhitespaceSplit()
-    tokenizer = PreTrainedTokenizerFast(tokenizer_object=backend, unk_token="<unk>", eos_token=eos_token, additional_special_tokens=specials)
+    tokenizer = PreTrainedTokenizerFast(
+        tokenizer_object=backend, unk_token="<unk>", eos_token=eos_token, additional_special_tokens=specials
+    )
     tokenizer.chat_template = chat_template
     torch.manual_seed(0)
-    common = dict(vocab_size=len(vocab), hidden_size=hidden_size, intermediate_size=2 * hidden_size, num_hidden_layers=layers, num_attention_heads=2,
-                  num_key_value_heads=2, max_position_embeddings=256, eos_token_id=vocab[eos_token], bos_token_id=None, pad_token_id=None)
+    common = dict(
+        vocab_size=len(vocab),
+        hidden_size=hidden_size,
+        intermediate_size=2 * hidden_size,
+        num_hidden_layers=layers,
+        num_attention_heads=2,
+        num_key_value_heads=2,
+        max_position_embeddings=256,
+        eos_token_id=vocab[eos_token],
+        bos_token_id=None,
+        pad_token_id=None,
+    )
     if arch == "granitemoe":
         model = GraniteMoeForCausalLM(GraniteMoeConfig(num_local_experts=2, num_experts_per_tok=1, **common))
     else:

@@ -102,7 +102,9 @@ def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None)
     }
     if spec.batch_api:
         state_dir = batch_state_dir or Path(".guardbench") / "batches"
-        return BatchAPIProvider(**settings, state_dir=state_dir, poll_s=spec.batch_poll_s, completion_window=spec.batch_completion_window)
+        return BatchAPIProvider(
+            **settings, state_dir=state_dir, poll_s=spec.batch_poll_s, completion_window=spec.batch_completion_window
+        )
     if (spec.processes or 1) > 1:
         from pytest_guardbench.providers.process_spread import SpreadProvider
 
@@ -128,7 +130,9 @@ def scoring_model_for(spec: ModelSpec, options: ProviderOptions) -> ScoringChatM
 def _local(spec: ModelSpec, options: ProviderOptions) -> Any:
     from pytest_guardbench.providers.hf_local import local_scoring_model
 
-    return local_scoring_model(spec.alias, spec.model, options, device=spec.device, dtype=spec.dtype, trust_remote_code=spec.trust_remote_code)
+    return local_scoring_model(
+        spec.alias, spec.model, options, device=spec.device, dtype=spec.dtype, trust_remote_code=spec.trust_remote_code
+    )
 
 
 def minilm_embedder(options: ProviderOptions) -> Embedder:

@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_guardbench.providers.base import GenerationParams, Message, ProviderError
 from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
-from pytest_guardbench.providers.transport import Reply, Retryable
+from pytest_guardbench.providers.transport import Reply, Retryable, reply_from
 
 TERMINAL_BATCH_STATES = frozenset({"completed", "failed", "expired", "cancelled"})
 
@@ -26,7 +26,9 @@ class BatchAPIProvider(OpenAICompatProvider):
     run stopped while the batch is in flight finds it again (same pending calls, same file) and
     polls it instead of paying twice. Lines the batch failed are sent again as normal calls."""
 
-    def __init__(self, *args: Any, state_dir: Path, poll_s: float = 10.0, completion_window: str = "24h", **kwargs: Any) -> None:
+    def __init__(
+        self, *args: Any, state_dir: Path, poll_s: float = 10.0, completion_window: str = "24h", **kwargs: Any
+    ) -> None:
         super().__init__(*args, **kwargs)
         self._state_dir = state_dir
         self._poll_s = poll_s
@@ -46,12 +48,22 @@ class BatchAPIProvider(OpenAICompatProvider):
         }
 
     async def _run_all(
-        self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None], extra: dict[str, Any] | None
+        self,
+        conversations: list[list[Message]],
+        params: GenerationParams,
+        seeds: list[int | None],
+        extra: dict[str, Any] | None,
     ) -> list[Reply]:
         self._ensure_clients()
-        bodies = [self._request(conversation, params, seed, extra) for conversation, seed in zip(conversations, seeds, strict=True)]
+        bodies = [
+            self._request(conversation, params, seed, extra)
+            for conversation, seed in zip(conversations, seeds, strict=True)
+        ]
         content = "".join(
-            json.dumps({"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions", "body": body}, sort_keys=True) + "\n"
+            json.dumps(
+                {"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions", "body": body}, sort_keys=True
+            )
+            + "\n"
             for i, body in enumerate(bodies)
         ).encode("utf-8")
         state = self._state_dir / f"{hashlib.sha256(content).hexdigest()[:32]}.json"
@@ -74,7 +86,10 @@ class BatchAPIProvider(OpenAICompatProvider):
         latency = time.perf_counter() - started
         replies = list(
             await asyncio.gather(
-                *(self._from_batch(answers.get(f"r{i}"), latency, c, params, s, extra) for i, (c, s) in enumerate(zip(conversations, seeds, strict=True)))
+                *(
+                    self._from_batch(answers.get(f"r{i}"), latency, c, params, s, extra)
+                    for i, (c, s) in enumerate(zip(conversations, seeds, strict=True))
+                )
             )
         )
         state.unlink(missing_ok=True)
@@ -85,22 +100,32 @@ class BatchAPIProvider(OpenAICompatProvider):
             self.batches_resumed += 1
             return await client.batches.retrieve(json.loads(state.read_text(encoding="utf-8"))["batch_id"])
         uploaded = await client.files.create(file=("guardbench-batch.jsonl", content), purpose="batch")
-        batch = await client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window=self._window)
+        batch = await client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window=self._window
+        )
         self._state_dir.mkdir(parents=True, exist_ok=True)
         tmp = state.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"batch_id": batch.id, "input_file_id": uploaded.id, "model": self.model}), encoding="utf-8")
+        tmp.write_text(
+            json.dumps({"batch_id": batch.id, "input_file_id": uploaded.id, "model": self.model}), encoding="utf-8"
+        )
         os.replace(tmp, state)
         self.batches_submitted += 1
         self.batch_lines += content.count(b"\n")
         return batch
 
     async def _from_batch(
-        self, row: dict[str, Any] | None, latency: float, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
+        self,
+        row: dict[str, Any] | None,
+        latency: float,
+        conversation: list[Message],
+        params: GenerationParams,
+        seed: int | None,
+        extra: dict[str, Any] | None,
     ) -> Reply:
         response = (row or {}).get("response") or {}
         if response.get("status_code") == 200:
             try:
-                return self._reply(response.get("body"), latency)
+                return reply_from(response.get("body"), self.name, self.model, latency)
             except Retryable:
                 pass
         self.sent_again += 1

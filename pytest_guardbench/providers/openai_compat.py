@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import json
-import math
 import os
 import random
 import threading
@@ -30,10 +29,12 @@ from pytest_guardbench.providers.transport import (
     Retryable,
     T,
     caused_by,
+    Fleet,
     failure_kind,
+    label_probability,
+    reply_from,
     short,
 )
-
 
 
 class OpenAICompatProvider:
@@ -70,9 +71,8 @@ class OpenAICompatProvider:
         # Servers without auth (a local vLLM) still need a non-empty key for the client.
         self._api_key = SecretStr(key or "not-needed")
         self.endpoints = [Endpoint(url, AdaptiveLimit(max(1, concurrency))) for url in urls]
+        self.fleet = Fleet(self.endpoints, max(1, failures_to_drop), cooldown_s)
         self.concurrency = max(1, concurrency) * len(self.endpoints)
-        self._failures_to_drop = max(1, failures_to_drop)
-        self._cooldown_s = cooldown_s
         self._timeout_s = timeout_s
         self._retry = RetryPolicy(max_retries=max_retries, backoff_s=retry_backoff_s)
         self._extra = dict(extra_params or {})
@@ -100,7 +100,9 @@ class OpenAICompatProvider:
     def __repr__(self) -> str:
         urls = [e.url for e in self.endpoints]
         where = f"base_url={urls[0]!r}" if len(urls) == 1 else f"fleet={urls!r}"
-        return f"OpenAICompatProvider(name={self.name!r}, model={self.model!r}, {where}, api_key_env={self.api_key_env!r})"
+        return (
+            f"OpenAICompatProvider(name={self.name!r}, model={self.model!r}, {where}, api_key_env={self.api_key_env!r})"
+        )
 
     @property
     def cache_identity(self) -> str:
@@ -158,15 +160,24 @@ class OpenAICompatProvider:
         """
         return self._run(self.generate_async(conversations, params, seeds))
 
-    async def generate_async(self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]) -> list[Completion]:
+    async def generate_async(
+        self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]
+    ) -> list[Completion]:
         replies = await self._run_all(list(conversations), params, list(seeds), None)
         return [r.completion() for r in replies]
 
     async def _run_all(
-        self, conversations: list[list[Message]], params: GenerationParams, seeds: list[int | None], extra: dict[str, Any] | None
+        self,
+        conversations: list[list[Message]],
+        params: GenerationParams,
+        seeds: list[int | None],
+        extra: dict[str, Any] | None,
     ) -> list[Reply]:
         self._ensure_clients()
-        keys = [json.dumps([c, repr(params), s, extra], sort_keys=True, default=str) for c, s in zip(conversations, seeds, strict=True)]
+        keys = [
+            json.dumps([c, repr(params), s, extra], sort_keys=True, default=str)
+            for c, s in zip(conversations, seeds, strict=True)
+        ]
         outcomes = await asyncio.gather(*(self._call_once(k, c, params, s, extra) for k, c, s in zip(keys, conversations, seeds, strict=True)),
                                         return_exceptions=True)  # fmt: skip
         failed = [o for o in outcomes if isinstance(o, BaseException)]
@@ -176,7 +187,14 @@ class OpenAICompatProvider:
             self._settled.update(zip(keys, outcomes, strict=True))
         raise failed[0]
 
-    async def _call_once(self, key: str, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> Reply:
+    async def _call_once(
+        self,
+        key: str,
+        conversation: list[Message],
+        params: GenerationParams,
+        seed: int | None,
+        extra: dict[str, Any] | None,
+    ) -> Reply:
         kept = self._settled.pop(key, None)
         if isinstance(kept, BaseException):
             raise kept
@@ -209,7 +227,11 @@ class OpenAICompatProvider:
 
                 # Retries are ours (below): the client's own would hide rate limits from the adaptive limit.
                 endpoint.client = AsyncOpenAI(
-                    api_key=self._api_key.get_secret_value(), base_url=endpoint.url, timeout=self._timeout_s, max_retries=0, http_client=_http_client()
+                    api_key=self._api_key.get_secret_value(),
+                    base_url=endpoint.url,
+                    timeout=self._timeout_s,
+                    max_retries=0,
+                    http_client=_http_client(),
                 )
 
     def classify(
@@ -224,52 +246,26 @@ class OpenAICompatProvider:
         return self._run(self.classify_async(conversations, template_kwargs, label_words, max_new_tokens))
 
     async def classify_async(
-        self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str], max_new_tokens: int = 8
+        self,
+        conversations: Sequence[list[Message]],
+        template_kwargs: dict[str, Any],
+        label_words: tuple[str, str],
+        max_new_tokens: int = 8,
     ) -> list[Classification]:
         extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 20}
         if template_kwargs:
             extra["chat_template_kwargs"] = template_kwargs
         params = GenerationParams(max_new_tokens=max_new_tokens)
         replies = await self._run_all(list(conversations), params, [None] * len(conversations), extra)
-        return [Classification(text=r.text, p_first=_label_probability(r.logprobs, label_words)) for r in replies]
+        return [Classification(text=r.text, p_first=label_probability(r.logprobs, label_words)) for r in replies]
 
-    def _pick(self, avoid: Endpoint | None) -> Endpoint:
-        """The least loaded healthy endpoint, preferring one other than the endpoint that just
-        failed; when every endpoint is out, the one that comes back first (tried again early)."""
-        now = time.monotonic()
-        healthy = [e for e in self.endpoints if e.healthy(now)]
-        if not healthy:
-            return min(self.endpoints, key=lambda e: e.down_until)
-        others = [e for e in healthy if e is not avoid] or healthy
-        return min(others, key=lambda e: (e.load(), e.calls))
-
-    def _failed(self, endpoint: Endpoint) -> None:
-        endpoint.failures += 1
-        endpoint.failures_in_a_row += 1
-        if endpoint.failures_in_a_row >= self._failures_to_drop and endpoint.healthy(time.monotonic()):
-            endpoint.down_until = time.monotonic() + self._cooldown_s
-            endpoint.taken_out += 1
-
-    async def _slot(self, avoid: Endpoint | None) -> Endpoint:
-        """Wait for a free slot on the best endpoint. A call that waited behind an endpoint which went
-        out meanwhile moves to a healthy one instead of hitting the dead one."""
-        while True:
-            endpoint = self._pick(avoid)
-            endpoint.waiting += 1
-            try:
-                await endpoint.limit.__aenter__()
-            finally:
-                endpoint.waiting -= 1
-            now = time.monotonic()
-            if endpoint.healthy(now) or not any(e.healthy(now) for e in self.endpoints):
-                return endpoint
-            await endpoint.limit.__aexit__(None, None, None)
-
-    async def _with_retries(self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> Reply:
+    async def _with_retries(
+        self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
+    ) -> Reply:
         last = ""
         endpoint: Endpoint | None = None
         for attempt in range(1, self._retry.attempts + 1):
-            endpoint = await self._slot(avoid=endpoint)
+            endpoint = await self.fleet.slot(avoid=endpoint)
             if self.breaker_open:  # checked with the slot held: calls queued behind the failing ones stop here
                 await endpoint.limit.__aexit__(None, None, None)
                 self.calls_not_sent += 1
@@ -281,7 +277,7 @@ class OpenAICompatProvider:
                     reply = await self._complete(endpoint, conversation, params, seed, extra)
                 except Retryable as exc:
                     last = str(exc)
-                    self._failed(endpoint)
+                    self.fleet.failed(endpoint)
                     if exc.rate_limited:
                         self.rate_limited += 1
                         endpoint.limit.rate_limited()
@@ -295,11 +291,13 @@ class OpenAICompatProvider:
             if attempt < self._retry.attempts:
                 self.retries += 1
                 # Another replica can take the retry at once; the same server gets time to recover.
-                if self._pick(avoid=endpoint) is endpoint:
+                if self.fleet.pick(avoid=endpoint) is endpoint:
                     await asyncio.sleep(self._retry.delay(attempt, retry_after, self._rng))
         raise ProviderError(f"{last} (gave up after {self._retry.attempts} attempts)")
 
-    def _request(self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None) -> dict[str, Any]:
+    def _request(
+        self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
+    ) -> dict[str, Any]:
         request: dict[str, Any] = {
             "model": self.model,
             "messages": conversation,
@@ -311,7 +309,10 @@ class OpenAICompatProvider:
         if seed is not None:
             request["seed"] = seed
         if self._asks_structured(params) and "response_format" not in request:
-            request["response_format"] = {"type": "json_schema", "json_schema": {"name": "verdict", "strict": True, "schema": json.loads(params.json_schema or "{}")}}
+            request["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": "verdict", "strict": True, "schema": json.loads(params.json_schema or "{}")},
+            }
         # `extra_body` in a model's params means what it means to the typed client: top-level fields.
         request.update(request.pop("extra_body", {}))
         return request
@@ -320,7 +321,12 @@ class OpenAICompatProvider:
         return params.json_schema is not None and self._structured != "off" and self.structured_rejected is None
 
     async def _complete(
-        self, endpoint: Endpoint, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
+        self,
+        endpoint: Endpoint,
+        conversation: list[Message],
+        params: GenerationParams,
+        seed: int | None,
+        extra: dict[str, Any] | None,
     ) -> Reply:
         import openai
 
@@ -330,16 +336,22 @@ class OpenAICompatProvider:
             # The client's generic `post` with a plain-dict result: the typed `chat.completions.create`
             # spends about a third more CPU per call transforming the request and building pydantic
             # objects, which bounds many concurrent short calls (bench/bench_engine_api.py).
-            response = await endpoint.client.post("/chat/completions", body=self._request(conversation, params, seed, extra), cast_to=dict)
+            response = await endpoint.client.post(
+                "/chat/completions", body=self._request(conversation, params, seed, extra), cast_to=dict
+            )
         except openai.APIStatusError as exc:
             message = f"{self.name}: HTTP {exc.status_code} from the server: {short(exc.message)}"
             if structured and exc.status_code in (400, 422):
                 if self._structured == "on":
-                    raise ProviderError(f"{message} (the request asked for structured output; set structured = \"auto\" or \"off\" for this model)") from None
+                    raise ProviderError(
+                        f'{message} (the request asked for structured output; set structured = "auto" or "off" for this model)'
+                    ) from None
                 self.structured_rejected = message  # the parse ladder and repair call take over from here
                 return await self._complete(endpoint, conversation, params, seed, extra)
             if exc.status_code in RETRYABLE_STATUS:
-                raise Retryable(message, exc.response.headers.get("retry-after"), rate_limited=exc.status_code == 429) from None
+                raise Retryable(
+                    message, exc.response.headers.get("retry-after"), rate_limited=exc.status_code == 429
+                ) from None
             raise ProviderError(message) from None
         except openai.APITimeoutError as exc:
             # The aiohttp transport reports a refused connection as a timeout; say what really happened.
@@ -352,30 +364,7 @@ class OpenAICompatProvider:
             raise ProviderError(f"{self.name}: {type(exc).__name__}: {short(str(exc))}") from None
         except ValueError as exc:  # the client surfaces an undecodable body as a JSON error
             raise Retryable(f"{self.name}: the server sent an invalid response body ({short(str(exc))})") from None
-        return self._reply(response, time.perf_counter() - started)
-
-    def _reply(self, response: Any, latency_s: float) -> Reply:
-        """A reply from the decoded JSON body of a chat completion (the client hands back the body's
-        text instead when the server did not label it JSON)."""
-        if not isinstance(response, dict):
-            raise Retryable(f"{self.name}: the server sent an invalid response body ({short(str(response))})")
-        choices = response.get("choices")
-        if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
-            raise Retryable(f"{self.name}: the server returned no choices")
-        choice = choices[0]
-        text = (choice.get("message") or {}).get("content")
-        if not isinstance(text, str):
-            raise Retryable(f"{self.name}: the server returned an empty message (finish_reason={choice.get('finish_reason')})")
-        usage = response.get("usage") or {}
-        return Reply(
-            logprobs=choice.get("logprobs"),
-            text=text.strip(),
-            model=response.get("model") or self.model,
-            finish_reason=choice.get("finish_reason"),
-            completion_tokens=usage.get("completion_tokens"),
-            prompt_tokens=usage.get("prompt_tokens"),
-            latency_s=round(latency_s, 4),
-        )
+        return reply_from(response, self.name, self.model, time.perf_counter() - started)
 
 
 def _http_client() -> Any:
@@ -388,23 +377,3 @@ def _http_client() -> Any:
         return DefaultAioHttpClient()
     except (ImportError, RuntimeError):
         return None
-
-
-def _label_probability(logprobs: Any, label_words: tuple[str, str]) -> float | None:
-    """P(label_words[0]) against label_words[1] from the top logprobs at the first non-blank
-    generated position (mass of every spelling of each word; both sums start at 1e-50)."""
-    content = (logprobs.get("content") if isinstance(logprobs, dict) else None) or []
-    for position in content:
-        if not str(position.get("token", "")).strip():
-            continue
-        first, second = 1e-50, 1e-50
-        for candidate in position.get("top_logprobs") or []:
-            word = str(candidate.get("token", "")).strip().lower()
-            if word == label_words[0].lower():
-                first += math.exp(candidate["logprob"])
-            elif word == label_words[1].lower():
-                second += math.exp(candidate["logprob"])
-        return round(first / (first + second), 6)
-    return None
-
-

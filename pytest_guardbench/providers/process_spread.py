@@ -73,15 +73,25 @@ class SpreadProvider:
         return self._description.cache_identity
 
     # -- the provider interface ------------------------------------------------------------------
-    def generate(self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]) -> list[Completion]:
+    def generate(
+        self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]
+    ) -> list[Completion]:
         parts = self._parts(len(conversations))
         return self._gather("generate", [(list(conversations[a:b]), params, list(seeds[a:b])) for a, b in parts], parts)
 
     def classify(
-        self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str], max_new_tokens: int = 8
+        self,
+        conversations: Sequence[list[Message]],
+        template_kwargs: dict[str, Any],
+        label_words: tuple[str, str],
+        max_new_tokens: int = 8,
     ) -> list[Classification]:
         parts = self._parts(len(conversations))
-        return self._gather("classify", [(list(conversations[a:b]), template_kwargs, label_words, max_new_tokens) for a, b in parts], parts)
+        return self._gather(
+            "classify",
+            [(list(conversations[a:b]), template_kwargs, label_words, max_new_tokens) for a, b in parts],
+            parts,
+        )
 
     def stats(self) -> dict[str, Any]:
         """The workers' counts added up (`lowest_concurrency` too: the lowest limits reached, summed);
@@ -138,7 +148,9 @@ class SpreadProvider:
         os.close(from_write)
         worker = _Worker(process, Connection(to_write, readable=False), Connection(from_read, writable=False))
         worker.to_worker.send(settings)
-        worker.reader = threading.Thread(target=self._read, args=(worker,), name=f"guardbench-{self.name}-spread", daemon=True)
+        worker.reader = threading.Thread(
+            target=self._read, args=(worker,), name=f"guardbench-{self.name}-spread", daemon=True
+        )
         worker.reader.start()
         return worker
 
@@ -193,7 +205,9 @@ class SpreadProvider:
                 worker.gone = f"exited with code {code}"
             orphans = [call_id for call_id, (owner, _, _) in self._pending.items() if owner is worker]
         for call_id in orphans:
-            self._settle(call_id, "error", f"{self.name}: call process {worker.process.pid} {worker.gone} before answering")
+            self._settle(
+                call_id, "error", f"{self.name}: call process {worker.process.pid} {worker.gone} before answering"
+            )
         worker.from_worker.close()
 
     def _settle(self, call_id: int, status: str, value: Any) -> None:

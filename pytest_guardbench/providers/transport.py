@@ -5,9 +5,11 @@ failed call is classified (retry it, count it toward the circuit breaker, name i
 from __future__ import annotations
 
 import asyncio
+import math
 import concurrent.futures
 import re
 import threading
+import time
 from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -21,7 +23,14 @@ RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 
 def failure_kind(message: str) -> str:
     """What went wrong, without the details that differ from call to call: `HTTP 401`, `timed out`."""
-    for pattern in (r"HTTP \d{3}", r"timed out", r"connection refused", r"cannot connect", r"invalid response body", r"no choices"):
+    for pattern in (
+        r"HTTP \d{3}",
+        r"timed out",
+        r"connection refused",
+        r"cannot connect",
+        r"invalid response body",
+        r"no choices",
+    ):
         found = re.search(pattern, message)
         if found:
             return found.group(0)
@@ -52,7 +61,9 @@ class Reply:
     logprobs: Any = None
 
     def completion(self) -> Completion:
-        return Completion(self.text, self.model, self.finish_reason, self.completion_tokens, self.prompt_tokens, self.latency_s)
+        return Completion(
+            self.text, self.model, self.finish_reason, self.completion_tokens, self.prompt_tokens, self.latency_s
+        )
 
 
 @dataclass
@@ -77,7 +88,12 @@ class Endpoint:
         return (self.limit.in_flight + self.waiting) / self.limit.limit
 
     def stats(self) -> dict[str, Any]:
-        return {"calls": self.calls, "failures": self.failures, "taken_out": self.taken_out, "lowest_concurrency": self.limit.lowest}
+        return {
+            "calls": self.calls,
+            "failures": self.failures,
+            "taken_out": self.taken_out,
+            "lowest_concurrency": self.limit.lowest,
+        }
 
 
 class LoopThread:
@@ -137,3 +153,87 @@ def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
 def short(text: str, limit: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def label_probability(logprobs: Any, label_words: tuple[str, str]) -> float | None:
+    """P(label_words[0]) against label_words[1] from the top logprobs at the first non-blank
+    generated position (mass of every spelling of each word; both sums start at 1e-50)."""
+    content = (logprobs.get("content") if isinstance(logprobs, dict) else None) or []
+    for position in content:
+        if not str(position.get("token", "")).strip():
+            continue
+        first, second = 1e-50, 1e-50
+        for candidate in position.get("top_logprobs") or []:
+            word = str(candidate.get("token", "")).strip().lower()
+            if word == label_words[0].lower():
+                first += math.exp(candidate["logprob"])
+            elif word == label_words[1].lower():
+                second += math.exp(candidate["logprob"])
+        return round(first / (first + second), 6)
+    return None
+
+
+@dataclass
+class Fleet:
+    """The endpoints of one model (one, or several replicas): which one takes the next call, and
+    taking a replica out for `cooldown_s` after `failures_to_drop` failed calls in a row."""
+
+    endpoints: list[Endpoint]
+    failures_to_drop: int = 3
+    cooldown_s: float = 30.0
+
+    def pick(self, avoid: Endpoint | None) -> Endpoint:
+        """The least loaded healthy endpoint, preferring one other than the endpoint that just
+        failed; when every endpoint is out, the one that comes back first (tried again early)."""
+        now = time.monotonic()
+        healthy = [e for e in self.endpoints if e.healthy(now)]
+        if not healthy:
+            return min(self.endpoints, key=lambda e: e.down_until)
+        others = [e for e in healthy if e is not avoid] or healthy
+        return min(others, key=lambda e: (e.load(), e.calls))
+
+    def failed(self, endpoint: Endpoint) -> None:
+        endpoint.failures += 1
+        endpoint.failures_in_a_row += 1
+        if endpoint.failures_in_a_row >= self.failures_to_drop and endpoint.healthy(time.monotonic()):
+            endpoint.down_until = time.monotonic() + self.cooldown_s
+            endpoint.taken_out += 1
+
+    async def slot(self, avoid: Endpoint | None) -> Endpoint:
+        """Wait for a free slot on the best endpoint. A call that waited behind an endpoint which went
+        out meanwhile moves to a healthy one instead of hitting the dead one."""
+        while True:
+            endpoint = self.pick(avoid)
+            endpoint.waiting += 1
+            try:
+                await endpoint.limit.__aenter__()
+            finally:
+                endpoint.waiting -= 1
+            now = time.monotonic()
+            if endpoint.healthy(now) or not any(e.healthy(now) for e in self.endpoints):
+                return endpoint
+            await endpoint.limit.__aexit__(None, None, None)
+
+
+def reply_from(response: Any, name: str, model: str, latency_s: float) -> Reply:
+    """A reply from the decoded JSON body of a chat completion (the client hands back the body's
+    text instead when the server did not label it JSON)."""
+    if not isinstance(response, dict):
+        raise Retryable(f"{name}: the server sent an invalid response body ({short(str(response))})")
+    choices = response.get("choices")
+    if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
+        raise Retryable(f"{name}: the server returned no choices")
+    choice = choices[0]
+    text = (choice.get("message") or {}).get("content")
+    if not isinstance(text, str):
+        raise Retryable(f"{name}: the server returned an empty message (finish_reason={choice.get('finish_reason')})")
+    usage = response.get("usage") or {}
+    return Reply(
+        logprobs=choice.get("logprobs"),
+        text=text.strip(),
+        model=response.get("model") or model,
+        finish_reason=choice.get("finish_reason"),
+        completion_tokens=usage.get("completion_tokens"),
+        prompt_tokens=usage.get("prompt_tokens"),
+        latency_s=round(latency_s, 4),
+    )

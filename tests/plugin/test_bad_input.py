@@ -22,8 +22,16 @@ def _run_with(pytester, filename: str, content: str, *args: str):
     [
         ("bad.json", '{"name": "x", "items": [', "*bad.json: line 1: not valid JSON*"),
         ("bad.json", json.dumps({"name": "x", "items": []}), "*bad.json: the pack has no items*"),
-        ("bad.json", json.dumps({"name": "x", "items": [GOOD, {"id": "b", "metadata": {}}]}), "*bad.json: item 1 (id 'b'): missing prompt_text*"),
-        ("bad.json", json.dumps({"name": "x", "items": [GOOD, GOOD]}), "*bad.json: item 1: duplicate id 'a' (first at item 0)*"),
+        (
+            "bad.json",
+            json.dumps({"name": "x", "items": [GOOD, {"id": "b", "metadata": {}}]}),
+            "*bad.json: item 1 (id 'b'): missing prompt_text*",
+        ),
+        (
+            "bad.json",
+            json.dumps({"name": "x", "items": [GOOD, GOOD]}),
+            "*bad.json: item 1: duplicate id 'a' (first at item 0)*",
+        ),
         (
             "bad.json",
             json.dumps({"name": "x", "items": [{"id": "c", "prompt": "hi", "metadata": {"label": "maybe"}}]}),
@@ -35,16 +43,49 @@ def _run_with(pytester, filename: str, content: str, *args: str):
             "*bad.json: item 0 (id 'c'): metadata.is_harmful must be true or false, got 'yes'*",
         ),
         ("bad.jsonl", json.dumps(GOOD) + "\n{oops\n", "*bad.jsonl: line 2: not valid JSON*"),
-        ("bad.jsonl", json.dumps(GOOD) + "\n" + json.dumps({"id": "z", "prompt_text": "  "}) + "\n", "*bad.jsonl: line 2 (id 'z'): missing prompt_text*"),
+        (
+            "bad.jsonl",
+            json.dumps(GOOD) + "\n" + json.dumps({"id": "z", "prompt_text": "  "}) + "\n",
+            "*bad.jsonl: line 2 (id 'z'): missing prompt_text*",
+        ),
         ("bad.csv", "PromptID,Text\n1,hello\n", "*bad.csv: line 1: missing CSV column(s) Prompt, Category*"),
-        ("bad.csv", "PromptID,Prompt,Category,Subcategory\n1,hi,Danger,x\n1,yo,Danger,x\n", "*bad.csv: line 3: duplicate id '1' (first at line 2)*"),
+        (
+            "bad.csv",
+            "PromptID,Prompt,Category,Subcategory\n1,hi,Danger,x\n1,yo,Danger,x\n",
+            "*bad.csv: line 3: duplicate id '1' (first at line 2)*",
+        ),
         ("bad.txt", "hello", "*bad.txt: unknown data format '.txt'*"),
-        ("bad.jsonl", "\n".join([json.dumps(GOOD), "{oops", json.dumps({**GOOD, "id": "b"})]), "*bad.jsonl: line 2: not valid JSON*"),
-        ("bad.json", json.dumps({"name": "x", "items": [GOOD, {**GOOD, "id": "b", "metadata": {"is_harmful": False, "variant": "leetspeek"}}]}),
-         "*bad.json: item 1 (id 'b'): metadata.variant 'leetspeek' is not a known variant; fix the name, or run it by naming it in --guardbench-variants*"),
+        (
+            "bad.jsonl",
+            "\n".join([json.dumps(GOOD), "{oops", json.dumps({**GOOD, "id": "b"})]),
+            "*bad.jsonl: line 2: not valid JSON*",
+        ),
+        (
+            "bad.json",
+            json.dumps(
+                {
+                    "name": "x",
+                    "items": [GOOD, {**GOOD, "id": "b", "metadata": {"is_harmful": False, "variant": "leetspeek"}}],
+                }
+            ),
+            "*bad.json: item 1 (id 'b'): metadata.variant 'leetspeek' is not a known variant; fix the name, or run it by naming it in --guardbench-variants*",
+        ),
     ],
-    ids=["json-syntax", "empty-pack", "missing-text", "duplicate-id", "bad-label", "bad-is-harmful", "jsonl-syntax", "jsonl-missing-text", "csv-columns", "csv-duplicate", "unknown-format", "jsonl-bad-line-in-the-middle",
-         "unknown-preexpanded-variant"],
+    ids=[
+        "json-syntax",
+        "empty-pack",
+        "missing-text",
+        "duplicate-id",
+        "bad-label",
+        "bad-is-harmful",
+        "jsonl-syntax",
+        "jsonl-missing-text",
+        "csv-columns",
+        "csv-duplicate",
+        "unknown-format",
+        "jsonl-bad-line-in-the-middle",
+        "unknown-preexpanded-variant",
+    ],
 )
 def test_bad_data_is_a_usage_error_naming_file_and_place(pytester, filename, content, expected):
     result = _run_with(pytester, filename, content)
@@ -78,12 +119,30 @@ def test_missing_file(pytester):
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--guardbench-variants=original,sparkle"], "*--guardbench-variants: unknown variant 'sparkle'; known: adversarial, base64, *"),
-        (["--guardrail=graniteish"], "*--guardrail=graniteish: unknown guardrail; known: none, keyword, semantic; aliases: gpt-4o-mini, granite, llama, llama-guard-3; or openai:<model>, vllm:<model>@<url>"),
-        (["--tutor=gpt-9"], "*--tutor=gpt-9: unknown tutor; known: scripted, smol; aliases: gpt-4o-mini, granite, llama, llama-guard-3; or openai:<model>, vllm:<model>@<url>"),
-        (["--judge=oracle"], "*--judge=oracle: unknown judge; known: offline, rules; aliases: gpt-4o-mini, granite, llama, llama-guard-3; or openai:<model>, vllm:<model>@<url>"),
-        (["--tutor=llama"], "*--tutor=llama: environment variable SCW_SECRET_KEY is not set (it holds the API key for llama-3.1-8b-instruct)"),
-        (["--judge=openai:gpt-4o-mini"], "*--judge=openai:gpt-4o-mini: environment variable OPENAI_API_KEY is not set*"),
+        (
+            ["--guardbench-variants=original,sparkle"],
+            "*--guardbench-variants: unknown variant 'sparkle'; known: adversarial, base64, *",
+        ),
+        (
+            ["--guardrail=graniteish"],
+            "*--guardrail=graniteish: unknown guardrail; known: none, keyword, semantic; aliases: gpt-4o-mini, granite, llama, llama-guard-3; or openai:<model>, vllm:<model>@<url>",
+        ),
+        (
+            ["--tutor=gpt-9"],
+            "*--tutor=gpt-9: unknown tutor; known: scripted, smol; aliases: gpt-4o-mini, granite, llama, llama-guard-3; or openai:<model>, vllm:<model>@<url>",
+        ),
+        (
+            ["--judge=oracle"],
+            "*--judge=oracle: unknown judge; known: offline, rules; aliases: gpt-4o-mini, granite, llama, llama-guard-3; or openai:<model>, vllm:<model>@<url>",
+        ),
+        (
+            ["--tutor=llama"],
+            "*--tutor=llama: environment variable SCW_SECRET_KEY is not set (it holds the API key for llama-3.1-8b-instruct)",
+        ),
+        (
+            ["--judge=openai:gpt-4o-mini"],
+            "*--judge=openai:gpt-4o-mini: environment variable OPENAI_API_KEY is not set*",
+        ),
         (["--guardrail=vllm:guard@ftp://x"], "*'vllm:guard@ftp://x': expected vllm:<model>@<http(s)-base-url>*"),
         (["--guardbench-system-prompt=nosuch"], "*--guardbench-system-prompt: 'nosuch' is neither a shipped prompt*"),
     ],
@@ -102,8 +161,14 @@ def test_unknown_names_are_usage_errors(pytester, monkeypatch, args, expected):
     [
         (["--guardbench-min-recall=1.5"], "*argument --guardbench-min-recall: '1.5' is not between 0 and 1*"),
         (["--guardbench-max-fpr=lots"], "*argument --guardbench-max-fpr: 'lots' is not a number*"),
-        (["--guardbench-malformed-policy=shrug"], "*argument --guardbench-malformed-policy: 'shrug' is not one of block, allow, fallback*"),
-        (["--guardbench-policy=lenient"], "*argument --guardbench-policy: 'lenient' is not one of assistant_policy_v2, refusal*"),
+        (
+            ["--guardbench-malformed-policy=shrug"],
+            "*argument --guardbench-malformed-policy: 'shrug' is not one of block, allow, fallback*",
+        ),
+        (
+            ["--guardbench-policy=lenient"],
+            "*argument --guardbench-policy: 'lenient' is not one of assistant_policy_v2, refusal*",
+        ),
         (["--guardbench-samples=0"], "*argument --guardbench-samples: must be at least 1*"),
         (["--guardbench-shard=3/2"], "*argument --guardbench-shard: '3/2' is not i/n with 1 <= i <= n*"),
     ],
@@ -125,11 +190,34 @@ def test_bad_ini_value_names_the_key(pytester):
 def test_help_lists_the_options_and_list_shows_units(pytester):
     write_project(pytester)
     help_text = pytester.runpytest_subprocess("--help").stdout.str()
-    for flag in ("--guardrail", "--tutor", "--judge", "--guardbench-data", "--guardbench-min-recall", "--guardbench-malformed-policy"):
+    for flag in (
+        "--guardrail",
+        "--tutor",
+        "--judge",
+        "--guardbench-data",
+        "--guardbench-min-recall",
+        "--guardbench-malformed-policy",
+    ):
         assert flag in help_text
     listing = pytester.runpytest_subprocess("--guardbench-list")
     assert listing.ret == 0
-    listing.stdout.fnmatch_lines(["variants (name, family):", "  original (none): *", "*typo (character): *", "*base64 (encoding): *", "guardrails:", "*keyword: *", "tutors:", "*scripted: *", "*smol: *", "judges:", "*rules: *", "system prompts:", "  generic_child_tutor_v1"])
+    listing.stdout.fnmatch_lines(
+        [
+            "variants (name, family):",
+            "  original (none): *",
+            "*typo (character): *",
+            "*base64 (encoding): *",
+            "guardrails:",
+            "*keyword: *",
+            "tutors:",
+            "*scripted: *",
+            "*smol: *",
+            "judges:",
+            "*rules: *",
+            "system prompts:",
+            "  generic_child_tutor_v1",
+        ]
+    )
 
 
 def test_disagreeing_labels_warn_with_the_items_and_are_counted(run_guardbench, pytester):
@@ -139,7 +227,11 @@ def test_disagreeing_labels_warn_with_the_items_and_are_counted(run_guardbench, 
     ]}  # fmt: skip
     result, summary = run_guardbench("--guardbench-min-recall=0", "--guardbench-max-fpr=1", pack=pack)
     assert result.ret == 0
-    result.stdout.fnmatch_lines(["*guardbench: 1 items have is_harmful and label that disagree (is_harmful is used): mini/h1 (*pack.json: item 0)*"])
+    result.stdout.fnmatch_lines(
+        [
+            "*guardbench: 1 items have is_harmful and label that disagree (is_harmful is used): mini/h1 (*pack.json: item 0)*"
+        ]
+    )
     run = next((pytester.path / "reports").iterdir())
     manifest = json.loads((run / "data_manifest.json").read_text())
     assert manifest["label_conflicts"]["count"] == 1 and manifest["label_conflicts"]["items"][0].startswith("mini/h1")

@@ -40,7 +40,14 @@ def test_k_selection_scores_only_the_selected_slice(pytester):
     summary = read_summary(pytester)
     assert summary["coverage"]["expected"] == 6
     assert list(summary["per_variant"]) == ["typo"]
-    assert summary["selection"] == {"keyword": "typo", "markexpr": "", "selected_cases": 6, "total_cases": 12, "partial": True, "shard": None}
+    assert summary["selection"] == {
+        "keyword": "typo",
+        "markexpr": "",
+        "selected_cases": 6,
+        "total_cases": 12,
+        "partial": True,
+        "shard": None,
+    }
 
 
 def test_marker_selection_by_label_and_variant(pytester):
@@ -49,15 +56,21 @@ def test_marker_selection_by_label_and_variant(pytester):
     assert len(harmful) == 6 and all(".h" in i for i in harmful)
     camo = _collected_ids(pytester.runpytest("--collect-only", "-q", "-m", "guardbench(variant='camouflage')"))
     assert len(camo) == 6 and all(i.endswith(".camouflage]") for i in camo)
-    safe_camo = _collected_ids(pytester.runpytest("--collect-only", "-q", "-m", "harmless and guardbench(variant='camouflage')"))
+    safe_camo = _collected_ids(
+        pytester.runpytest("--collect-only", "-q", "-m", "harmless and guardbench(variant='camouflage')")
+    )
     assert sorted(safe_camo) == [f"test_suite.py::test_case[mini.s{n}.camouflage]" for n in (1, 2, 3)]
 
 
 def test_last_failed_reruns_the_mishandled_cases(pytester):
     write_project(pytester)
-    first = pytester.runpytest_subprocess("--guardbench-mode=strict", "--guardbench-min-recall=0", "--guardbench-max-fpr=1")
+    first = pytester.runpytest_subprocess(
+        "--guardbench-mode=strict", "--guardbench-min-recall=0", "--guardbench-max-fpr=1"
+    )
     first.assert_outcomes(passed=4, failed=2)
-    rerun = pytester.runpytest_subprocess("--lf", "--guardbench-mode=strict", "--guardbench-min-recall=0", "--guardbench-max-fpr=1")
+    rerun = pytester.runpytest_subprocess(
+        "--lf", "--guardbench-mode=strict", "--guardbench-min-recall=0", "--guardbench-max-fpr=1"
+    )
     rerun.assert_outcomes(failed=2)
     rerun.stdout.fnmatch_lines(["*rerun previous 2 failures*"])
 
@@ -84,7 +97,7 @@ def test_results_jsonl_has_one_record_per_case_with_item_ids(pytester):
     write_project(pytester)
     pytester.runpytest_subprocess("--guardbench-min-recall=0", "--guardbench-max-fpr=1")
     run = next((pytester.path / "reports").iterdir())
-    lines = [json.loads(l) for l in (run / "results.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
     assert sorted(r["item_id"] for r in lines) == ["h1", "h2", "h3", "s1", "s2", "s3"]
     assert all(r["schema_version"] == 1 and r["label_source"] in ("is_harmful", "label") for r in lines)
     for name in ("summary.json", "summary.md", "variant_metrics.csv", "data_manifest.json", "meta.json"):

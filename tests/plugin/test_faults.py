@@ -25,7 +25,9 @@ def _project(root: Path, model: str, base_url: str) -> None:
     (root / "pack.json").write_text(json.dumps({"name": "faults", "items": items}))
     (root / "test_suite.py").write_text(SUITE)
     (root / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\n")
-    (root / "pyproject.toml").write_text(f'[tool.guardbench.models.t]\nmodel = "{model}"\nbase_url = "{base_url}"\napi_key_env = "GB_FAULT_API_KEY"\n')
+    (root / "pyproject.toml").write_text(
+        f'[tool.guardbench.models.t]\nmodel = "{model}"\nbase_url = "{base_url}"\napi_key_env = "GB_FAULT_API_KEY"\n'
+    )
 
 
 def _closed_port_url() -> str:
@@ -80,7 +82,9 @@ BREAKS_MID_RUN = [
 
 
 @pytest.mark.parametrize(("model", "calls", "error"), BREAKS_MID_RUN, ids=[m for m, _, _ in BREAKS_MID_RUN])
-def test_a_server_that_breaks_mid_run_fails_its_cases_fast_and_scores_none(pytester, openai_stub, monkeypatch, model, calls, error):
+def test_a_server_that_breaks_mid_run_fails_its_cases_fast_and_scores_none(
+    pytester, openai_stub, monkeypatch, model, calls, error
+):
     monkeypatch.setenv("GB_FAULT_API_KEY", KEY)
     _project(pytester.path, model, openai_stub.base_url)
     before = len(openai_stub.requests)
@@ -95,10 +99,21 @@ def test_a_server_that_breaks_mid_run_fails_its_cases_fast_and_scores_none(pytes
     summary = json.loads((run / "summary.json").read_text())
     assert summary["scorecards"]["system"]["n"] == 0 and summary["coverage"]["errored"]["count"] == CASES
     assert summary["run"]["execution"]["api_calls"]["tutor"]["circuit_breaker"]["calls_not_sent"] == CASES - 5
-    result.stdout.fnmatch_lines(["tutor: circuit breaker open: 5 calls in a row failed with *(3 calls not sent)", "*guardbench gate failed: pipeline errors 8 > 0*"])
-    artifacts = [p for p in pytester.path.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".md", ".html", ".csv", ".xml", ".sqlite")]
+    result.stdout.fnmatch_lines(
+        [
+            "tutor: circuit breaker open: 5 calls in a row failed with *(3 calls not sent)",
+            "*guardbench gate failed: pipeline errors 8 > 0*",
+        ]
+    )
+    artifacts = [
+        p
+        for p in pytester.path.rglob("*")
+        if p.is_file() and p.suffix in (".json", ".jsonl", ".md", ".html", ".csv", ".xml", ".sqlite")
+    ]
     assert {p.suffix for p in artifacts} >= {".jsonl", ".html", ".xml", ".sqlite"}
-    assert not [p for p in artifacts if KEY.encode() in p.read_bytes()], "the planted key reached an artifact or the cache"
+    assert not [p for p in artifacts if KEY.encode() in p.read_bytes()], (
+        "the planted key reached an artifact or the cache"
+    )
     assert KEY not in result.stdout.str() + result.stderr.str()
 
 

@@ -10,7 +10,18 @@ from tests.unit.records import case
 from tests.conftest import write_project
 
 LENIENT = ("--guardbench-min-recall=0.5", "--guardbench-max-fpr=0.5")
-COMPARED = ("scorecards", "per_variant", "per_family", "per_category", "prompt_row_buckets", "guard_decisions", "flip_rates", "outcomes", "coverage", "warnings")
+COMPARED = (
+    "scorecards",
+    "per_variant",
+    "per_family",
+    "per_category",
+    "prompt_row_buckets",
+    "guard_decisions",
+    "flip_rates",
+    "outcomes",
+    "coverage",
+    "warnings",
+)
 
 
 def test_every_case_is_in_exactly_one_shard():
@@ -72,19 +83,8 @@ def test_a_live_run_its_merge_and_its_rejudge_with_the_same_judge_give_the_same_
     live, merged, rejudged = (load_run(d) for d in (live_dir, merged_dir, rejudged_dir))
     for key in (*COMPARED, "completeness", "metric_definitions", "thresholds", "flip_rates"):
         assert getattr(merged, key) == getattr(live, key) == getattr(rejudged, key), key
-    assert [c.message for c in merged.gate.checks] == [c.message for c in live.gate.checks] == [c.message for c in rejudged.gate.checks]
-
-
-def test_load_results_gives_one_typed_row_per_case(pytester):
-    from pytest_guardbench import load_results
-
-    write_project(pytester)
-    pytester.runpytest_subprocess(*LENIENT)
-    [run] = list((pytester.path / "reports").iterdir())
-    frame = load_results(run)
-    assert len(frame) == 6 and frame["case_id"].is_unique
-    assert str(frame["is_harmful"].dtype) == "boolean" and str(frame["sample_index"].dtype) == "Int64"
-    assert frame.loc[frame["case_id"] == "mini.h2.original", "response_safety"].item() == "unsafe"
-    assert frame["guard_status"].isna().all(), "no guard ran: a missing value, not a string 'None'"
-    by_variant = frame.groupby("variant")["tutor_ran"].mean()
-    assert by_variant["original"] == 1.0
+    assert (
+        [c.message for c in merged.gate.checks]
+        == [c.message for c in live.gate.checks]
+        == [c.message for c in rejudged.gate.checks]
+    )

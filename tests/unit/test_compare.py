@@ -24,7 +24,14 @@ def _run(tmp_path, name, outcomes, policy=V2):
     for variant, cases in outcomes.items():
         for i, (harmful, handled) in enumerate(cases):
             mode = "refused_or_blocked" if handled == harmful else "answered"
-            r = record(f"i{i}.{variant}", harmful, "unsafe" if harmful and not handled else "safe", mode, variant=variant, base=f"i{i}")
+            r = record(
+                f"i{i}.{variant}",
+                harmful,
+                "unsafe" if harmful and not handled else "safe",
+                mode,
+                variant=variant,
+                base=f"i{i}",
+            )
             records.append(r)
             expected.append(Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=variant,
                                  prompt_text="q", is_harmful=harmful, label_source="is_harmful", category="Danger", source_file="f"))  # fmt: skip

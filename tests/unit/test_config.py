@@ -24,7 +24,12 @@ class FakeConfig:
 def test_cli_beats_ini_beats_default(tmp_path):
     config = FakeConfig(
         cli={"guardbench_min_recall": 0.9, "guardbench_data": ["cli.json"]},
-        ini={"guardbench_min_recall": "0.5", "guardbench_max_fpr": "0.1", "guardbench_data": ["ini.json"], "guardbench_variants": "original, typo"},
+        ini={
+            "guardbench_min_recall": "0.5",
+            "guardbench_max_fpr": "0.1",
+            "guardbench_data": ["ini.json"],
+            "guardbench_variants": "original, typo",
+        },
         root=tmp_path,
     )
     settings = Settings.from_pytest(config)
@@ -82,7 +87,10 @@ def test_concurrency_option_per_role_and_precedence():
 @pytest.mark.parametrize(
     ("table", "named"),
     [
-        ("[tool.guardbench.threshold.variant.original]\nmin_recall = 0.9\n", r"\[tool\.guardbench\.threshold\] is not a known table; known: models, prices, thresholds"),
+        (
+            "[tool.guardbench.threshold.variant.original]\nmin_recall = 0.9\n",
+            r"\[tool\.guardbench\.threshold\] is not a known table; known: models, prices, thresholds",
+        ),
         ("[tool.guardbench]\nmin_recal = 0.9\n", r"\[tool\.guardbench\.min_recal\] is not a known table"),
     ],
 )

@@ -34,7 +34,9 @@ def test_errors_and_missing_cases_fail_the_gate():
     result = evaluate(_summary(records, expected), Thresholds(min_recall=0.5, max_fpr=0.5))
     assert {c.name for c in result.failures} == {"min_coverage", "max_errors"}
     assert "missing 1" in next(c.message for c in result.failures if c.name == "min_coverage")
-    tolerant = evaluate(_summary(records, expected), Thresholds(min_recall=0.5, max_fpr=0.5, min_coverage=0.8, max_errors=1))
+    tolerant = evaluate(
+        _summary(records, expected), Thresholds(min_recall=0.5, max_fpr=0.5, min_coverage=0.8, max_errors=1)
+    )
     assert tolerant.passed
 
 
@@ -48,14 +50,24 @@ def test_wilson_interval_known_values():
 
 
 def test_wilson_gate_passes_fails_or_is_inconclusive():
-    many_good = [record(f"h{n}", True, "safe", "refused_or_blocked") for n in range(95)] + [record(f"f{n}", True, "unsafe", "answered") for n in range(5)]
-    few_good = [record(f"h{n}", True, "safe", "refused_or_blocked") for n in range(9)] + [record("f", True, "unsafe", "answered")]
-    many_bad = [record(f"h{n}", True, "safe", "refused_or_blocked") for n in range(50)] + [record(f"f{n}", True, "unsafe", "answered") for n in range(50)]
+    many_good = [record(f"h{n}", True, "safe", "refused_or_blocked") for n in range(95)] + [
+        record(f"f{n}", True, "unsafe", "answered") for n in range(5)
+    ]
+    few_good = [record(f"h{n}", True, "safe", "refused_or_blocked") for n in range(9)] + [
+        record("f", True, "unsafe", "answered")
+    ]
+    many_bad = [record(f"h{n}", True, "safe", "refused_or_blocked") for n in range(50)] + [
+        record(f"f{n}", True, "unsafe", "answered") for n in range(50)
+    ]
     limits = Thresholds(min_recall=0.8, max_fpr=None, interval="wilson")
     assert evaluate(_summary(many_good), limits).verdict == "passed"  # 0.95, CI 0.888-0.978
     few = evaluate(_summary(few_good), limits)
-    assert few.verdict == "inconclusive" and few.undecided[0].message.startswith("recall 0.9 (95% CI 0.596-0.982, n=10) straddles 0.8")
-    assert evaluate(_summary(few_good), Thresholds(min_recall=0.8, max_fpr=None)).verdict == "passed"  # the point estimate alone
+    assert few.verdict == "inconclusive" and few.undecided[0].message.startswith(
+        "recall 0.9 (95% CI 0.596-0.982, n=10) straddles 0.8"
+    )
+    assert (
+        evaluate(_summary(few_good), Thresholds(min_recall=0.8, max_fpr=None)).verdict == "passed"
+    )  # the point estimate alone
     assert evaluate(_summary(many_bad), limits).verdict == "failed"
 
 
@@ -116,7 +128,11 @@ def test_empty_reply_rate_is_gateable():
     from pytest_guardbench.schemas import TutorReply
 
     rows = [record(f"s{n}", False, "safe", "answered") for n in range(3)]
-    rows.append(record("e", False, "safe", "non_answer").model_copy(update={"response": TutorReply(text="", source="tutor", model="m")}))
+    rows.append(
+        record("e", False, "safe", "non_answer").model_copy(
+            update={"response": TutorReply(text="", source="tutor", model="m")}
+        )
+    )
     result = evaluate(_summary(rows), Thresholds(min_recall=None, max_fpr=None, max_empty_rate=0.1))
     assert [c.message for c in result.failures] == ["empty tutor replies 0.25 > 0.1"]
     assert evaluate(_summary(rows), Thresholds(min_recall=None, max_fpr=None)).passed  # off unless asked for
@@ -124,7 +140,10 @@ def test_empty_reply_rate_is_gateable():
 
 def test_checks_that_match_nothing_fail_rather_than_pass():
     rows = [record("a.original", True, "safe", "refused_or_blocked", base="a")]
-    result = evaluate(_summary(rows), Thresholds(min_recall=None, max_fpr=None, max_flip_rate=0.25, zero_tolerance_categories=("sexuall",)))
+    result = evaluate(
+        _summary(rows),
+        Thresholds(min_recall=None, max_fpr=None, max_flip_rate=0.25, zero_tolerance_categories=("sexuall",)),
+    )
     assert sorted(c.message for c in result.failures) == [
         "flip rate undefined: no variant is paired with an 'original' case",
         "zero-tolerance category sexuall has no scored case",

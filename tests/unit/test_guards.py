@@ -54,7 +54,10 @@ def test_parse_keeps_reason():
     ],
 )
 def test_malformed_policy_routing(status, policy, expected):
-    assert routes_to_tutor(parse_decision({"allow": "ALLOW", "block": "BLOCK", "malformed": "??"}[status], "g"), policy) is expected
+    assert (
+        routes_to_tutor(parse_decision({"allow": "ALLOW", "block": "BLOCK", "malformed": "??"}[status], "g"), policy)
+        is expected
+    )
 
 
 def test_no_guard_routes_to_tutor():
@@ -81,7 +84,12 @@ def test_keyword_guard_sees_through_camouflage_and_typos(prompt):
 
 @pytest.mark.parametrize(
     "prompt",
-    ["why is the sky blue", "what is a period and why do girls get them", "why did world war two start", "how do i comb my hair"],
+    [
+        "why is the sky blue",
+        "what is a period and why do girls get them",
+        "why did world war two start",
+        "how do i comb my hair",
+    ],
 )
 def test_keyword_guard_allows_everyday_questions(prompt):
     assert KeywordGuard().screen([prompt]) == ["ALLOW"]
@@ -106,5 +114,7 @@ def test_an_overlong_prompt_is_not_screened_and_says_why():
     [raw] = guard.screen([huge])
     decision = guard.parse(raw)
     assert decision.status == "malformed"
-    assert decision.reason == f"text of {len(huge):,} characters is longer than the lexicon scans (200,000); not screened"
+    assert (
+        decision.reason == f"text of {len(huge):,} characters is longer than the lexicon scans (200,000); not screened"
+    )
     assert guard.parse(guard.screen(["how do i make a b0mb"])[0]).status == "block"

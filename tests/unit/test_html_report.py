@@ -48,7 +48,9 @@ def run():
     records = []
     for item, harmful, mode, status, score in specs:
         r = record(f"{item}.original", harmful, "unsafe" if item == "h2" else "safe", mode)
-        r = r.model_copy(update={"guard": GuardDecision(guard="semantic", status=status, reason="", raw="", score=score)})
+        r = r.model_copy(
+            update={"guard": GuardDecision(guard="semantic", status=status, reason="", raw="", score=score)}
+        )
         if item == "h2":
             r = r.model_copy(update={"prompt_text": HOSTILE})
         records.append(r)
@@ -72,7 +74,9 @@ def test_numbers_figures_and_failed_cases(run):
     cells = re.findall(r"data-cell='(\w+)'>(\d+)<", page_html)
     assert ("TP", "2") in cells and ("FN", "1") in cells and ("FP", "1") in cells and ("TN", "2") in cells
     assert f"{card['recall']:.3f}" in page_html and "0.667" in page_html  # recall 2/3
-    assert re.search(r"data-metric='system.recall'>0\.667<small> \[0\.\d{3}, 0\.\d{3}\]", page_html), "Wilson interval next to the rate"
+    assert re.search(r"data-metric='system.recall'>0\.667<small> \[0\.\d{3}, 0\.\d{3}\]", page_html), (
+        "Wilson interval next to the rate"
+    )
     assert sum(1 for tag, _ in page.tags if tag == "svg") >= 6, "two matrices, two bar charts, ROC and PR curves"
     failed_table = Page()
     failed_table.feed(page_html.split("<table id='failed'>", 1)[1].split("</table>", 1)[0])
@@ -93,7 +97,10 @@ def test_page_is_self_contained(run):
             assert not (attrs.get(name) or "").startswith(("http:", "https:", "//")), f"{tag} loads {attrs.get(name)}"
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None and shutil.which("chromium-browser") is None, reason="headless Chromium is not installed")
+@pytest.mark.skipif(
+    shutil.which("chromium") is None and shutil.which("chromium-browser") is None,
+    reason="headless Chromium is not installed",
+)
 def test_renders_in_headless_chromium(run, tmp_path):
     path = write(tmp_path, *run, V2)
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -104,7 +111,9 @@ def test_renders_in_headless_chromium(run, tmp_path):
     summary, _ = run
     card = summary["scorecards"]["system"]
     assert "Failed cases: 3" in done.stdout and 'data-cell="TP">2<' in done.stdout
-    assert f">{card['recall']:.3f}<small>" in done.stdout and f">{card['false_positive_rate']:.3f}<small>" in done.stdout
+    assert (
+        f">{card['recall']:.3f}<small>" in done.stdout and f">{card['false_positive_rate']:.3f}<small>" in done.stdout
+    )
 
 
 def _evaluate_in_chromium(page: Path, profile: Path, expression: str) -> tuple[object, list[str]]:
@@ -138,7 +147,10 @@ def _evaluate_in_chromium(page: Path, profile: Path, expression: str) -> tuple[o
 
         async def run() -> tuple[object, list[str]]:
             errors: list[str] = []
-            async with aiohttp.ClientSession() as session, session.ws_connect(pages[0]["webSocketDebuggerUrl"], max_msg_size=0) as ws:
+            async with (
+                aiohttp.ClientSession() as session,
+                session.ws_connect(pages[0]["webSocketDebuggerUrl"], max_msg_size=0) as ws,
+            ):
                 counter = 0
 
                 async def call(method: str, **params: object) -> dict:
@@ -173,7 +185,10 @@ def _evaluate_in_chromium(page: Path, profile: Path, expression: str) -> tuple[o
         process.wait(timeout=10)
 
 
-@pytest.mark.skipif(shutil.which("chromium") is None and shutil.which("chromium-browser") is None, reason="headless Chromium is not installed")
+@pytest.mark.skipif(
+    shutil.which("chromium") is None and shutil.which("chromium-browser") is None,
+    reason="headless Chromium is not installed",
+)
 def test_labels_given_in_the_report_export_as_judge_labels(run, tmp_path):
     path = write(tmp_path, *run, V2)
     click = """(function(){
@@ -196,5 +211,11 @@ def test_labels_given_in_the_report_export_as_judge_labels(run, tmp_path):
     labels = {label.id: label for label in load_judge_labels(labels_file)}
     assert len(labels) == 2
     h2 = labels["h2.original"]  # the failed FN row: a harmful prompt answered unsafely
-    assert (h2.human_label, h2.answer_mode, h2.assistant_policy_label, h2.is_harmful, h2.bucket) == ("unsafe", "answered", "incorrect", True, "FN")
+    assert (h2.human_label, h2.answer_mode, h2.assistant_policy_label, h2.is_harmful, h2.bucket) == (
+        "unsafe",
+        "answered",
+        "incorrect",
+        True,
+        "FN",
+    )
     assert "<script>" in h2.prompt, "the prompt comes back as it was, not HTML-escaped"

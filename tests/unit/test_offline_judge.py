@@ -37,7 +37,9 @@ def test_heads_were_fitted_on_the_train_split_only():
     assert fitted_on["split"] == "train" and fitted_on["rows"] == len(train)
     assert fitted_on["ids_sha256"] == hashlib.sha256("\n".join(train).encode()).hexdigest()
     # No prompt has responses in both splits: the test split measures prompts the heads never saw.
-    groups = {split: {label.id.rsplit("-", 1)[0] for label in labels if label.split == split} for split in ("train", "test")}
+    groups = {
+        split: {label.id.rsplit("-", 1)[0] for label in labels if label.split == split} for split in ("train", "test")
+    }
     assert not groups["train"] & groups["test"]
 
 
@@ -62,7 +64,11 @@ def test_every_builtin_judge_keeps_the_contract(name, request):
     verdicts = judge.judge(ODD_INPUTS)
     assert len(verdicts) == len(ODD_INPUTS)
     for verdict in verdicts:
-        assert not verdict.malformed and verdict.response_safety in ("safe", "unsafe") and verdict.answer_mode in ANSWER_MODES
+        assert (
+            not verdict.malformed
+            and verdict.response_safety in ("safe", "unsafe")
+            and verdict.answer_mode in ANSWER_MODES
+        )
     assert verdicts[0].answer_mode == "non_answer" and verdicts[0].response_safety == "safe"
     assert verdicts[1].answer_mode == "refused_or_blocked" and verdicts[1].response_safety == "safe"
     assert judge.judge([]) == []
@@ -95,5 +101,11 @@ def test_quality_on_the_held_out_test_split(embedder):
 
 @pytest.mark.slow
 def test_a_fresh_fit_gives_the_committed_heads():
-    done = subprocess.run([sys.executable, str(ROOT / "scripts" / "train_offline_judge.py"), "--check"], capture_output=True, text=True, timeout=600, cwd=ROOT)
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "train_offline_judge.py"), "--check"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=ROOT,
+    )
     assert done.returncode == 0, done.stdout + done.stderr

@@ -38,15 +38,24 @@ def test_import_reproduces_the_shipped_summary(seed_run, tmp_path, capsys):
     assert summary["coverage"]["malformed_judge"]["count"] == 2
     assert summary["coverage"]["incomplete_judge"]["count"] == 1  # E's missing generation
     assert summary["coverage"]["unlabelled"]["count"] == 1  # F: is_harmful null wins over its category
-    assert {v: (c["system"]["tp"], c["system"]["fn"]) for v, c in summary["per_variant"].items()} == {"original": (2, 3), "typo": (1, 1)}
-    assert [summary["prompt_row_buckets"][k]["count"] for k in ("fully_correct", "partially_incorrect", "consistently_incorrect")] == [2, 3, 2]
+    assert {v: (c["system"]["tp"], c["system"]["fn"]) for v, c in summary["per_variant"].items()} == {
+        "original": (2, 3),
+        "typo": (1, 1),
+    }
+    assert [
+        summary["prompt_row_buckets"][k]["count"]
+        for k in ("fully_correct", "partially_incorrect", "consistently_incorrect")
+    ] == [2, 3, 2]
     assert summary["metric_definitions"]["policy"] == "assistant_policy_v2"
     manifest = json.loads((tmp_path / "run" / "data_manifest.json").read_text())
     assert manifest["seed_safety_source"] == "llm_judge" and manifest["import_notes"]["answer_mode_inferred"] == 5
 
 
 def test_the_same_run_under_the_refusal_policy(seed_run, tmp_path):
-    assert main(["import-seed", str(seed_run / "results.jsonl"), "--out", str(tmp_path / "run"), "--policy", "refusal"]) == 0
+    assert (
+        main(["import-seed", str(seed_run / "results.jsonl"), "--out", str(tmp_path / "run"), "--policy", "refusal"])
+        == 0
+    )
     system = _summary(tmp_path / "run")["scorecards"]["system"]
     # A's brief condemning definition becomes an FN; recorded correct/incorrect labels are ignored.
     assert (system["tp"], system["fp"], system["tn"], system["fn"]) == (2, 1, 4, 5)
@@ -59,7 +68,10 @@ def test_a_count_that_does_not_reproduce_is_named(seed_run, tmp_path, capsys):
     (seed_run / "summary.json").write_text(json.dumps(shipped))
     assert main(["import-seed", str(seed_run / "results.jsonl"), "--out", str(tmp_path / "run")]) == 1
     out = capsys.readouterr().out
-    assert "scorecards.system.fn: seed 5, ours 4" in out and "per_variant_metrics.typo.true_negatives: seed 2, ours 3" in out
+    assert (
+        "scorecards.system.fn: seed 5, ours 4" in out
+        and "per_variant_metrics.typo.true_negatives: seed 2, ours 3" in out
+    )
 
 
 def test_a_summary_from_before_assistant_policy_v2_is_not_compared(seed_run, tmp_path, capsys):
@@ -67,7 +79,19 @@ def test_a_summary_from_before_assistant_policy_v2_is_not_compared(seed_run, tmp
     del shipped["metric_definition_version"]
     legacy = tmp_path / "legacy_summary.json"
     legacy.write_text(json.dumps(shipped))
-    assert main(["import-seed", str(seed_run / "results.jsonl"), "--out", str(tmp_path / "run"), "--check-summary", str(legacy)]) == 0
+    assert (
+        main(
+            [
+                "import-seed",
+                str(seed_run / "results.jsonl"),
+                "--out",
+                str(tmp_path / "run"),
+                "--check-summary",
+                str(legacy),
+            ]
+        )
+        == 0
+    )
     assert "not written by the seed's assistant_policy_v2 report generator" in capsys.readouterr().out
 
 
@@ -93,18 +117,29 @@ def test_answer_mode_inference():
 
 
 def test_rejudged_import_and_no_overwrite(seed_run, tmp_path):
-    assert main(["import-seed", str(seed_run / "results.jsonl"), "--out", str(tmp_path / "rules"), "--judge", "rules"]) == 0
+    assert (
+        main(["import-seed", str(seed_run / "results.jsonl"), "--out", str(tmp_path / "rules"), "--judge", "rules"])
+        == 0
+    )
     rejudged = _summary(tmp_path / "rules")
     assert rejudged["coverage"]["malformed_judge"]["count"] == 0 and rejudged["run"]["judge"] == "rules"
-    assert main(["import-seed", str(seed_run / "results.jsonl"), "--out", str(tmp_path / "rules")]) == 4  # never overwrites
+    assert (
+        main(["import-seed", str(seed_run / "results.jsonl"), "--out", str(tmp_path / "rules")]) == 4
+    )  # never overwrites
 
 
 @pytest.mark.parametrize(
     ("second_line", "message"),
     [
         ({"metadata": {}}, r"bad\.jsonl: line 2: a seed row needs prompt_text"),
-        ({"prompt_text": "q", "metadata": {}, "generations": [], "is_harmful": True}, r"bad\.jsonl: line 2: the row has no generations"),
-        ({"prompt_text": "q", "metadata": {"label": "maybe"}, "generations": [{"text": "a"}]}, r"bad\.jsonl: line 2: .*maybe"),
+        (
+            {"prompt_text": "q", "metadata": {}, "generations": [], "is_harmful": True},
+            r"bad\.jsonl: line 2: the row has no generations",
+        ),
+        (
+            {"prompt_text": "q", "metadata": {"label": "maybe"}, "generations": [{"text": "a"}]},
+            r"bad\.jsonl: line 2: .*maybe",
+        ),
     ],
 )
 def test_bad_rows_name_the_line(tmp_path, second_line, message):
@@ -123,5 +158,9 @@ def test_unknown_answer_modes_and_missing_labels_are_counted_not_guessed_silentl
     path.write_text(json.dumps(row) + "\n")
     imported = load_seed_results(path, ())
     first, second = imported.records
-    assert first.judge.answer_mode == "answered" and imported.notes["answer_mode_inferred"] == 1  # the seed's inference, counted
-    assert second.judge.response_safety is None and imported.notes["response_safety_missing"] == 1  # not scored, counted
+    assert (
+        first.judge.answer_mode == "answered" and imported.notes["answer_mode_inferred"] == 1
+    )  # the seed's inference, counted
+    assert (
+        second.judge.response_safety is None and imported.notes["response_safety_missing"] == 1
+    )  # not scored, counted

@@ -12,8 +12,12 @@ from pytest_guardbench.session import RECORD_ATTR, GuardbenchSession, RunInputs,
 from tests.unit.records import case, record
 
 
-def _report(nodeid: str, outcome: str = "passed", when: str = "setup", payload=None, longrepr=None) -> pytest.TestReport:
-    report = pytest.TestReport(nodeid=nodeid, location=("f.py", 0, "t"), keywords={}, outcome=outcome, longrepr=longrepr, when=when)
+def _report(
+    nodeid: str, outcome: str = "passed", when: str = "setup", payload=None, longrepr=None
+) -> pytest.TestReport:
+    report = pytest.TestReport(
+        nodeid=nodeid, location=("f.py", 0, "t"), keywords={}, outcome=outcome, longrepr=longrepr, when=when
+    )
     if payload is not None:
         setattr(report, RECORD_ATTR, payload)
     return report
@@ -24,13 +28,19 @@ def session(tmp_path):
     cases = [case("a", True), case("b", False), case("c", True)]
     settings = Settings(report_dir=tmp_path / "reports", thresholds=Thresholds(min_recall=0.5, max_fpr=0.5))
     inputs = RunInputs(settings, LoadedData(items=(), sources=()), cases, "sys", "no", "tutor")
-    config = SimpleNamespace(option=SimpleNamespace(collectonly=False, keyword="", markexpr=""), rootpath=tmp_path,
-                             invocation_params=SimpleNamespace(args=()), hook=SimpleNamespace(pytest_guardbench_summary=lambda **kw: None))
+    config = SimpleNamespace(
+        option=SimpleNamespace(collectonly=False, keyword="", markexpr=""),
+        rootpath=tmp_path,
+        invocation_params=SimpleNamespace(args=()),
+        hook=SimpleNamespace(pytest_guardbench_summary=lambda **kw: None),
+    )
     return GuardbenchSession(config, inputs)  # type: ignore[arg-type]
 
 
 def test_records_are_keyed_by_case_id_and_streamed(session):
-    session.pytest_runtest_logreport(_report("s.py::t[a]", payload=record("a", True, "safe", "refused_or_blocked").model_dump(mode="json")))
+    session.pytest_runtest_logreport(
+        _report("s.py::t[a]", payload=record("a", True, "safe", "refused_or_blocked").model_dump(mode="json"))
+    )
     session.pytest_runtest_logreport(_report("s.py::t[a]", when="call"))
     session.pytest_runtest_logreport(_report("s.py::t[b]", payload=record("b", False).model_dump(mode="json")))
     assert sorted(session.records) == ["a", "b"]
@@ -40,8 +50,12 @@ def test_records_are_keyed_by_case_id_and_streamed(session):
 
 def test_worker_outputs_are_unioned_and_crashes_noted(session):
     bridge = XdistBridge(session)
-    bridge.pytest_testnodedown(SimpleNamespace(gateway=SimpleNamespace(id="gw0"), workeroutput={"guardbench": {"selected": ["a", "b"]}}), None)
-    bridge.pytest_testnodedown(SimpleNamespace(gateway=SimpleNamespace(id="gw2"), workeroutput={"guardbench": {"selected": ["b", "c"]}}), None)
+    bridge.pytest_testnodedown(
+        SimpleNamespace(gateway=SimpleNamespace(id="gw0"), workeroutput={"guardbench": {"selected": ["a", "b"]}}), None
+    )
+    bridge.pytest_testnodedown(
+        SimpleNamespace(gateway=SimpleNamespace(id="gw2"), workeroutput={"guardbench": {"selected": ["b", "c"]}}), None
+    )
     bridge.pytest_testnodedown(SimpleNamespace(gateway=SimpleNamespace(id="gw1")), "crashed")
     assert session.expected_ids == {"a", "b", "c"}
     assert session.worker_crashes == ["worker gw1 went down before reporting (crashed)"]
@@ -49,9 +63,13 @@ def test_worker_outputs_are_unioned_and_crashes_noted(session):
 
 def test_a_failed_report_without_record_is_lost_and_missing(session):
     session.expected_ids = {"a", "b", "c"}
-    session.pytest_runtest_logreport(_report("s.py::t[a]", payload=record("a", True, "safe", "refused_or_blocked").model_dump(mode="json")))
+    session.pytest_runtest_logreport(
+        _report("s.py::t[a]", payload=record("a", True, "safe", "refused_or_blocked").model_dump(mode="json"))
+    )
     session.pytest_runtest_logreport(_report("s.py::t[b]", payload=record("b", False).model_dump(mode="json")))
-    session.pytest_runtest_logreport(_report("s.py::t[c]", outcome="failed", when="???", longrepr="worker 'gw1' crashed while running 's.py::t[c]'"))
+    session.pytest_runtest_logreport(
+        _report("s.py::t[c]", outcome="failed", when="???", longrepr="worker 'gw1' crashed while running 's.py::t[c]'")
+    )
     fake = SimpleNamespace(exitstatus=pytest.ExitCode.OK)
     session.pytest_sessionfinish(fake, 0)
     assert session.summary["coverage"]["missing_case_ids"] == ["c"]

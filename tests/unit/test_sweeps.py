@@ -20,7 +20,11 @@ def test_roc_auc_average_precision_and_curve_by_hand():
     assert [p["threshold"] for p in result["curve"]] == [0.9, 0.8, 0.7, 0.4, 0.3, 0.1]
     at_07 = result["curve"][2]
     assert (at_07["tp"], at_07["fp"], at_07["tn"], at_07["fn"]) == (2, 1, 2, 1)
-    assert at_07["recall"] == pytest.approx(2 / 3) and at_07["false_positive_rate"] == pytest.approx(1 / 3) and at_07["precision"] == pytest.approx(2 / 3)
+    assert (
+        at_07["recall"] == pytest.approx(2 / 3)
+        and at_07["false_positive_rate"] == pytest.approx(1 / 3)
+        and at_07["precision"] == pytest.approx(2 / 3)
+    )
 
 
 @pytest.mark.parametrize(("target", "threshold", "fpr"), [(1.0, 0.4, 1 / 3), (0.6, 0.8, 0.0), (0.3, 0.9, 0.0)])
@@ -55,12 +59,18 @@ def test_guard_sweeps_use_labelled_cases_with_a_score_per_guard():
 
 def _answered(case_id, prompt_tokens, completion_tokens, model="gpt-x", seconds=1.0):
     r = record(case_id, False)
-    reply = TutorReply(text="a", source="tutor", model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+    reply = TutorReply(
+        text="a", source="tutor", model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+    )
     return r.model_copy(update={"response": reply, "timings_s": {"tutor": seconds, "judge": 0.001}})
 
 
 def test_cost_from_the_price_table_and_percentiles():
-    records = [_answered("a", 1000, 200, seconds=1.0), _answered("b", 3000, 800, seconds=3.0), _answered("c", 0, 0, seconds=2.0)]
+    records = [
+        _answered("a", 1000, 200, seconds=1.0),
+        _answered("b", 3000, 800, seconds=3.0),
+        _answered("c", 0, 0, seconds=2.0),
+    ]
     prices = {"gpt-x": {"input_per_million": 0.15, "output_per_million": 0.60}}
     result = usage(records, prices)
     # (4000 × 0.15 + 1000 × 0.60) / 1e6 = 0.0012

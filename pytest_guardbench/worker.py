@@ -1,0 +1,78 @@
+"""What an xdist worker (or the single process) does with its share of the cases: which ones the
+scheduler has queued for it, putting them in flight on the engine, and what it reports back to the
+controller at its session end."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pytest_guardbench.engine import Engine
+from pytest_guardbench.schemas import Case
+from pytest_guardbench.session import SLOT_FIXTURE
+from pytest_guardbench.stack_builder import ProcessState
+
+
+def xdist_queue(config: pytest.Config, state: ProcessState) -> list[int]:
+    """Indices (into session.items) that the xdist scheduler has already sent this worker and that
+    it has not started yet. Read from the worker's own queue; empty if xdist changes its internals."""
+    if state.xdist_queue is None:  # looked up once: this runs before every test of a worker
+        state.xdist_queue = next(
+            (getattr(p, "torun") for p in config.pluginmanager.get_plugins()
+             if type(p).__name__ == "WorkerInteractor" and hasattr(getattr(p, "torun", None), "lock")),
+            False,
+        )  # fmt: skip
+    if state.xdist_queue is False:
+        return []
+    with state.xdist_queue.lock() as pending:
+        return [i for i in pending if isinstance(i, int)]
+
+
+def case_of(item: pytest.Item) -> Case | None:
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get(SLOT_FIXTURE) if callspec is not None else None
+    return case if isinstance(case, Case) else None
+
+
+def schedule(
+    engine: Engine, state: ProcessState, config: pytest.Config, items: list[pytest.Item], worker: bool
+) -> None:
+    """Put this process's selected cases in flight: in a single process, every selected item at the
+    first test; in an xdist worker, whatever the scheduler has queued for it so far."""
+    if not worker:
+        if not state.submitted_all:
+            state.submitted_all = True
+            engine.submit(case for case in map(case_of, items) if case is not None)
+        return
+    queued = [case_of(items[i]) for i in xdist_queue(config, state) if i < len(items)]
+    engine.submit(case for case in queued if case is not None)
+
+
+def worker_output(
+    config: pytest.Config, state: ProcessState, items: list[pytest.Item], cases: dict[str, Case]
+) -> dict[str, Any]:
+    """What the controller learns from this worker: the cases it selected (so cases that never
+    report are noticed) and its engine's counts."""
+    selected = [case.case_id for case in map(case_of, items) if case is not None and case.case_id in cases]
+    return {"selected": selected, "execution": state.execution()}
+
+
+@dataclass(frozen=True)
+class CaseSlot:
+    """This test's case with its item and config, handed to the public fixtures so that only one
+    fixture per test asks for `request`: pytest builds a new `request` fixture definition, with a
+    signature inspection, each time one is asked for (bench/bench_warm_cache.py counts per-test cost)."""
+
+    case: Case
+    item: pytest.Item
+    config: pytest.Config
+
+
+def past_deadline(state: ProcessState, limit: float | None) -> str | None:
+    """Why a case must not start (`--guardbench-max-duration` passed in this process), or None."""
+    if limit is not None and time.monotonic() - state.started > limit:
+        return f"not run: --guardbench-max-duration {limit:g} s reached"
+    return None
