@@ -182,13 +182,7 @@ class OpenAIStub:
             time.sleep(self.slow_s)
             handler.close_connection = True
         elif kind == "midbody":
-            handler.send_response(200)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", "500")
-            handler.end_headers()
-            handler.wfile.write(b'{"id": "chatcmpl-cut", "choices": [{"ind')
-            handler.close_connection = True
-            handler.connection.shutdown(socket.SHUT_RDWR)
+            _cut_mid_body(handler)
         elif kind == "garbage":
             handler._send(200, None, raw=b"\x00\xff garbage {{{")
         elif kind == "nochoices":
@@ -227,13 +221,7 @@ class OpenAIStub:
             handler.close_connection = True
             handler.connection.shutdown(socket.SHUT_RDWR)
         elif kind == "truncated":
-            handler.send_response(200)
-            handler.send_header("Content-Type", "application/json")
-            handler.send_header("Content-Length", "500")
-            handler.end_headers()
-            handler.wfile.write(b'{"id": "chatcmpl-cut", "choices": [{"ind')
-            handler.close_connection = True
-            handler.connection.shutdown(socket.SHUT_RDWR)
+            _cut_mid_body(handler)
         elif kind == "not_json":
             handler._send(200, None, raw=b"<html><body>502 Bad Gateway</body></html>")
         else:
@@ -442,3 +430,14 @@ class OpenAIStub:
         if "REFUSE" in last_user:
             return "I can't help with that. Please talk to a trusted adult."
         return "Plants make their own food from sunlight, water and air."
+
+
+def _cut_mid_body(handler: Any) -> None:
+    """Promise 500 bytes of JSON, send a few, and drop the connection."""
+    handler.send_response(200)
+    handler.send_header("Content-Type", "application/json")
+    handler.send_header("Content-Length", "500")
+    handler.end_headers()
+    handler.wfile.write(b'{"id": "chatcmpl-cut", "choices": [{"ind')
+    handler.close_connection = True
+    handler.connection.shutdown(socket.SHUT_RDWR)
