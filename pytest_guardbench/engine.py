@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import concurrent.futures
 import threading
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
@@ -191,8 +192,9 @@ class Engine:
             self.stats.errors += record.error is not None
         future.set_result(record)
 
-    def result(self, case: Case) -> CaseRecord:
-        """This case's record, once; asking again for the same case runs it again (reruns)."""
+    def result(self, case: Case, waiting: Callable[[float], None] | None = None, every_s: float = 30.0) -> CaseRecord:
+        """This case's record, once; asking again for the same case runs it again (reruns).
+        `waiting(seconds)` is called every `every_s` seconds while the record is not ready yet."""
         with self._lock:
             prior = self._prior.pop(case.case_id, None)
         if prior is not None:
@@ -201,7 +203,13 @@ class Engine:
         self.submit([case])
         with self._lock:
             future = self._futures[case.case_id]
-        record = future.result()
+        started = time.monotonic()
+        while True:
+            try:
+                record = future.result(timeout=every_s if waiting is not None and every_s > 0 else None)
+                break
+            except concurrent.futures.TimeoutError:
+                waiting(time.monotonic() - started)  # type: ignore[misc]
         with self._lock:
             self._futures.pop(case.case_id, None)
         return record

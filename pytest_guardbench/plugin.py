@@ -22,7 +22,7 @@ from pytest_guardbench.stack_builder import ProcessState, build_stack, header_li
 from pytest_guardbench.run_inputs import RunInputs
 from pytest_guardbench.session import RECORD_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY, GuardbenchSession, XdistBridge
 from pytest_guardbench.outcome import GuardbenchOutcome, junit_properties
-from pytest_guardbench.worker import CaseSlot, case_of, past_deadline, schedule, worker_output
+from pytest_guardbench.worker import CaseSlot, case_of, past_deadline, schedule, waiting_notice, worker_output
 from pytest_guardbench.variants import VariantError
 
 INPUTS_KEY = pytest.StashKey[RunInputs]()
@@ -169,7 +169,8 @@ def guardbench_record(_guardbench_slot: CaseSlot) -> CaseRecord:
     state = slot.config.stash[PROCESS_KEY]
     assert state.engine is not None, "the engine starts at collection end"
     schedule(state.engine, state, slot.config, slot.item.session.items, _is_worker(slot.config))
-    record = state.engine.result(slot.case)
+    settings = slot.config.stash[INPUTS_KEY].settings
+    record = state.engine.result(slot.case, waiting_notice(slot.config, slot.case, state), settings.progress)
     slot.item.stash[RECORD_KEY] = record.model_dump(mode="json")
     slot.item.user_properties.extend(junit_properties(record, slot.config.stash[INPUTS_KEY].policy))
     return record

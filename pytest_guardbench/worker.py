@@ -4,8 +4,10 @@ controller at its session end."""
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -76,3 +78,25 @@ def past_deadline(state: ProcessState, limit: float | None) -> str | None:
     if limit is not None and time.monotonic() - state.started > limit:
         return f"not run: --guardbench-max-duration {limit:g} s reached"
     return None
+
+
+def waiting_notice(config: pytest.Config, case: Case, state: ProcessState) -> Callable[[float], None] | None:
+    """A line every `--guardbench-progress` seconds while a test waits for its case (a model still
+    loading, a slow server), so a long wait never looks like a hang. None where there is no terminal
+    (an xdist worker's output goes to the controller only at the end)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None or hasattr(config, "workerinput"):
+        return None
+
+    capture = config.pluginmanager.get_plugin("capturemanager")
+
+    def notice(seconds: float) -> None:
+        done = state.engine.stats.done if state.engine is not None else 0
+        # The test's output capture is on while its fixture waits; the line goes past it, as live logging does.
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.ensure_newline()
+            reporter.write_line(
+                f"guardbench: waiting {seconds:.0f}s for {case.case_id} ({done} cases done in this process)"
+            )
+
+    return notice

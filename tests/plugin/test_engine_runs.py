@@ -393,3 +393,14 @@ def test_two_runs_sharing_one_cache_file(tmp_path, stub_factory):
     output, _ = replay.communicate(timeout=120)
     assert replay.returncode == 0, output
     assert len(stub.requests) == calls, "every answer either run stored is readable by a third"
+
+
+def test_a_long_wait_for_a_case_prints_progress_lines(tmp_path, stub_factory):
+    stub = stub_factory(latency_s=2.5)
+    _project(tmp_path, 2)
+    run = _pytest(tmp_path, "-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules",
+                  "--guardbench-progress=1", "--guardbench-min-recall=0", "--guardbench-max-fpr=1")  # fmt: skip
+    output, _ = run.communicate(timeout=60)
+    assert run.returncode == 0, output
+    assert "guardbench: waiting 1s for load.p000.original (0 cases done in this process)" in output
+    assert "guardbench: waiting 2s for load.p000.original" in output
