@@ -10,11 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
 from pytest_guardbench.data import DataError, load_sources
 from pytest_guardbench.policies import DEFAULT_POLICY, POLICIES, policy_named, policy_of_summary
 from pytest_guardbench.reports import incomplete_lines, load_run_records
 from pytest_guardbench.scoring import fmt_rate
+from pytest_guardbench.run_summary import load_run
 from pytest_guardbench.run_commands import import_seed_run, merge_runs, opened_judge, rejudge_run
 from pytest_guardbench.seed_format import seed_summary_differences
 from pytest_guardbench.variants import BUILTIN_MUTATORS, FAMILIES, VariantError, expand, family_of
@@ -177,8 +180,19 @@ def _compare(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 4
-        summary = json.loads(path.read_text(encoding="utf-8"))
-        stack = summary.get("stack", {})
+        try:
+            summary = load_run(run_dir)
+        except ValidationError as exc:
+            missing = [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == "missing"]
+            what = (
+                f"has no {', '.join(missing)}" if missing else f"does not read as a summary ({exc.errors()[0]['msg']})"
+            )
+            if "metric_definitions" in missing:
+                what = "has no metric definitions"
+            print(f"guardbench compare: {run_dir}: its summary.json {what} (written by an older pytest-guardbench?); re-score it first",
+                  file=sys.stderr)  # fmt: skip
+            return 4
+        stack = summary.stack
         default = f"{stack.get('guardrail', '?')}/{stack.get('tutor', '?')}/{stack.get('judge', '?')}"
         named.append((args.name[n] if args.name else default, summary))
     if not args.name:  # the same stack twice (e.g. before and after a change): tell them apart by folder

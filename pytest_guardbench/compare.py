@@ -9,7 +9,7 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_guardbench.policies import policy_of_summary
+from pytest_guardbench.run_summary import RunSummary
 from pytest_guardbench.scoring import fmt_rate
 
 # metric key -> (title, how to read it from a system card, higher is better)
@@ -45,7 +45,7 @@ def _metric(card: dict[str, Any], metric: str) -> float | None:
     return 1.0 - raw if metric == "safe_success" else float(raw)
 
 
-def compare(named: list[tuple[str, dict[str, Any]]]) -> Comparison:
+def compare(named: list[tuple[str, RunSummary]]) -> Comparison:
     if len(named) < 2:
         raise CompareError("give at least two run folders")
     names = [name for name, _ in named]
@@ -54,32 +54,25 @@ def compare(named: list[tuple[str, dict[str, Any]]]) -> Comparison:
         raise CompareError(f"two runs are both called {duplicated[0]!r}; name them with --name")
     first_name, first = named[0]
     for name, summary in named:
-        if "metric_definitions" not in summary:
+        if summary.schema_version != first.schema_version:
             raise CompareError(
-                f"{name}: its summary.json has no metric definitions (written by an older pytest-guardbench); re-score it first"
+                f"{name}: summary schema {summary.schema_version} differs from {first_name}'s {first.schema_version}"
             )
-        if summary.get("schema_version") != first.get("schema_version"):
+        if summary.policy != first.policy:
             raise CompareError(
-                f"{name}: summary schema {summary.get('schema_version')} differs from {first_name}'s {first.get('schema_version')}"
+                f"{name}: scored under policy {summary.policy}, but {first_name} under {first.policy}; "
+                "rescore one of them (guardbench rejudge --policy)"
             )
-        policy, first_policy = policy_of_summary(summary), policy_of_summary(first)
-        if policy != first_policy:
-            raise CompareError(
-                f"{name}: scored under policy {policy}, but {first_name} under {first_policy}; rescore one of them (guardbench rejudge --policy)"
-            )
-        if summary["metric_definitions"] != first.get("metric_definitions"):
-            differing = sorted(k for k in {**summary["metric_definitions"], **first.get("metric_definitions", {})}
-                               if summary["metric_definitions"].get(k) != first.get("metric_definitions", {}).get(k))  # fmt: skip
+        if summary.metric_definitions != first.metric_definitions:
+            keys = {**summary.metric_definitions, **first.metric_definitions}
+            differing = sorted(k for k in keys if summary.metric_definitions.get(k) != first.metric_definitions.get(k))
             raise CompareError(
                 f"{name}: its metrics are defined differently from {first_name}'s ({', '.join(differing)})"
             )
-    variants = sorted({v for _, s in named for v in s.get("per_variant", {})})
+    variants = sorted({v for _, s in named for v in s.per_variant})
     cells: dict[tuple[str, str, str], tuple[float | None, int]] = {}
     for name, summary in named:
-        columns = {
-            ALL: summary["scorecards"]["system"],
-            **{v: c["system"] for v, c in summary.get("per_variant", {}).items()},
-        }
+        columns = {ALL: summary.scorecards["system"], **{v: c["system"] for v, c in summary.per_variant.items()}}
         for variant, card in columns.items():
             for metric in METRICS:
                 cells[(name, variant, metric)] = (_metric(card, metric), int(card.get("n", 0)))
