@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 
 from pytest_guardbench.model_specs import ModelSpec
-from pytest_guardbench.providers import ChatProvider, GenerationParams, ProviderError
+from pytest_guardbench.providers import GenerationParams, ModelAPI, ProviderError
 
 # The one message a preflight sends; servers answer it with a token and tests can tell it apart.
 PREFLIGHT_PROMPT = "guardbench preflight: reply with OK."
@@ -33,7 +33,7 @@ def hint_for(message: str, spec: ModelSpec) -> str:
     return "see the server's log"
 
 
-def api_preflight(specs: Mapping[str, ModelSpec], build: Callable[[ModelSpec], ChatProvider]) -> list[str]:
+def api_preflight(specs: Mapping[str, ModelSpec], build: Callable[[ModelSpec], ModelAPI]) -> list[str]:
     """One line per role whose API model does not answer a one-token request (after its retries).
     Local models, Batch API models and roles sharing a model already checked are not called."""
     problems = []
@@ -49,14 +49,12 @@ def api_preflight(specs: Mapping[str, ModelSpec], build: Callable[[ModelSpec], C
     return problems
 
 
-def _ask(spec: ModelSpec, build: Callable[[ModelSpec], ChatProvider]) -> str | None:
+def _ask(spec: ModelSpec, build: Callable[[ModelSpec], ModelAPI]) -> str | None:
     provider = build(spec.model_copy(update={"processes": 1, "breaker_after": 0}))
     try:
         provider.generate([[{"role": "user", "content": PREFLIGHT_PROMPT}]], GenerationParams(max_new_tokens=1), [None])
     except ProviderError as exc:
         return f"preflight call failed: {exc}"
     finally:
-        closer = getattr(provider, "close", None)
-        if callable(closer):
-            closer()
+        provider.close()
     return None

@@ -16,7 +16,7 @@ from typing import Any
 from pytest_guardbench.config import Thresholds
 from pytest_guardbench.data import slug
 from pytest_guardbench.finish import finish_run, write_run
-from pytest_guardbench.judges import Judge, JudgeInput
+from pytest_guardbench.judges import Judge, JudgeInput, LLMJudge
 from pytest_guardbench.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES
 from pytest_guardbench.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
@@ -299,9 +299,8 @@ def opened_judge(name: str, root: Path) -> Iterator[Judge]:
     try:
         yield judge
     finally:
-        closer = getattr(getattr(judge, "provider", None), "close", None)
-        if callable(closer):
-            closer()
+        if isinstance(judge, LLMJudge):
+            judge.provider.close()
 
 
 def _judge_for(name: str, root: Path) -> Judge:

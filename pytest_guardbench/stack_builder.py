@@ -79,9 +79,7 @@ class ProcessState:
         result: dict[str, Any] = {"cases_run": stats.done, "cases_reused": stats.reused, "case_errors": stats.errors}
         if self.cache is not None:
             result["cache"] = self.cache_stats.as_dict()
-        calls = {
-            role: model.stats() for role, model in self.role_models.items() if callable(getattr(model, "stats", None))
-        }
+        calls = {role: stats for role, model in self.role_models.items() if (stats := model.stats())}
         if calls:
             result["api_calls"] = calls
         return result
@@ -90,9 +88,7 @@ class ProcessState:
         if self.engine is not None:
             self.engine.close()
         for model in self.models.values():
-            closer = getattr(model, "close", None)
-            if callable(closer):
-                closer()
+            model.close()
         if self.cache is not None:
             self.cache.close()
 

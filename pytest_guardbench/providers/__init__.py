@@ -9,6 +9,8 @@ from pathlib import Path
 
 from pytest_guardbench.model_specs import ModelSpec
 from pytest_guardbench.providers.base import (
+    ModelAPI,
+    as_model_api,
     ChatProvider,
     Completion,
     Embedder,
@@ -26,9 +28,11 @@ __all__ = [
     "Completion",
     "GenerationParams",
     "Message",
+    "ModelAPI",
     "ProviderError",
     "ProviderOptions",
     "ProviderRegistry",
+    "as_model_api",
     "builtin_registry",
     "chat_provider_for",
     "minilm_embedder",
@@ -64,12 +68,12 @@ class ProviderRegistry:
     def __contains__(self, name: object) -> bool:
         return name in self._entries
 
-    def build(self, name: str, options: ProviderOptions) -> ChatProvider:
+    def build(self, name: str, options: ProviderOptions) -> ModelAPI:
         try:
             entry = self._entries[name]
         except KeyError:
             raise ValueError(f"unknown tutor {name!r}; known: {', '.join(self.names())}") from None
-        return entry.factory(options)
+        return as_model_api(entry.factory(options))
 
 
 def _smol(options: ProviderOptions) -> ChatProvider:
@@ -78,7 +82,7 @@ def _smol(options: ProviderOptions) -> ChatProvider:
     return smollm2_provider(options)
 
 
-def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None) -> ChatProvider:
+def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None) -> ModelAPI:
     """Build the OpenAI-compatible client for a model spec (imports `openai` only now). With
     `spec.batch_api` the calls go through the provider's Batch API, its state kept in `batch_state_dir`."""
     from pytest_guardbench.providers.batch_api import BatchAPIProvider
@@ -112,7 +116,7 @@ def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None)
     return OpenAICompatProvider(**settings)
 
 
-def chat_provider_for(spec: ModelSpec, options: ProviderOptions) -> ChatProvider:
+def chat_provider_for(spec: ModelSpec, options: ProviderOptions) -> ModelAPI:
     """A chat model for any spec: OpenAI-compatible, or a local transformers model."""
     if spec.provider == "hf-local":
         return _local(spec, options)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,6 +98,71 @@ class ScoringChatModel(Protocol):
         label_words: tuple[str, str],
         max_new_tokens: int = 8,
     ) -> list[Classification]: ...
+
+
+class ModelAPI(ABC):
+    """The base every model transport of the package derives from: `generate` is required, the
+    rest have defaults, so callers never probe with getattr. A tutor registered by a conftest may be
+    any `ChatProvider`; `as_model_api` gives it the defaults."""
+
+    name: str
+    model: str
+
+    @abstractmethod
+    def generate(
+        self,
+        conversations: Sequence[list[Message]],
+        params: GenerationParams,
+        seeds: Sequence[int | None],
+    ) -> list[Completion]: ...
+
+    def classify(
+        self,
+        conversations: Sequence[list[Message]],
+        template_kwargs: dict[str, Any],
+        label_words: tuple[str, str],
+        max_new_tokens: int = 8,
+    ) -> list[Classification]:
+        raise ProviderError(f"{self.name}: {self.model} gives no label probabilities (use it as a text guard)")
+
+    def stats(self) -> dict[str, Any]:
+        """Call counters for `summary.json` (`run.execution.api_calls`); none by default."""
+        return {}
+
+    def close(self) -> None:
+        """Release connections, threads or processes; nothing by default."""
+
+    @property
+    def cache_identity(self) -> str:
+        """What the response cache keys this model's answers by. The default (class, name, model)
+        suits a model whose answers depend on nothing else; override it otherwise."""
+        return f"{type(self).__module__}.{type(self).__qualname__}|{self.name}|{self.model}"
+
+
+class _PlainProvider(ModelAPI):
+    """A `ChatProvider` from outside the package (a conftest's tutor) with the ModelAPI defaults."""
+
+    def __init__(self, inner: ChatProvider) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.model = inner.model
+
+    def generate(
+        self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]
+    ) -> list[Completion]:
+        return self.inner.generate(conversations, params, seeds)
+
+    @property
+    def cache_identity(self) -> str:
+        own = getattr(self.inner, "cache_identity", None)  # the one place an outside provider is probed
+        if isinstance(own, str) and own:
+            return own
+        kind = type(self.inner)
+        return f"{kind.__module__}.{kind.__qualname__}|{self.name}|{self.model}"
+
+
+def as_model_api(provider: ChatProvider | ModelAPI) -> ModelAPI:
+    return provider if isinstance(provider, ModelAPI) else _PlainProvider(provider)
 
 
 @runtime_checkable

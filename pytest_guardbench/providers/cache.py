@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_guardbench.providers.base import (
+    as_model_api,
     CacheMiss,
     Classification,
     Completion,
@@ -248,9 +249,4 @@ class CachedProvider:
 
 
 def _identity_of(provider: Any) -> str:
-    identity = getattr(provider, "cache_identity", None)
-    if isinstance(identity, str) and identity:
-        return identity
-    # A provider without an explicit identity (e.g. one registered by a conftest) is keyed by its
-    # class, name and model; it should define cache_identity if its answers depend on more.
-    return f"{type(provider).__module__}.{type(provider).__qualname__}|{getattr(provider, 'name', '')}|{getattr(provider, 'model', '')}"
+    return as_model_api(provider).cache_identity

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.providers.base import (
+    ModelAPI,
     ChatProvider,
     Classification,
     Completion,
@@ -34,7 +35,7 @@ def _offline() -> None:
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
-class HFChatProvider:
+class HFChatProvider(ModelAPI):
     """A causal LM with a chat template: renders with the tokenizer's template, generates in left-padded batches."""
 
     def __init__(self, name: str, model_id: str, model: Any, tokenizer: Any, batch_size: int = 8) -> None:

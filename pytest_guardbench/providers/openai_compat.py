@@ -18,7 +18,14 @@ from typing import Any
 
 from pydantic import SecretStr
 
-from pytest_guardbench.providers.base import Classification, Completion, GenerationParams, Message, ProviderError
+from pytest_guardbench.providers.base import (
+    Classification,
+    Completion,
+    GenerationParams,
+    Message,
+    ModelAPI,
+    ProviderError,
+)
 from pytest_guardbench.providers.limits import AdaptiveLimit, RetryPolicy
 from pytest_guardbench.providers.transport import (
     RETRYABLE_STATUS,
@@ -37,7 +44,7 @@ from pytest_guardbench.providers.transport import (
 )
 
 
-class OpenAICompatProvider:
+class OpenAICompatProvider(ModelAPI):
     """Chat completions against `base_url`. The key is read from the named env var and kept as a
     SecretStr; neither repr nor errors nor records ever contain it."""
 

@@ -27,7 +27,14 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.providers.base import Classification, Completion, GenerationParams, Message, ProviderError
+from pytest_guardbench.providers.base import (
+    Classification,
+    Completion,
+    GenerationParams,
+    Message,
+    ModelAPI,
+    ProviderError,
+)
 from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -46,7 +53,7 @@ class _Worker:
     reader: threading.Thread | None = None
 
 
-class SpreadProvider:
+class SpreadProvider(ModelAPI):
     """The ChatProvider / classifier interface of `OpenAICompatProvider`, its calls made by `processes`
     worker processes. `settings` are OpenAICompatProvider's keyword arguments; `concurrency` is the
     whole model's limit and is split between the workers."""
