@@ -5,6 +5,7 @@ Loading never touches a hub: `local_files_only=True` and HF_HUB_OFFLINE are set 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
@@ -224,6 +225,21 @@ class HFChatProvider(ModelAPI):
         return set(ids) if isinstance(ids, list) else {ids}
 
 
+@contextlib.contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """Models load while pytest's output capture is off (the stack is built at collection end):
+    transformers' weight-loading bars would land in the middle of the test report."""
+    from transformers.utils import logging as hf_logging
+
+    enabled = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            hf_logging.enable_progress_bar()
+
+
 def load_chat_model(
     path: Path | str,
     *,
@@ -248,8 +264,9 @@ def load_chat_model(
     kwargs: dict[str, Any] = {"local_files_only": True, "trust_remote_code": trust_remote_code}
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
-    tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
-    model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype, **kwargs)
+    with _no_progress_bars():
+        tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
+        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype, **kwargs)
     model.to(device)
     model.eval()
     return model, tokenizer
@@ -323,8 +340,9 @@ class MiniLMEmbedder:
 
         if torch_threads:
             torch.set_num_threads(torch_threads)
-        self._tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-        self._model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
+        with _no_progress_bars():
+            self._tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+            self._model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
 
     def embed(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
         import torch
