@@ -15,9 +15,9 @@ from pydantic import ValidationError
 from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
 from pytest_guardbench.data import DataError, load_sources
 from pytest_guardbench.policies import DEFAULT_POLICY, POLICIES, policy_named, policy_of_summary
-from pytest_guardbench.reports import incomplete_lines, load_run_records
+from pytest_guardbench.reports import incomplete_lines
 from pytest_guardbench.scoring import fmt_rate
-from pytest_guardbench.run_summary import load_run
+from pytest_guardbench.run_summary import load_records, load_run
 from pytest_guardbench.run_commands import import_seed_run, merge_runs, opened_judge, rejudge_run
 from pytest_guardbench.seed_format import seed_summary_differences
 from pytest_guardbench.variants import BUILTIN_MUTATORS, FAMILIES, VariantError, expand, family_of
@@ -278,7 +278,7 @@ def _audit(args: argparse.Namespace) -> int:
         print(f"guardbench audit: {run_dir} has no results.jsonl (expected a reports/<run-id> folder)", file=sys.stderr)
         return 4
     try:
-        records = load_run_records(run_dir)
+        records = load_records(run_dir)
     except ValueError as exc:
         print(f"guardbench audit: {exc}", file=sys.stderr)
         return 4

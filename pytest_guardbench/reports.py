@@ -16,8 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_guardbench.gates import GateResult
-from pytest_guardbench.run_summary import SUMMARY_SCHEMA_VERSION, load_records
-from pytest_guardbench.schemas import CaseRecord
+from pytest_guardbench.run_summary import SUMMARY_SCHEMA_VERSION
 from pytest_guardbench.scoring import fmt_rate
 
 CARD_COLUMNS = (
@@ -240,6 +239,17 @@ def write_all(
     return paths
 
 
+def missing_reason(count: int) -> str:
+    return f"{count} selected case(s) never reported"
+
+
+def carried_reasons(summary: dict[str, Any]) -> list[str]:
+    """A summary's incomplete reasons other than its lost cases, which a rescored run counts anew."""
+    reasons = summary.get("completeness", {}).get("reasons", [])
+    lost = summary.get("coverage", {}).get("missing", {}).get("count", 0)
+    return [r for r in reasons if not (lost and r == missing_reason(lost))]
+
+
 def assemble_summary(
     metrics: dict[str, Any],
     gate: GateResult,
@@ -255,7 +265,7 @@ def assemble_summary(
     reasons = list(incomplete_reasons)
     missing = metrics["coverage"]["missing"]["count"]
     if missing:
-        reasons.append(f"{missing} selected case(s) never reported")
+        reasons.append(missing_reason(missing))
     return {
         "schema_version": SUMMARY_SCHEMA_VERSION,
         "completeness": {"complete": not reasons, "reasons": reasons},
@@ -324,8 +334,3 @@ def incomplete_lines(summary: dict[str, Any], prefix: str) -> list[str]:
 
 def utc_now() -> datetime:
     return datetime.now(UTC)
-
-
-def load_run_records(run_dir: Path) -> list[CaseRecord]:
-    """The records of a finished run (its results.jsonl); the last line for a case id wins."""
-    return load_records(run_dir)

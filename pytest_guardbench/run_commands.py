@@ -21,7 +21,8 @@ from pytest_guardbench.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES
 from pytest_guardbench.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
 from pytest_guardbench.providers import ProviderOptions, chat_provider_for
-from pytest_guardbench.reports import load_run_records
+from pytest_guardbench.reports import carried_reasons
+from pytest_guardbench.run_summary import load_records
 from pytest_guardbench.run_folder import ResultsWriter
 from pytest_guardbench.schemas import Case, CaseRecord
 from pytest_guardbench.seed_format import load_seed_results
@@ -35,7 +36,7 @@ def rejudge_run(
     """Re-judge every final response of a finished run with another judge (no guard or tutor call)
     and write a new summary into a sub-folder of the run; the original files are never touched.
     The run is scored under `policy`, by default the policy of the original run."""
-    records = load_run_records(run_dir)
+    records = load_records(run_dir)
     if not records:
         raise ValueError(f"{run_dir}: results.jsonl holds no records")
     original_summary = (
@@ -67,9 +68,7 @@ def rejudge_run(
         },
         policy=scoring_policy,
         missing=missing_cases_of(original_summary),
-        incomplete_reasons=[
-            r for r in original_summary.get("completeness", {}).get("reasons", []) if "never reported" not in r
-        ],
+        incomplete_reasons=carried_reasons(original_summary),
     )
     return out
 
@@ -220,7 +219,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     records: dict[str, CaseRecord] = {}
     owner: dict[str, Path] = {}
     for run_dir in run_dirs:
-        for record in load_run_records(run_dir):
+        for record in load_records(run_dir):
             if record.case_id in records:
                 raise ValueError(
                     f"{run_dir}: case {record.case_id} is also in {owner[record.case_id]} (overlapping shards)"

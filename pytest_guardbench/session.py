@@ -21,7 +21,7 @@ from pytest_guardbench.judges import check_judge
 from pytest_guardbench.policies import ScoringPolicy
 from pytest_guardbench.run_inputs import RunInputs
 from pytest_guardbench.stack_builder import ProcessState, run_judge
-from pytest_guardbench.run_summary import RunSummary
+from pytest_guardbench.run_summary import RunSummary, load_records
 from pytest_guardbench.schemas import CaseRecord
 
 RECORD_ATTR = "guardbench_record"
@@ -224,7 +224,7 @@ class GuardbenchSession:
         checks: list[CheckBuilder] = []
         if settings.baseline is not None:
             comparison = gates.compare_with_baseline(
-                _handled(records, policy), _handled(reports.load_run_records(settings.baseline), policy)
+                _handled(records, policy), _handled(load_records(settings.baseline), policy)
             )
             checks.append(
                 lambda _: (

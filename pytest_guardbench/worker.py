@@ -82,15 +82,17 @@ def past_deadline(state: ProcessState, limit: float | None) -> str | None:
 
 def waiting_notice(config: pytest.Config, case: Case, state: ProcessState) -> Callable[[float], None] | None:
     """A line every `--guardbench-progress` seconds while a test waits for its case (a model still
-    loading, a slow server), so a long wait never looks like a hang. None where there is no terminal
-    (an xdist worker's output goes to the controller only at the end)."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    if reporter is None or hasattr(config, "workerinput"):
+    loading, a slow server), so a long wait never looks like a hang. None in an xdist worker (its
+    output reaches the terminal only through the controller). Nothing is looked up unless a wait
+    is long: this runs for every test."""
+    if hasattr(config, "workerinput"):
         return None
 
-    capture = config.pluginmanager.get_plugin("capturemanager")
-
     def notice(seconds: float) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capture = config.pluginmanager.get_plugin("capturemanager")
         done = state.engine.stats.done if state.engine is not None else 0
         # The test's output capture is on while its fixture waits; the line goes past it, as live logging does.
         with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():

@@ -181,28 +181,26 @@ class OpenAICompatProvider(ModelAPI):
         extra: dict[str, Any] | None,
     ) -> list[Reply]:
         self._ensure_clients()
-        keys = [
-            json.dumps([c, repr(params), s, extra], sort_keys=True, default=str)
-            for c, s in zip(conversations, seeds, strict=True)
-        ]
-        outcomes = await asyncio.gather(*(self._call_once(k, c, params, s, extra) for k, c, s in zip(keys, conversations, seeds, strict=True)),
-                                        return_exceptions=True)  # fmt: skip
+        calls = list(zip(conversations, seeds, strict=True))
+        outcomes = await asyncio.gather(
+            *(self._call_once(c, params, s, extra) for c, s in calls), return_exceptions=True
+        )
         failed = [o for o in outcomes if isinstance(o, BaseException)]
         if not failed:
             return list(outcomes)  # type: ignore[arg-type]
-        if len(conversations) > 1:
-            self._settled.update(zip(keys, outcomes, strict=True))
+        if len(calls) > 1:
+            self._settled.update((_call_key(c, params, s, extra), o) for (c, s), o in zip(calls, outcomes, strict=True))
         raise failed[0]
 
     async def _call_once(
         self,
-        key: str,
         conversation: list[Message],
         params: GenerationParams,
         seed: int | None,
         extra: dict[str, Any] | None,
     ) -> Reply:
-        kept = self._settled.pop(key, None)
+        # Only a group that failed leaves outcomes behind: the hot path does not build a key.
+        kept = self._settled.pop(_call_key(conversation, params, seed, extra), None) if self._settled else None
         if isinstance(kept, BaseException):
             raise kept
         if kept is not None:
@@ -372,6 +370,12 @@ class OpenAICompatProvider(ModelAPI):
         except ValueError as exc:  # the client surfaces an undecodable body as a JSON error
             raise Retryable(f"{self.name}: the server sent an invalid response body ({short(str(exc))})") from None
         return reply_from(response, self.name, self.model, time.perf_counter() - started)
+
+
+def _call_key(
+    conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
+) -> str:
+    return json.dumps([conversation, repr(params), seed, extra], sort_keys=True, default=str)
 
 
 def _http_client() -> Any:
