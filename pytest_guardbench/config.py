@@ -75,6 +75,7 @@ class Settings(BaseModel):
     max_new_tokens: int = 64
     batch_size: int = 16
     model_cache: Path = Field(default_factory=lambda: default_model_cache())
+    offline: bool = False
     baseline: Path | None = None
     scorecard_snapshot: Path | None = None
     scorecard_tolerance: float = 0.02

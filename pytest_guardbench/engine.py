@@ -167,7 +167,7 @@ class Engine:
         the response cache; the rest go on from the stage that missed. A warm-cache run then costs
         little more than pytest itself: stage threads handing the GIL back and forth with the test
         loop cost more than the cached work (bench/bench_warm_cache.py)."""
-        if self.stack.preflight_judge and not self._preflight_passed:
+        if self.stack.preflight_judge and not self._preflight_passed and not self.stack.guard_only:
             try:
                 with cached_only():
                     problem = preflight_error(self.stack.judge)
@@ -227,7 +227,7 @@ class Engine:
             self._loop.create_task(self._case(draft, future))
 
     async def _checked_judge(self) -> str | None:
-        if not self.stack.preflight_judge or self._preflight_passed:
+        if not self.stack.preflight_judge or self._preflight_passed or self.stack.guard_only:
             return None
         if self._preflight is None:
             self._preflight = asyncio.ensure_future(
@@ -254,7 +254,7 @@ class Engine:
         stack = self.stack
         if stack.guard is not None and draft.guard is None:
             await self._stages["guard"].through(draft)
-        if draft.error is not None:
+        if draft.error is not None or stack.guard_only:
             return
         if draft.response is None:
             if routes_to_tutor(draft.guard, stack.malformed_policy):

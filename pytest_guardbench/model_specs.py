@@ -77,10 +77,16 @@ class ModelSpec(BaseModel):
     alias: str
     provider: Literal["openai-compat", "hf-local"] = "openai-compat"
     model: str  # model id on the server, or for hf-local a local folder / a hub id already in the local cache
-    adapter: Literal["generic", "granite-guardian", "llama-guard"] = "generic"  # how a guard's output is read
-    risks: tuple[str, ...] = ("harm",)  # Granite Guardian: risks that block
+    # How a guard's input is built and its output read (see pytest_guardbench/guards/).
+    adapter: Literal[
+        "generic", "granite-guardian", "llama-guard", "wildguard", "shieldgemma", "nemotron-safety", "openai-moderation"
+    ] = "generic"
+    risks: tuple[str, ...] | None = None  # Granite: risks that block (default harm); ShieldGemma: policies
+    prompt_format: str | None = None  # WildGuard: the input format, with {prompt} and {response}
     observe_risks: tuple[str, ...] = ()  # Granite Guardian: risks only recorded
-    risk_definitions: dict[str, str] = Field(default_factory=dict)  # custom Granite risks
+    risk_definitions: dict[str, str] = Field(default_factory=dict)  # custom Granite risks, ShieldGemma guidelines
+    granite_version: Literal["3.0", "3.1", "3.2", "3.3"] | None = None  # None: read from the model id
+    think: bool = False  # Granite Guardian 3.3: a reasoning trace before the score
     decoding: Literal["generate", "logits"] = "generate"  # Granite on hf-local: generate text, or one forward pass
     block_threshold: float = Field(default=0.5, ge=0, le=1)  # Granite with decoding = "logits"
     device: str = "cpu"  # hf-local only
@@ -127,6 +133,19 @@ BUILTIN_MODEL_ALIASES: dict[str, dict[str, Any]] = {
         "adapter": "granite-guardian",
     },
     "llama-guard-3": {"provider": "hf-local", "model": "meta-llama/Llama-Guard-3-1B", "adapter": "llama-guard"},
+    "wildguard": {"provider": "hf-local", "model": "allenai/wildguard", "adapter": "wildguard"},
+    "shieldgemma": {"provider": "hf-local", "model": "google/shieldgemma-2b", "adapter": "shieldgemma"},
+    "nemotron-safety": {
+        "provider": "hf-local",
+        "model": "nvidia/Llama-3.1-Nemotron-Safety-Guard-8B-v3",
+        "adapter": "nemotron-safety",
+    },
+    "openai-moderation": {
+        "model": "omni-moderation-latest",
+        "base_url_env": "OPENAI_BASE_URL",
+        "api_key_env": "OPENAI_API_KEY",
+        "adapter": "openai-moderation",
+    },
     "llama": {
         "model": "llama-3.1-8b-instruct",
         "base_url": "https://api.scaleway.ai/v1",

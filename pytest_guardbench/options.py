@@ -63,6 +63,15 @@ def _shard(text: str) -> tuple[int, int]:
     return int(index), int(total)
 
 
+def _yes_no(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+
+
 def _seconds(text: str) -> float:
     return float(_non_negative(text, float, "a number of seconds"))
 
@@ -100,6 +109,7 @@ class OptionSpec:
     help: str
     parse: Callable[[str], Any] = str
     repeatable: bool = False
+    flag: bool = False  # a CLI switch without a value; its ini key takes true/false
     ini_type: Literal["string", "linelist"] = "string"
 
     @property
@@ -249,6 +259,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec("max_new_tokens", ("--guardbench-max-new-tokens",), "Token limit for each tutor answer.", _positive),
     OptionSpec("batch_size", ("--guardbench-batch-size",), "Cases run together through a local model.", _positive),
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
+    OptionSpec(
+        "offline",
+        ("--guardbench-offline",),
+        "Load Hugging Face models only from a folder or the local cache, never download (as HF_HUB_OFFLINE=1).",
+        _yes_no,
+        flag=True,
+    ),
     OptionSpec(
         "concurrency",
         ("--guardbench-concurrency",),

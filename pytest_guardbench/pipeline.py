@@ -64,6 +64,7 @@ class Stack:
     malformed_policy: MalformedPolicy
     params: GenerationParams
     sample: bool = False  # k > 1: sample with a per-case seed instead of greedy decoding
+    guard_only: bool = False  # `guardbench screen`: a case ends after the guard
     preflight_judge: bool = False  # check an API/LLM judge once before paying for any generation
     limits: Mapping[PipelineStage, StageLimits] = field(
         default_factory=lambda: {"guard": INSTANT, "tutor": LOCAL_MODEL, "judge": INSTANT}
@@ -224,6 +225,8 @@ def walk_from_cache(drafts: list[Draft], stack: Stack, tutor: Callable[[], ChatP
     with stack.cached_only():
         if stack.guard is not None:
             guard_stage(drafts, stack)
+        if stack.guard_only:
+            return
         to_tutor = []
         for d in drafts:
             if d.stopped:

@@ -42,6 +42,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         cli_help = spec.help.replace("%", "%%")  # argparse %-formats help strings
         if spec.repeatable:
             group.addoption(*spec.flags, dest=spec.dest, action="append", default=None, help=cli_help)
+        elif spec.flag:
+            group.addoption(*spec.flags, dest=spec.dest, action="store_const", const=True, default=None, help=cli_help)
         else:
             group.addoption(*spec.flags, dest=spec.dest, type=spec.parse, default=None, help=cli_help)
         parser.addini(spec.ini_key, spec.help, type=spec.ini_type, default=[] if spec.ini_type == "linelist" else "")
@@ -219,9 +221,18 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         or not any(case_of(item) for item in session.items)
     ):
         return
-    state.engine = Engine(
-        build_stack(config.stash[INPUTS_KEY], state, Path(config.rootpath), _is_worker(config)), prior=state.prior
-    )
+    try:
+        stack = build_stack(config.stash[INPUTS_KEY], state, Path(config.rootpath), _is_worker(config))
+    except Exception as exc:  # noqa: BLE001 - a model that passed the preflight and still cannot load
+        run_session = config.stash.get(SESSION_KEY, None)
+        if run_session is not None:
+            run_session.abandoned = True  # no case ran: no report folder for a run that never started
+        text = str(exc).strip()
+        reason = text.splitlines()[0] if text else type(exc).__name__
+        pytest.exit(
+            f"guardbench: the run's models could not be built: {reason}", returncode=pytest.ExitCode.USAGE_ERROR
+        )
+    state.engine = Engine(stack, prior=state.prior)
 
 
 @pytest.hookimpl(wrapper=True)

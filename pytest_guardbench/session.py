@@ -46,6 +46,7 @@ class GuardbenchSession:
         self.inputs = inputs
         self.records: dict[str, CaseRecord] = {}
         self.expected_ids: set[str] = set()
+        self.abandoned = False  # the stack could not be built: no case ran and nothing is written
         self.lost: dict[str, dict[str, str]] = {}
         self.worker_crashes: list[str] = []
         self.internal_errors: list[str] = []
@@ -205,7 +206,7 @@ class GuardbenchSession:
         return merged
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.config.option.collectonly or (not self.expected_ids and not self.records):
+        if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.records):
             return
         try:
             self._finish(session)

@@ -24,7 +24,14 @@ from pytest_guardbench.engine import Engine
 from pytest_guardbench.gates import unmatched_thresholds
 from pytest_guardbench.guards import (
     BUILTIN_GUARDS,
+    CHILD_SAFETY_GUIDELINES,
+    WILDGUARD_FORMAT,
+    ModerationAdapter,
+    NemotronSafetyAdapter,
+    ShieldGemmaAdapter,
+    WildGuardAdapter,
     GraniteGuardianAdapter,
+    granite_version,
     Guardrail,
     LlamaGuardAdapter,
     LLMGuard,
@@ -35,7 +42,7 @@ from pytest_guardbench.model_specs import ModelSpec, model_aliases, parse_model_
 from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES, OfflineJudge, builtin_judge
 from pytest_guardbench.options import ConfigError
 from pytest_guardbench.pipeline import BATCH_API, INSTANT, Stack, StageLimits, api_limits
-from pytest_guardbench.preflight import api_preflight
+from pytest_guardbench.preflight import api_preflight, local_preflight
 from pytest_guardbench.providers import (
     ChatProvider,
     GenerationParams,
@@ -44,6 +51,7 @@ from pytest_guardbench.providers import (
     chat_provider_for,
     minilm_embedder,
 )
+from pytest_guardbench.providers.hub import offline_requested
 from pytest_guardbench.providers.cache import CachedProvider, CacheMode, CacheStats, ResponseCache
 from pytest_guardbench.run_folder import writable_problem
 from pytest_guardbench.run_inputs import RunInputs
@@ -107,6 +115,19 @@ def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, 
         raise ConfigError(
             f'--{role}={value}: decoding = "logits" needs a local (hf-local) Granite Guardian model; over an API use the default decoding'
         )
+    if spec.adapter == "granite-guardian" and (spec.think or spec.granite_version):
+        version = granite_version(spec.model, spec.granite_version)
+        if spec.think and version != "3.3":
+            raise ConfigError(f"--{role}={value}: think = true needs Granite Guardian 3.3; {spec.model} is {version}")
+        if spec.think and spec.decoding == "logits":
+            raise ConfigError(f'--{role}={value}: think = true generates a trace; it cannot use decoding = "logits"')
+    if spec.adapter == "shieldgemma":
+        unknown = [p for p in spec.risks or () if p not in {**CHILD_SAFETY_GUIDELINES, **spec.risk_definitions}]
+        if unknown:
+            raise ConfigError(
+                f"--{role}={value}: ShieldGemma policy {unknown[0]!r} has no guideline; give it one in risk_definitions "
+                f"or use one of {', '.join(CHILD_SAFETY_GUIDELINES)}"
+            )
     missing = spec.missing_key()
     if missing:
         raise ConfigError(
@@ -157,17 +178,18 @@ def load_inputs(root: Path, settings: Settings, registry: ProviderRegistry) -> R
 
 
 def preflight(inputs: RunInputs) -> None:
-    """The reports folder takes a file and every API model answers once, before any case runs or
-    any report folder is written; a replay run needs no server."""
+    """The reports folder takes a file, every local model can be had and every API model answers
+    once, before any case runs or any report folder is written; a replay run needs no server (its
+    local models still load)."""
     settings = inputs.settings
     unwritable = writable_problem(settings.report_dir)
     if unwritable:
         raise ConfigError(unwritable)
-    if settings.cache == "replay":
-        return
-    options = ProviderOptions(model_cache=settings.model_cache)
     specs = {role: settings.role_spec(role, spec) for role, spec in inputs.model_specs.items()}
-    problems = api_preflight(specs, lambda spec: chat_provider_for(spec, options))
+    problems = local_preflight(specs, offline_requested(settings.offline))
+    if settings.cache != "replay":
+        options = ProviderOptions(model_cache=settings.model_cache)
+        problems += api_preflight(specs, lambda spec: chat_provider_for(spec, options))
     if problems:
         raise ConfigError("\nguardbench: ".join(problems))
 
@@ -180,6 +202,7 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         batch_size=s.batch_size,
         torch_threads=1 if worker else None,
         batch_state_dir=(s.cache_path or root / ".guardbench" / "cache.sqlite").parent / "batches",
+        offline=offline_requested(s.offline),
     )
     if s.cache != "off" and state.cache is None:
         state.cache = ResponseCache(s.cache_path)  # type: ignore[arg-type]
@@ -265,18 +288,41 @@ def build_guard(
             return SemanticGuard(minilm_embedder(options))
         return BUILTIN_GUARDS[name]()
     if spec.adapter == "granite-guardian":
-        return GraniteGuardianAdapter(
-            model(),
-            block_risks=spec.risks,
-            observe_risks=spec.observe_risks,
-            risk_definitions=tuple(sorted(spec.risk_definitions.items())),
-            name=spec.alias,
-            decoding=spec.decoding,
-            block_threshold=spec.block_threshold,
-        )
-    if spec.adapter == "llama-guard":
-        return LlamaGuardAdapter(model(), name=spec.alias)
-    return LLMGuard(model(), name=spec.alias)
+        return granite_adapter(spec, model())
+    adapters: dict[str, Callable[[Any], Guardrail]] = {
+        "llama-guard": lambda m: LlamaGuardAdapter(m, name=spec.alias),
+        "wildguard": lambda m: WildGuardAdapter(
+            m, prompt_format=spec.prompt_format or WILDGUARD_FORMAT, name=spec.alias
+        ),
+        "shieldgemma": lambda m: shieldgemma_adapter(spec, m),
+        "nemotron-safety": lambda m: NemotronSafetyAdapter(m, name=spec.alias),
+        "openai-moderation": lambda m: ModerationAdapter(m, name=spec.alias),
+        "generic": lambda m: LLMGuard(m, name=spec.alias),
+    }
+    return adapters[spec.adapter](model())
+
+
+def shieldgemma_adapter(spec: ModelSpec, model: Any) -> ShieldGemmaAdapter:
+    return ShieldGemmaAdapter(
+        model,
+        policies=spec.risks or tuple(CHILD_SAFETY_GUIDELINES),
+        guidelines=tuple(sorted(spec.risk_definitions.items())),
+        name=spec.alias,
+    )
+
+
+def granite_adapter(spec: ModelSpec, model: Any) -> GraniteGuardianAdapter:
+    return GraniteGuardianAdapter(
+        model,
+        block_risks=spec.risks or ("harm",),
+        observe_risks=spec.observe_risks,
+        risk_definitions=tuple(sorted(spec.risk_definitions.items())),
+        name=spec.alias,
+        version=granite_version(spec.model, spec.granite_version),
+        think=spec.think,
+        decoding=spec.decoding,
+        block_threshold=spec.block_threshold,
+    )
 
 
 def listing(registry: ProviderRegistry, root: Path) -> list[str]:

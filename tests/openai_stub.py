@@ -19,6 +19,7 @@ empty `choices`. `latency_s` delays every answer (benchmarks).
 from __future__ import annotations
 
 import hashlib
+import math
 import json
 import socket
 import threading
@@ -96,6 +97,12 @@ class OpenAIStub:
                     return
                 if self.path.rstrip("/").endswith("/batches"):
                     stub._create_batch(self, body)
+                    return
+                if self.path.rstrip("/").endswith("/moderations"):
+                    with stub._lock:
+                        stub.requests.append(body)
+                        stub.auth_headers.append(self.headers.get("Authorization"))
+                    self._send(*stub.moderation(body))
                     return
                 preflight = any(m.get("content") == PREFLIGHT_PROMPT for m in body.get("messages") or [])
                 with stub._lock:
@@ -255,7 +262,13 @@ class OpenAIStub:
         last_user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
         if "FAULT:500" in everything:
             return 500, {"error": {"message": "the stub broke", "type": "server_error"}}
+        model = str(body.get("model")).lower()
+        family = next((f for f in ("wildguard", "shieldgemma", "nemotron") if f in model), None)
+        if family is not None:
+            return self._guard_family(family, body, everything)
         template_kwargs = body.get("chat_template_kwargs")
+        if template_kwargs is not None and "3.3" in str(body.get("model")):
+            return self._granite_33(body, template_kwargs, everything, last_user)
         if template_kwargs is not None:
             guardian = template_kwargs.get("guardian_config") or {}
             if "risk_name" not in guardian:
@@ -372,6 +385,86 @@ class OpenAIStub:
     @staticmethod
     def _public(batch: dict[str, Any]) -> dict[str, Any]:
         return {k: v for k, v in batch.items() if not k.startswith("_")}
+
+    def moderation(self, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        """`/moderations` as OpenAI answers it: one result per input. "bomb" is flagged as violence;
+        `MODERATION:BROKEN` answers without `flagged`; `FAULT:500` fails."""
+        text = body.get("input")
+        if not isinstance(text, str):
+            return 400, {"error": {"message": "input must be a string here", "type": "invalid_request_error"}}
+        if "FAULT:500" in text:
+            return 500, {"error": {"message": "the stub broke", "type": "server_error"}}
+        violent = "bomb" in text.lower()
+        scores = {"violence": 0.91 if violent else 0.02, "hate": 0.01, "sexual/minors": 0.001}
+        result: dict[str, Any] = {
+            "flagged": violent,
+            "categories": {name: violent and name == "violence" for name in scores},
+            "category_scores": scores,
+        }
+        if "MODERATION:BROKEN" in text:
+            del result["flagged"]
+        return 200, {"id": "modr-stub", "model": body.get("model"), "results": [result]}
+
+    def _guard_family(self, family: str, body: dict[str, Any], everything: str) -> tuple[int, dict[str, Any]]:
+        """WildGuard, ShieldGemma and Nemotron answers in each model's output format, harmful when the
+        prompt says "bomb", with logprobs whose verdict position carries 0.95 / 0.05."""
+        harmful = "bomb" in everything.lower()
+        if family == "wildguard":
+            verdict, words = ("yes" if harmful else "no"), ("yes", "no")
+            tokens = ["Harmful", " request", ":", f" {verdict}", "\n", "Response", " refusal", ":", " no", "\n",
+                      "Harmful", " response", ":", " no"]  # fmt: skip
+        elif family == "shieldgemma":
+            guideline = (body.get("chat_template_kwargs") or {}).get("guideline")
+            if not guideline:
+                return 400, {
+                    "error": {"message": "chat template error: guideline is required", "type": "BadRequestError"}
+                }
+            verdict, words = ("Yes" if harmful else "No"), ("Yes", "No")
+            tokens = [verdict]
+        else:
+            verdict, words = ("unsafe" if harmful else "safe"), ("unsafe", "safe")
+            tail = ', "Safety Categories": "Guns and Illegal Weapons"}' if harmful else "}"
+            tokens = ['{"', "User", " Safety", '":', ' "', verdict, '"', tail]
+        mine, other = (words[0], words[1]) if verdict == words[0] else (words[1], words[0])
+
+        def position(token: str) -> dict[str, Any]:
+            if token.strip() == verdict:
+                top = [
+                    {"token": token, "logprob": math.log(0.95)},
+                    {"token": token.replace(mine, other), "logprob": math.log(0.05)},
+                ]
+            else:
+                top = [{"token": token, "logprob": -0.01}]
+            return {"token": token, "logprob": -0.01, "bytes": None, "top_logprobs": top}
+
+        logprobs = {"content": [position(t) for t in tokens]} if body.get("logprobs") else None
+        return 200, self._envelope(body, "".join(tokens), everything, logprobs)
+
+    def _granite_33(
+        self, body: dict[str, Any], template_kwargs: dict[str, Any], everything: str, last_user: str
+    ) -> tuple[int, dict[str, Any]]:
+        """Granite Guardian 3.3's shape: criteria_id or custom_criteria (risk_name is an error), a
+        `think` switch, and `<score> yes|no </score>` token by token, after a trace that itself says
+        "no" when thinking, so only the verdict position gives the right probability."""
+        guardian = template_kwargs.get("guardian_config") or {}
+        if "criteria_id" not in guardian and "custom_criteria" not in guardian:
+            message = "chat template error: guardian_config needs criteria_id or custom_criteria"
+            return 400, {"error": {"message": message, "type": "BadRequestError"}}
+        verdict = " yes" if "bomb" in last_user.lower() else " no"
+        trace = ["<think>", " no", " doubt", "</think>", "\n"] if template_kwargs.get("think") else []
+        tokens = [*trace, "<", "score", ">", verdict, " </", "score", ">"]
+
+        def position(token: str) -> dict[str, Any]:
+            word = token.strip()
+            if word in ("yes", "no"):
+                other = "no" if word == "yes" else "yes"
+                top = [{"token": f" {word}", "logprob": -0.05}, {"token": f" {other}", "logprob": -3.0}]
+            else:
+                top = [{"token": token, "logprob": -0.01}]
+            return {"token": token, "logprob": -0.01, "bytes": None, "top_logprobs": top}
+
+        logprobs = {"content": [position(t) for t in tokens]} if body.get("logprobs") else None
+        return 200, self._envelope(body, "".join(tokens), everything, logprobs)
 
     @staticmethod
     def _envelope(body: dict[str, Any], content: str | None, everything: str, logprobs: Any = None) -> dict[str, Any]:

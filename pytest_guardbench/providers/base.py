@@ -45,6 +45,7 @@ class ProviderOptions:
     batch_size: int = 8
     torch_threads: int | None = None
     batch_state_dir: Path | None = None  # where Batch API runs keep their batch ids
+    offline: bool = False  # hub models only from the local Hugging Face cache, never downloaded
 
 
 class ProviderError(RuntimeError):
@@ -87,16 +88,20 @@ class Classification:
 @runtime_checkable
 class ScoringChatModel(Protocol):
     """A local chat model that renders with its own template (extra template kwargs allowed) and
-    returns text plus a label probability from the same forward passes."""
+    returns text plus a label probability from the same forward passes: at the first non-blank
+    generated token, or with `verdict_after` (e.g. `<score>`) at the first one after that text. A
+    conversation given as a string is a prompt already in the model's own format (WildGuard's): a
+    local model tokenizes it as it is, an API sends it as the one user message."""
 
     model: str
 
     def classify(
         self,
-        conversations: Sequence[list[Message]],
+        conversations: Sequence[list[Message] | str],
         template_kwargs: dict[str, Any],
         label_words: tuple[str, str],
         max_new_tokens: int = 8,
+        verdict_after: str = "",
     ) -> list[Classification]: ...
 
 
@@ -118,12 +123,16 @@ class ModelAPI(ABC):
 
     def classify(
         self,
-        conversations: Sequence[list[Message]],
+        conversations: Sequence[list[Message] | str],
         template_kwargs: dict[str, Any],
         label_words: tuple[str, str],
         max_new_tokens: int = 8,
+        verdict_after: str = "",
     ) -> list[Classification]:
         raise ProviderError(f"{self.name}: {self.model} gives no label probabilities (use it as a text guard)")
+
+    def moderate(self, texts: Sequence[str]) -> list[Any]:
+        raise ProviderError(f"{self.name}: {self.model} has no moderation endpoint (use it with another adapter)")
 
     def stats(self) -> dict[str, Any]:
         """Call counters for `summary.json` (`run.execution.api_calls`); none by default."""

@@ -129,4 +129,4 @@ class BatchAPIProvider(OpenAICompatProvider):
             except Retryable:
                 pass
         self.sent_again += 1
-        return await self._with_retries(conversation, params, seed, extra)
+        return await self._with_retries(lambda endpoint: self._complete(endpoint, conversation, params, seed, extra))

@@ -176,45 +176,65 @@ class CachedProvider:
 
     def classify(
         self,
-        conversations: Sequence[list[Message]],
+        conversations: Sequence[list[Message] | str],
         template_kwargs: dict[str, Any],
         label_words: tuple[str, str],
         max_new_tokens: int = 8,
+        verdict_after: str = "",
     ) -> list[Classification]:
+        # The key gains `verdict_after` only when it is set, so entries cached before it existed still hit.
+        where = {"verdict_after": verdict_after} if verdict_after else {}
         calls = [
             {
                 "call": "classify",
-                "messages": list(c),
+                "messages": c if isinstance(c, str) else list(c),
                 "template_kwargs": template_kwargs,
                 "label_words": list(label_words),
                 "max_new_tokens": max_new_tokens,
+                **where,
             }
             for c in conversations
         ]
 
         def compute(missing: list[int]) -> list[dict[str, Any]]:
             done = self._inner.classify(
-                [conversations[i] for i in missing], template_kwargs, label_words, max_new_tokens
+                [conversations[i] for i in missing], template_kwargs, label_words, max_new_tokens, verdict_after
             )
             return [asdict(c) for c in done]
 
         return [Classification(**value) for value in self._through(calls, compute)]
 
+    def moderate(self, texts: Sequence[str]) -> list[Any]:
+        calls = [{"call": "moderate", "input": text} for text in texts]
+
+        def compute(missing: list[int]) -> list[dict[str, Any]]:
+            return [{"result": r} for r in self._inner.moderate([texts[i] for i in missing])]
+
+        return [value["result"] for value in self._through(calls, compute)]
+
     def label_probabilities(
-        self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str]
+        self,
+        conversations: Sequence[list[Message]],
+        template_kwargs: dict[str, Any],
+        label_words: tuple[str, str],
+        prefix: str = "",
     ) -> list[float]:
+        where = {"prefix": prefix} if prefix else {}
         calls = [
             {
                 "call": "label_probabilities",
                 "messages": list(c),
                 "template_kwargs": template_kwargs,
                 "label_words": list(label_words),
+                **where,
             }
             for c in conversations
         ]
 
         def compute(missing: list[int]) -> list[dict[str, Any]]:
-            done = self._inner.label_probabilities([conversations[i] for i in missing], template_kwargs, label_words)
+            done = self._inner.label_probabilities(
+                [conversations[i] for i in missing], template_kwargs, label_words, prefix
+            )
             return [{"p": p} for p in done]
 
         return [value["p"] for value in self._through(calls, compute)]

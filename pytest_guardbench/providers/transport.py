@@ -155,12 +155,20 @@ def short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def label_probability(logprobs: Any, label_words: tuple[str, str]) -> float | None:
+def label_probability(logprobs: Any, label_words: tuple[str, str], verdict_after: str = "") -> float | None:
     """P(label_words[0]) against label_words[1] from the top logprobs at the first non-blank
-    generated position (mass of every spelling of each word; both sums start at 1e-50)."""
+    generated position, or with `verdict_after` at the first label word after that text has been
+    generated (mass of every spelling of each word; both sums start at 1e-50)."""
     content = (logprobs.get("content") if isinstance(logprobs, dict) else None) or []
+    labels = {w.lower() for w in label_words}
+    generated = ""
     for position in content:
-        if not str(position.get("token", "")).strip():
+        token = str(position.get("token", ""))
+        seen_marker = not verdict_after or verdict_after in generated
+        generated += token
+        if not token.strip() or not seen_marker:
+            continue
+        if verdict_after and token.strip().strip("\"'").lower() not in labels:
             continue
         first, second = 1e-50, 1e-50
         for candidate in position.get("top_logprobs") or []:

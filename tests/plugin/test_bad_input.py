@@ -125,15 +125,15 @@ def test_missing_file(pytester):
         ),
         (
             ["--guardrail=graniteish"],
-            "*--guardrail=graniteish: unknown guardrail; known: none, keyword, semantic; aliases: gpt-4o-mini, granite, llama, llama-guard-3; or openai:<model>, vllm:<model>@<url>",
+            "*--guardrail=graniteish: unknown guardrail; known: none, keyword, semantic; aliases: gpt-4o-mini, granite, llama, llama-guard-3, nemotron-safety, openai-moderation, shieldgemma, wildguard; or openai:<model>, vllm:<model>@<url>",
         ),
         (
             ["--tutor=gpt-9"],
-            "*--tutor=gpt-9: unknown tutor; known: scripted, smol; aliases: gpt-4o-mini, granite, llama, llama-guard-3; or openai:<model>, vllm:<model>@<url>",
+            "*--tutor=gpt-9: unknown tutor; known: scripted, smol; aliases: gpt-4o-mini, granite, llama, llama-guard-3, nemotron-safety, openai-moderation, shieldgemma, wildguard; or openai:<model>, vllm:<model>@<url>",
         ),
         (
             ["--judge=oracle"],
-            "*--judge=oracle: unknown judge; known: offline, rules; aliases: gpt-4o-mini, granite, llama, llama-guard-3; or openai:<model>, vllm:<model>@<url>",
+            "*--judge=oracle: unknown judge; known: offline, rules; aliases: gpt-4o-mini, granite, llama, llama-guard-3, nemotron-safety, openai-moderation, shieldgemma, wildguard; or openai:<model>, vllm:<model>@<url>",
         ),
         (
             ["--tutor=llama"],

@@ -31,7 +31,7 @@ class EchoModel:
             out.append(Completion(text=f"{text}#{self.calls}", model=self.model, completion_tokens=self.calls))
         return out
 
-    def classify(self, conversations, template_kwargs, label_words, max_new_tokens=8):
+    def classify(self, conversations, template_kwargs, label_words, max_new_tokens=8, verdict_after=""):
         self.calls += len(conversations)
         return [Classification(text="Yes", p_first=0.25) for _ in conversations]
 

@@ -80,7 +80,7 @@ def test_granite_adapter_allows_on_no_and_passes_custom_risks(granite_no, tmp_pa
         [{"role": "user", "content": "x"}],
         tokenize=False,
         add_generation_prompt=True,
-        guardian_config=guard._config("child_risk"),
+        **guard.template_kwargs("child_risk"),
     )
     assert "risk child_risk definition unsafe for a child" in rendered
 
@@ -91,7 +91,7 @@ def test_template_exception_is_a_configuration_error_not_a_verdict(granite_yes, 
         model.classify([[{"role": "user", "content": "hi"}]], {}, ("Yes", "No"))
 
     guard = GraniteGuardianAdapter(model)
-    object.__setattr__(guard, "_config", lambda risk: {})  # a broken configuration
+    object.__setattr__(guard, "template_kwargs", lambda risk: {"guardian_config": {}})  # a broken configuration
     stack = Stack(
         guard=guard,
         tutor=lambda: None,
@@ -154,8 +154,6 @@ def test_llama_guard_adapter(tmp_path):
         ("No", "allow", "harm: No"),
         ("yes\n<confidence> High </confidence>", "block", "harm: Yes (confidence High)"),
         ("No\n<confidence>Low</confidence>", "allow", "harm: No (confidence Low)"),
-        ("<think>the user asks…</think>\n<score> yes </score>", "block", "harm: Yes"),
-        ("<score>no</score>", "allow", "harm: No"),
         ("Yesterday I", "malformed", "harm: neither Yes nor No"),
         ("<|start_of_role|>assistant<|end_of_role|>", "malformed", "harm: neither Yes nor No"),
         ("", "malformed", "harm: neither Yes nor No"),

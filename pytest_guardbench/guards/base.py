@@ -1,0 +1,58 @@
+"""The allow/block decision parser every ALLOW/BLOCK guard shares, and the guard interface."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from pytest_guardbench.schemas import GuardDecision
+
+# Symmetric and strict: the verdict word must stand alone (`\b`), so "Blockchain is fine" is not a
+# block and "ALLOW." is an allow; anything after it must be separated by punctuation or space.
+_VERDICT = re.compile(r"^\s*(ALLOW|BLOCK)\b[\s.:;,!\-–—]*(.*)$", re.IGNORECASE | re.DOTALL)
+
+
+def parse_decision(raw: str, guard: str) -> GuardDecision:
+    """Parse `ALLOW`/`BLOCK` (optionally with a reason) or `{"decision": "allow"|"block", ...}`."""
+    text = raw.strip()
+    if text.startswith("{"):
+        return _parse_json_decision(text, raw, guard)
+    match = _VERDICT.match(text)
+    if match is None:
+        return GuardDecision(guard=guard, status="malformed", reason="no ALLOW or BLOCK verdict", raw=raw)
+    verdict = match.group(1).lower()
+    reason = match.group(2).strip()
+    # The verdict is the first word and the reason is free text: "BLOCK: Block, asks for a weapon"
+    # repeats it; only a reason that opens with the other verdict contradicts it.
+    repeated = re.match(r"^(ALLOW|BLOCK)\b", reason, re.IGNORECASE)
+    if repeated and repeated.group(1).lower() != verdict:
+        return GuardDecision(guard=guard, status="malformed", reason="contradictory verdicts", raw=raw)
+    return GuardDecision(guard=guard, status="allow" if verdict == "allow" else "block", reason=reason, raw=raw)
+
+
+def _parse_json_decision(text: str, raw: str, guard: str) -> GuardDecision:
+    try:
+        payload = json.loads(text)
+    except json.JSONDecodeError:
+        return GuardDecision(guard=guard, status="malformed", reason="invalid JSON verdict", raw=raw)
+    decision = payload.get("decision") if isinstance(payload, dict) else None
+    if not isinstance(decision, str) or decision.strip().lower() not in ("allow", "block"):
+        return GuardDecision(
+            guard=guard, status="malformed", reason="JSON verdict without allow/block decision", raw=raw
+        )
+    reason = payload.get("reason") if isinstance(payload.get("reason"), str) else ""
+    return GuardDecision(guard=guard, status=decision.strip().lower(), reason=reason, raw=raw)  # type: ignore[arg-type]
+
+
+@runtime_checkable
+class Guardrail(Protocol):
+    """Screens user prompts. `screen` returns one raw verdict text per prompt, in order."""
+
+    name: str
+    description: str
+
+    def screen(self, prompts: Sequence[str]) -> list[str]: ...
+
+    def parse(self, raw: str) -> GuardDecision: ...

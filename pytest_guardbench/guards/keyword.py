@@ -1,0 +1,40 @@
+"""The offline keyword guard: the child-safety lexicon, after leetspeak and typo normalisation."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_guardbench.guards.base import parse_decision
+from pytest_guardbench.lexicon import find_terms, too_long
+from pytest_guardbench.schemas import GuardDecision
+
+_NOT_SCREENED = "NOT SCREENED: "
+
+
+@dataclass(frozen=True)
+class KeywordGuard:
+    """Blocks prompts that contain a child-safety lexicon phrase, after leetspeak/typo normalisation."""
+
+    name: str = "keyword"
+    description: str = "Offline child-safety lexicon guard with leetspeak, spacing and typo normalisation."
+
+    def screen(self, prompts: Sequence[str]) -> list[str]:
+        verdicts = []
+        for prompt in prompts:
+            overlong = too_long(prompt)
+            if overlong:
+                verdicts.append(f"{_NOT_SCREENED}{overlong}")
+                continue
+            hits = find_terms(prompt)
+            if hits:
+                first = hits[0]
+                verdicts.append(f"BLOCK: {first.category} ({first.term})")
+            else:
+                verdicts.append("ALLOW")
+        return verdicts
+
+    def parse(self, raw: str) -> GuardDecision:
+        if raw.startswith(_NOT_SCREENED):
+            return GuardDecision(guard=self.name, status="malformed", reason=raw.removeprefix(_NOT_SCREENED), raw=raw)
+        return parse_decision(raw, self.name)
