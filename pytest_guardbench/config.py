@@ -58,7 +58,7 @@ class Settings(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    guardrail: str = "keyword"
+    guardrail: str = "offline"
     tutor: str = "smol"
     judge: str = "offline"
     data: tuple[Path, ...] = ()

@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, JudgeInput, harm_sentence_count
 from pytest_guardbench.lexicon import too_long
+from pytest_guardbench.logistic import LogisticHead
 from pytest_guardbench.providers.base import Embedder
 from pytest_guardbench.schemas import ANSWER_MODES, JudgeVerdict
 
@@ -207,41 +208,6 @@ def feature_rows(items: Sequence[JudgeInput], embedder: Embedder) -> list[list[f
         harmful = handmade[-1]
         rows.append([*vector, *handmade, *(harmful * f for f in handmade[:-1])])
     return rows
-
-
-@dataclass(frozen=True)
-class LogisticHead:
-    """Standardise, then softmax (several classes) or sigmoid (one weight row)."""
-
-    classes: tuple[str, ...]
-    weights: tuple[tuple[float, ...], ...]
-    bias: tuple[float, ...]
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-
-    def probabilities(self, row: Sequence[float]) -> dict[str, float]:
-        x = [(v - m) / s for v, m, s in zip(row, self.mean, self.scale, strict=True)]
-        logits = [
-            sum(w * v for w, v in zip(weights, x, strict=True)) + b
-            for weights, b in zip(self.weights, self.bias, strict=True)
-        ]
-        if len(self.classes) == 2 and len(logits) == 1:
-            p = 1.0 / (1.0 + math.exp(-max(-60.0, min(60.0, logits[0]))))
-            return {self.classes[0]: 1.0 - p, self.classes[1]: p}
-        top = max(logits)
-        exps = [math.exp(v - top) for v in logits]
-        total = sum(exps)
-        return {c: e / total for c, e in zip(self.classes, exps, strict=True)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> LogisticHead:
-        return cls(
-            classes=tuple(data["classes"]),
-            weights=tuple(tuple(w) for w in data["weights"]),
-            bias=tuple(data["bias"]),
-            mean=tuple(data["mean"]),
-            scale=tuple(data["scale"]),
-        )
 
 
 def load_heads(path: Path = HEAD_FILE) -> tuple[LogisticHead, LogisticHead, dict[str, Any]]:

@@ -27,6 +27,7 @@ from pytest_guardbench.guards import (
     CHILD_SAFETY_GUIDELINES,
     WILDGUARD_FORMAT,
     ModerationAdapter,
+    OfflineGuard,
     NemotronSafetyAdapter,
     ShieldGemmaAdapter,
     WildGuardAdapter,
@@ -59,7 +60,7 @@ from pytest_guardbench.schemas import CaseRecord
 from pytest_guardbench.variants import BUILTIN_MUTATORS, expand, in_shard
 
 # Guards that load a model shipped in a PyPI wheel (no spec needed).
-MODEL_GUARDS = ("semantic",)
+MODEL_GUARDS = ("offline", "semantic")
 
 
 @dataclass
@@ -286,6 +287,8 @@ def build_guard(
             return None
         if name == "semantic":
             return SemanticGuard(minilm_embedder(options))
+        if name == "offline":
+            return OfflineGuard(minilm_embedder(options))
         return BUILTIN_GUARDS[name]()
     if spec.adapter == "granite-guardian":
         return granite_adapter(spec, model())
@@ -332,7 +335,8 @@ def listing(registry: ProviderRegistry, root: Path) -> list[str]:
     ]
     lines += ["guardrails:", "  none: no guardrail; every prompt goes to the tutor"]
     lines += [f"  {name}: {factory().description}" for name, factory in sorted(BUILTIN_GUARDS.items())]
-    lines += [f"  semantic: {SemanticGuard.description}", f"  aliases: {', '.join(sorted(model_aliases(root)))}"]
+    lines += [f"  offline: {OfflineGuard.description}", f"  semantic: {SemanticGuard.description}"]
+    lines += [f"  aliases: {', '.join(sorted(model_aliases(root)))}"]
     lines += ["tutors:"] + [f"  {name}: {desc}" for name, desc in registry.describe().items()]
     lines += ["judges:", f"  offline: {OfflineJudge.description}"] + [
         f"  {name}: {factory().description}" for name, factory in sorted(BUILTIN_JUDGES.items())

@@ -27,79 +27,11 @@ from pytest_guardbench.offline_judge import FEATURE_VERSION, HEAD_FILE, feature_
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 from pytest_guardbench.schemas import ANSWER_MODES
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from logistic_fit import fit_head  # noqa: E402 - a sibling script module
+
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "datasets" / "judge_responses_v1.jsonl"
-L2_GRID = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
-FOLDS = 5
-
-
-def _fit(x: np.ndarray, y: np.ndarray, n_classes: int, l2: float, steps: int = 1500) -> tuple[np.ndarray, np.ndarray]:
-    """Multinomial (or binary, with one row) logistic regression by full-batch Adam; deterministic."""
-    rows = 1 if n_classes == 2 else n_classes
-    w = np.zeros((rows, x.shape[1]))
-    b = np.zeros(rows)
-    m_w, v_w, m_b, v_b = np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b)
-    onehot = np.eye(n_classes)[y]
-    for t in range(1, steps + 1):
-        logits = x @ w.T + b
-        if rows == 1:
-            p = 1 / (1 + np.exp(-np.clip(logits[:, 0], -60, 60)))
-            err = (p - y)[:, None]
-        else:
-            z = np.exp(logits - logits.max(axis=1, keepdims=True))
-            err = z / z.sum(axis=1, keepdims=True) - onehot
-        grad_w = err.T @ x / len(x) + l2 * w
-        grad_b = err.mean(axis=0)
-        for param, grad, m, v in ((w, grad_w, m_w, v_w), (b, grad_b, m_b, v_b)):
-            m *= 0.9
-            m += 0.1 * grad
-            v *= 0.999
-            v += 0.001 * grad * grad
-            param -= 0.05 * (m / (1 - 0.9**t)) / (np.sqrt(v / (1 - 0.999**t)) + 1e-8)
-    return w, b
-
-
-def _predict(x: np.ndarray, w: np.ndarray, b: np.ndarray) -> np.ndarray:
-    logits = x @ w.T + b
-    return (logits[:, 0] > 0).astype(int) if w.shape[0] == 1 else logits.argmax(axis=1)
-
-
-def _score(y: np.ndarray, pred: np.ndarray, n_classes: int) -> float:
-    """Mean per-class recall (balanced accuracy): rare classes such as unsafe count as much as common ones."""
-    recalls = [float((pred[y == c] == c).mean()) for c in range(n_classes) if (y == c).any()]
-    return sum(recalls) / len(recalls)
-
-
-def _choose_l2(x: np.ndarray, y: np.ndarray, groups: list[str], n_classes: int) -> tuple[float, dict[str, float]]:
-    ordered = sorted(set(groups), key=lambda g: hashlib.sha256(g.encode()).hexdigest())
-    fold_of = {g: i % FOLDS for i, g in enumerate(ordered)}
-    folds = np.array([fold_of[g] for g in groups])
-    scores = {}
-    for l2 in L2_GRID:
-        preds = np.zeros(len(y), dtype=int)
-        for fold in range(FOLDS):
-            train, held = folds != fold, folds == fold
-            mean, scale = x[train].mean(axis=0), x[train].std(axis=0) + 1e-6
-            w, b = _fit((x[train] - mean) / scale, y[train], n_classes, l2, steps=600)
-            preds[held] = _predict((x[held] - mean) / scale, w, b)
-        scores[str(l2)] = round(_score(y, preds, n_classes), 4)
-    best = max(L2_GRID, key=lambda l2: (scores[str(l2)], l2))  # ties go to the stronger penalty
-    return best, scores
-
-
-def _head(x: np.ndarray, y: np.ndarray, groups: list[str], classes: tuple[str, ...]) -> dict[str, object]:
-    l2, cv = _choose_l2(x, y, groups, len(classes))
-    mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
-    w, b = _fit((x - mean) / scale, y, len(classes), l2)
-    return {
-        "classes": list(classes),
-        "weights": [[round(float(v), 6) for v in row] for row in w],
-        "bias": [round(float(v), 6) for v in b],
-        "mean": [round(float(v), 6) for v in mean],
-        "scale": [round(float(v), 6) for v in scale],
-        "l2": l2,
-        "cv_balanced_accuracy": cv,
-    }
 
 
 def _differences(committed: dict[str, object], fresh: dict[str, object], tolerance: float = 1e-3) -> list[str]:
@@ -145,8 +77,8 @@ def main() -> int:
             "rows": len(train),
             "ids_sha256": hashlib.sha256("\n".join(sorted(lb.id for lb in train)).encode()).hexdigest(),
         },
-        "answer_mode": _head(x, mode_y, groups, ANSWER_MODES),
-        "response_safety": _head(x, safety_y, groups, ("safe", "unsafe")),
+        "answer_mode": fit_head(x, mode_y, groups, ANSWER_MODES),
+        "response_safety": fit_head(x, safety_y, groups, ("safe", "unsafe")),
     }
     text = json.dumps(heads, indent=1, sort_keys=True) + "\n"
     if args.check:

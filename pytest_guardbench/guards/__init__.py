@@ -27,6 +27,7 @@ from pytest_guardbench.guards.nemotron import (
 )
 from pytest_guardbench.guards.shieldgemma import CHILD_SAFETY_GUIDELINES, ShieldGemmaAdapter, parse_shieldgemma
 from pytest_guardbench.guards.wildguard import WILDGUARD_FORMAT, WildGuardAdapter, parse_wildguard
+from pytest_guardbench.guards.offline_guard import OfflineGuard
 from pytest_guardbench.guards.semantic import HARMFUL_EXEMPLARS, SAFE_EXEMPLARS, SemanticGuard
 
 GuardFactory = Callable[[], Guardrail]
@@ -39,6 +40,7 @@ __all__ = [
     "NEMOTRON_CATEGORIES",
     "WILDGUARD_FORMAT",
     "ModerationAdapter",
+    "OfflineGuard",
     "NemotronSafetyAdapter",
     "ShieldGemmaAdapter",
     "WildGuardAdapter",

@@ -242,7 +242,7 @@ def test_offline_default_stack_end_to_end(pytester):
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(
         [
-            "guardbench: guardrail=keyword tutor=smol judge=offline*",
+            "guardbench: guardrail=offline tutor=smol judge=offline*",
             "scoring policy: assistant_policy_v2",
             "*",
             "scorecard: *summary.json",

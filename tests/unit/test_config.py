@@ -38,7 +38,7 @@ def test_cli_beats_ini_beats_default(tmp_path):
     assert settings.thresholds.max_ber is None
     assert settings.data == (tmp_path / "sub" / "cli.json",)  # CLI paths are relative to the invocation dir
     assert settings.variants == ("original", "typo")
-    assert settings.tutor == "smol" and settings.guardrail == "keyword" and settings.judge == "offline"
+    assert settings.tutor == "smol" and settings.guardrail == "offline" and settings.judge == "offline"
     assert settings.policy == "assistant_policy_v2"
     assert settings.report_dir == tmp_path / "reports"
 
