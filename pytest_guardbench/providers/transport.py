@@ -245,3 +245,25 @@ def reply_from(response: Any, name: str, model: str, latency_s: float) -> Reply:
         prompt_tokens=usage.get("prompt_tokens"),
         latency_s=round(latency_s, 4),
     )
+
+
+def mapped_error(exc: Exception, name: str, where: str, timeout_s: float) -> Exception:
+    """A client error as ours: Retryable for what a retry may cure, ProviderError otherwise."""
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        message = f"{name}: HTTP {exc.status_code} from the server: {short(exc.message)}"
+        if exc.status_code in RETRYABLE_STATUS:
+            return Retryable(message, exc.response.headers.get("retry-after"), rate_limited=exc.status_code == 429)
+        return ProviderError(message)
+    if isinstance(exc, openai.APITimeoutError):
+        # The aiohttp transport reports a refused connection as a timeout; say what really happened.
+        if caused_by(exc, ConnectionRefusedError):
+            return Retryable(f"{name}: connection refused at {where}")
+        return Retryable(f"{name}: timed out after {timeout_s:g} s")
+    if isinstance(exc, openai.APIConnectionError):
+        return Retryable(f"{name}: cannot connect to {where}: {short(str(exc))}")
+    if isinstance(exc, openai.OpenAIError):
+        return ProviderError(f"{name}: {type(exc).__name__}: {short(str(exc))}")
+    # the client surfaces an undecodable body as a JSON (ValueError) error
+    return Retryable(f"{name}: the server sent an invalid response body ({short(str(exc))})")
