@@ -90,16 +90,28 @@ def test_with_the_token_a_gated_model_downloads(pytester, hub, granite33_folder,
     assert all(hub.token not in path.read_text() for path in run.iterdir() if path.is_file())
 
 
-def test_offline_and_not_cached_is_one_line(pytester, hub):
+def test_the_builtin_granite_alias_offline_and_not_cached_is_one_line(pytester, hub):
     write_project(pytester)
-    _alias(pytester, "ibm-granite/granite-guardian-3.2-3b-a800m")
-    result = pytester.runpytest_subprocess("-p", "no:xdist", "--guardrail=gg", "--guardbench-offline")
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "--guardrail=granite", "--guardbench-offline")
     _usage_error(
         result,
         pytester,
-        "ERROR: guardbench: --guardrail=gg: ibm-granite/granite-guardian-3.2-3b-a800m is not in the local Hugging Face cache (*) and offline mode is on; download it once with `hf download ibm-granite/granite-guardian-3.2-3b-a800m`, or run without --guardbench-offline / HF_HUB_OFFLINE",
+        "ERROR: guardbench: --guardrail=granite: ibm-granite/granite-guardian-3.2-3b-a800m is not in the local Hugging Face cache (*) and offline mode is on; download it once with `hf download ibm-granite/granite-guardian-3.2-3b-a800m`, or run without --guardbench-offline / HF_HUB_OFFLINE",
     )
+    assert len(result.stderr.str().strip().splitlines()) == 1, "one line, no traceback"
     assert hub.requests == []
+
+
+def test_the_builtin_granite_alias_online_and_not_on_the_hub_is_one_line(pytester, hub):
+    # Online, with the hub answering: the model is fetched from it, and this hub does not have it.
+    write_project(pytester)
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "--guardrail=granite")
+    _usage_error(
+        result,
+        pytester,
+        "ERROR: guardbench: --guardrail=granite: ibm-granite/granite-guardian-3.2-3b-a800m is not a model on the hub *",
+    )
+    assert any("granite-guardian-3.2-3b-a800m" in r for r in hub.requests), "online, the hub is asked"
 
 
 def test_an_unknown_model_id_is_one_line(pytester, hub):

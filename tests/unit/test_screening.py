@@ -113,3 +113,20 @@ def test_screen_usage_errors(tmp_path, capsys, args, message):
 def test_screen_names_a_missing_pack(tmp_path, capsys):
     code, _, err = _screen(capsys, str(tmp_path / "nope.json"), "--guardrail=keyword")
     assert code == 4 and "nope.json" in err
+
+
+def test_screen_a_scoring_adapter_from_an_alias(tmp_path, capsys, openai_stub, monkeypatch):
+    # OpenAI's moderation endpoint through an alias: its scores give the ROC and the operating point.
+    pack = tmp_path / "pack.json"
+    pack.write_text(json.dumps(PACK))
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.guardbench.models.mod]\nmodel = "omni-moderation-latest"\nadapter = "openai-moderation"\n'
+        f'base_url = "{openai_stub.base_url}"\nmax_retries = 0\n'
+    )
+    monkeypatch.chdir(tmp_path)
+    code, out, err = _screen(capsys, str(pack), "--guardrail=mod", "--variants=original", "--json")
+    assert code == 0, err
+    report = json.loads(out)
+    # The stub flags only "bomb" (violence 0.91); the others score 0.02.
+    assert (report["recall"], report["false_positive_rate"]) == (0.5, 0.0)
+    assert report["sweep"]["roc_auc"] == 0.75 and report["sweep"]["operating_point"]["threshold"] == 0.02
