@@ -25,8 +25,8 @@ from pytest_guardbench.pipeline import (
     guard_stage,
     judge_stage,
     preflight_error,
+    next_step,
     refuse,
-    routes_to_tutor,
     tutor_stage,
     walk_from_cache,
 )
@@ -251,18 +251,17 @@ class Engine:
 
     async def _walk(self, draft: Draft) -> None:
         """The stages this draft still needs (one finished from the cache may have done some)."""
-        stack = self.stack
-        if stack.guard is not None and draft.guard is None:
-            await self._stages["guard"].through(draft)
-        if draft.error is not None or stack.guard_only:
-            return
-        if draft.response is None:
-            if routes_to_tutor(draft.guard, stack.malformed_policy):
-                await self._stages["tutor"].through(draft)
+        previous = None
+        while (step := next_step(draft, self.stack)) is not None:
+            if step == previous:  # a stage that gave neither a result nor an error: never loop on it
+                stage: PipelineStage = "tutor" if step == "refuse" else step
+                draft.error = PipelineError(stage=stage, message=f"the {step} stage finished without a result")
+                return
+            if step == "refuse":
+                refuse(draft, self.stack)
             else:
-                refuse(draft, stack)
-        if draft.error is None and draft.response is not None and draft.verdict is None:
-            await self._stages["judge"].through(draft)
+                await self._stages[step].through(draft)
+            previous = step
 
 
 def run_cases(cases: Sequence[Case], stack: Stack) -> list[CaseRecord]:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
+from typing import Literal
 
 from pytest_guardbench.config import MalformedPolicy
 from pytest_guardbench.guards import Guardrail
@@ -217,27 +218,47 @@ def judge_stage(drafts: list[Draft], stack: Stack) -> None:
         _in_batch_or_alone(judged, "judge", run)
 
 
+Step = Literal["guard", "tutor", "refuse", "judge"]
+
+
+def next_step(draft: Draft, stack: Stack) -> Step | None:
+    """Where a draft goes next, from what it already has: guard → (screen stops here) → tutor, or the
+    refusal when the guard stopped it → judge. The one route the engine and the cached walk follow."""
+    if draft.stopped:
+        return None
+    if stack.guard is not None and draft.guard is None:
+        return "guard"
+    if stack.guard_only:
+        return None
+    if draft.response is None:
+        return "tutor" if routes_to_tutor(draft.guard, stack.malformed_policy) else "refuse"
+    if draft.verdict is None:
+        return "judge"
+    return None
+
+
 def walk_from_cache(drafts: list[Draft], stack: Stack, tutor: Callable[[], ChatProvider]) -> None:
     """Every stage for the whole list at once, inside `stack.cached_only()`: a draft whose calls are
     all cached ends finished; one that met an uncached call stops there with `missed_cache` set and
     keeps the stages it finished, for the normal walk to go on from."""
     assert stack.cached_only is not None
+    runners: dict[str, Callable[[list[Draft]], None]] = {
+        "guard": lambda due: guard_stage(due, stack),
+        "tutor": lambda due: tutor_stage(due, stack, tutor),
+        "judge": lambda due: judge_stage(due, stack),
+    }
     with stack.cached_only():
-        if stack.guard is not None:
-            guard_stage(drafts, stack)
-        if stack.guard_only:
-            return
-        to_tutor = []
-        for d in drafts:
-            if d.stopped:
-                continue
-            if routes_to_tutor(d.guard, stack.malformed_policy):
-                to_tutor.append(d)
-            else:
-                refuse(d, stack)
-        if to_tutor:
-            tutor_stage(to_tutor, stack, tutor)
-        judge_stage([d for d in drafts if not d.stopped], stack)
+        for stage, run in runners.items():
+            due = []
+            for d in drafts:
+                step = next_step(d, stack)
+                if step == "refuse":
+                    refuse(d, stack)
+                    step = next_step(d, stack)
+                if step == stage:
+                    due.append(d)
+            if due:
+                run(due)
 
 
 def finish(draft: Draft) -> CaseRecord:

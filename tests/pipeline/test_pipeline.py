@@ -332,3 +332,41 @@ def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_mi
     assert [kind for kind, _ in model.asked] == ["judge"] * 6
     assert (stats.hits, stats.misses) == (6 * 2, 6)
     assert all(r.error is None and r.response.text == first[0].response.text for r in rejudged)
+
+
+@pytest.mark.parametrize(
+    ("guard_status", "policy", "guard_only", "expected"),
+    [
+        (None, "block", False, ["guard", "refuse", "judge"]),
+        ("allow", "block", False, ["tutor", "judge"]),
+        ("block", "allow", False, ["refuse", "judge"]),
+        ("malformed", "block", False, ["refuse", "judge"]),
+        ("malformed", "fallback", False, ["tutor", "judge"]),
+        (None, "block", True, ["guard"]),
+        ("block", "block", True, []),
+    ],
+)
+def test_the_route_is_written_once(guard_status, policy, guard_only, expected):
+    """`next_step` from each state a draft can be in, walked to the end by hand: the engine and the
+    cached walk both follow it."""
+    from pytest_guardbench.pipeline import Draft, next_step, refuse
+    from pytest_guardbench.schemas import GuardDecision, JudgeVerdict, TutorReply
+
+    import dataclasses
+
+    stack = dataclasses.replace(_stack(FixedGuard({}), CountingTutor(), policy), guard_only=guard_only)
+    draft = Draft(case("c", True))
+    if guard_status is not None:
+        draft.guard = GuardDecision(guard="fixed", status=guard_status, reason="", raw="")
+    walked = []
+    while (step := next_step(draft, stack)) is not None:
+        walked.append(step)
+        if step == "guard":
+            draft.guard = GuardDecision(guard="fixed", status="block", reason="", raw="BLOCK")
+        elif step == "refuse":
+            refuse(draft, stack)
+        elif step == "tutor":
+            draft.response = TutorReply(text="a", source="tutor", model="m")
+        else:
+            draft.verdict = JudgeVerdict(judge="j", response_safety="safe", answer_mode="answered", reason="r")
+    assert walked == expected
