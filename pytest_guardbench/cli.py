@@ -21,7 +21,7 @@ from pytest_guardbench.scoring import fmt_rate
 from pytest_guardbench.run_summary import load_records, load_run
 from pytest_guardbench.run_commands import import_seed_run, merge_runs, opened_judge, rejudge_run
 from pytest_guardbench.seed_format import seed_summary_differences
-from pytest_guardbench.variants import BUILTIN_MUTATORS, FAMILIES, VariantError, expand, family_of
+from pytest_guardbench.variants import BUILTIN_MUTATORS, FAMILIES, VariantError, expand
 
 
 def expanded_pack(path: Path, variants: Sequence[str], harmful_categories: Sequence[str]) -> dict[str, Any]:
@@ -42,7 +42,7 @@ def expanded_pack(path: Path, variants: Sequence[str], harmful_categories: Seque
                 variant=case.variant,
                 base_prompt_id=source.base_prompt_id,
                 variant_tags=[f"variant:{case.variant}"],
-                mutator_family=family_of(case.variant),
+                mutator_family=case.variant_family,
             )
         item_id = source.item_id if case.variant == source.variant else f"{source.item_id}--{case.variant}"
         items.append({"id": item_id, "prompt_text": case.prompt_text, "metadata": metadata})

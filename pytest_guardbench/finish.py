@@ -17,6 +17,7 @@ from pytest_guardbench.run_summary import RunSummary
 from pytest_guardbench.schemas import Case, CaseRecord
 from pytest_guardbench.scoring import summarise
 from pytest_guardbench.sweeps import guard_sweeps
+from pytest_guardbench.variants import family_of
 
 # Gate checks that need the metrics first (a scorecard snapshot): given them, a builder returns the
 # summary blocks it adds and its checks.
@@ -40,7 +41,10 @@ def finish_run(
     """Score `records` against the `expected` cases under `policy`, gate them, and assemble the
     summary. Every reason the run is incomplete is also a failing check: nothing says how the cases
     it did not measure would have scored."""
-    ordered = sorted(records, key=lambda r: r.case_id)
+    ordered = sorted(
+        (r if r.variant_family else r.model_copy(update={"variant_family": family_of(r.variant)}) for r in records),
+        key=lambda r: r.case_id,
+    )
     metrics = summarise(expected, ordered, policy, lost)
     metrics["guard_sweeps"] = guard_sweeps(ordered, thresholds.min_recall or 0.9)
     for key, value in (extra_metrics or {}).items():

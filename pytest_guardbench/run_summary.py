@@ -103,7 +103,7 @@ def load_run(run_dir: Path | str) -> RunSummary:
 
 
 RESULT_COLUMNS = {
-    "case_id": "string", "pack": "string", "item_id": "string", "base_prompt_id": "string", "variant": "string", "sample_index": "Int64",
+    "case_id": "string", "pack": "string", "item_id": "string", "base_prompt_id": "string", "variant": "string", "variant_family": "string", "sample_index": "Int64",
     "category": "string", "is_harmful": "boolean", "label_source": "string", "prompt_text": "string", "guard_status": "string",
     "guard_score": "Float64", "tutor_ran": "boolean", "response_source": "string", "response_text": "string", "response_model": "string",
     "finish_reason": "string", "answer_mode": "string", "response_safety": "string", "judge_malformed": "boolean", "error_stage": "string",
@@ -115,7 +115,7 @@ def _row(record: CaseRecord) -> dict[str, Any]:
     guard, response, verdict, error = record.guard, record.response, record.judge, record.error
     return {
         "case_id": record.case_id, "pack": record.pack, "item_id": record.item_id, "base_prompt_id": record.base_prompt_id,
-        "variant": record.variant, "sample_index": record.sample_index, "category": record.category, "is_harmful": record.is_harmful,
+        "variant": record.variant, "variant_family": record.variant_family, "sample_index": record.sample_index, "category": record.category, "is_harmful": record.is_harmful,
         "label_source": record.label_source, "prompt_text": record.prompt_text,
         "guard_status": guard.status if guard else None, "guard_score": guard.score if guard else None, "tutor_ran": record.tutor_ran,
         "response_source": response.source if response else None, "response_text": response.text if response else None,

@@ -61,6 +61,7 @@ class Case(_Frozen):
     label_source: LabelSource
     category: str | None
     source_file: str
+    variant_family: str | None = None  # the mutator family (or chain, data), set when the case is made
 
 
 class GuardDecision(_Frozen):
@@ -133,6 +134,7 @@ class CaseRecord(_Frozen):
     category: str | None
     is_harmful: bool | None
     label_source: LabelSource
+    variant_family: str | None = None  # None in runs recorded before it was kept: the finish fills it in
     prompt_text: str
     guard: GuardDecision | None
     tutor_ran: bool
@@ -153,6 +155,7 @@ class CaseRecord(_Frozen):
             item_id=case.item_id,
             base_prompt_id=case.base_prompt_id,
             variant=case.variant,
+            variant_family=case.variant_family,
             sample_index=case.sample_index,
             category=case.category,
             is_harmful=case.is_harmful,

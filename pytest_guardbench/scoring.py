@@ -14,9 +14,14 @@ from pydantic import BaseModel, ConfigDict
 
 from pytest_guardbench.policies import ScoringPolicy
 from pytest_guardbench.schemas import Case, CaseRecord, Outcome
-from pytest_guardbench.variants import family_of
 
 UnscoredReason = str  # "error" | "unlabelled" | "judge_malformed" | "judge_incomplete" | "missing"
+
+
+def _family(record: CaseRecord) -> str:
+    # Records reach scoring with their family (`finish.finish_run` fills in old runs'); "data" is
+    # what a variant no mutator makes is called.
+    return record.variant_family or "data"
 
 
 def classify(record: CaseRecord, policy: ScoringPolicy) -> tuple[Outcome | None, UnscoredReason | None]:
@@ -381,10 +386,10 @@ def summarise(
         "metric_definitions": policy.definitions(),
         "scorecards": _dump(cards),
         "per_variant": {k: _dump(v) for k, v in _grouped(ordered, lambda r: r.variant, policy).items()},
-        "per_family": {k: _dump(v) for k, v in _grouped(ordered, lambda r: family_of(r.variant), policy).items()},
+        "per_family": {k: _dump(v) for k, v in _grouped(ordered, _family, policy).items()},
         "per_category": {k: _dump(v) for k, v in _grouped(ordered, lambda r: r.category or "(none)", policy).items()},
         "flip_rates": flip_rates(ordered, policy),
-        "variant_families": {v: family_of(v) for v in sorted({r.variant for r in ordered})},
+        "variant_families": {r.variant: _family(r) for r in sorted(ordered, key=lambda r: r.variant)},
         "prompt_row_buckets": prompt_row_buckets(ordered, policy),
         "guard_decisions": guards,
         "coverage": cov,

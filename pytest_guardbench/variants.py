@@ -343,7 +343,7 @@ def expand(
     for item in items:
         if item.variant != "original":
             if item.variant in selected:
-                cases.extend(_samples(item, item.variant, item.prompt_text, samples))
+                cases.extend(_samples(item, item.variant, item.prompt_text, samples, family_of(item.variant, mutators)))
             continue
         for name in selected:
             if not _known(name, mutators):
@@ -351,11 +351,13 @@ def expand(
             if name != "original" and (item.pack, item.base_prompt_id, name) in shipped:
                 continue
             key = f"{item.pack}/{item.item_id}/{name}"
-            cases.extend(_samples(item, name, mutate(name, item.prompt_text, key, mutators), samples))
+            cases.extend(
+                _samples(item, name, mutate(name, item.prompt_text, key, mutators), samples, family_of(name, mutators))
+            )
     return cases
 
 
-def _samples(item: PackItem, variant: str, text: str, samples: int) -> list[Case]:
+def _samples(item: PackItem, variant: str, text: str, samples: int, family: str) -> list[Case]:
     base_id = f"{item.pack}.{item.item_id}.{variant}"
     return [
         Case(
@@ -370,6 +372,7 @@ def _samples(item: PackItem, variant: str, text: str, samples: int) -> list[Case
             label_source=item.label_source,
             category=item.category,
             source_file=item.source_file,
+            variant_family=family,
         )
         for k in range(samples)
     ]

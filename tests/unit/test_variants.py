@@ -142,3 +142,18 @@ def test_unknown_variant_is_rejected_with_the_known_names():
         match="unknown variant 'sparkle'; known: adversarial, base64, .*; families: character, encoding, framing; chains join names with",
     ):
         expand([_item("a")], ("original", "sparkle"))
+
+
+def test_cases_carry_their_variant_family():
+    from pytest_guardbench.schemas import CaseRecord
+
+    cases = expand([_item("i")], ("original", "typo", "base64", "roleplay", "typo+camouflage"))
+    assert {c.variant: c.variant_family for c in cases} == {
+        "original": "none",
+        "typo": "character",
+        "base64": "encoding",
+        "roleplay": "framing",
+        "typo+camouflage": "chain",
+    }
+    record = CaseRecord.for_case(cases[1], guard=None, tutor_ran=False, response=None, judge=None, error=None)
+    assert record.variant_family == "character"
