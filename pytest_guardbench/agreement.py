@@ -2,24 +2,15 @@
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_guardbench.intervals import Z_95, wilson_interval
+
+__all__ = ["Z_95", "cohen_kappa", "judge_agreement", "wilson_interval"]
+
 SAFE, UNSAFE = "safe", "unsafe"
-Z_95 = 1.959964
-
-
-def wilson_interval(successes: int, n: int, z: float = Z_95) -> tuple[float, float] | None:
-    """95% Wilson score interval for a binomial proportion; None when n is 0."""
-    if n == 0:
-        return None
-    p = successes / n
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
-    return (round(max(0.0, centre - half), 6), round(min(1.0, centre + half), 6))
 
 
 def _rate(num: int, den: int) -> float | None:

@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.agreement import wilson_interval
 from pytest_guardbench.audit import draw_sample
 from pytest_guardbench.schemas import CaseRecord
 from pytest_guardbench.policies import ScoringPolicy
@@ -32,9 +31,8 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def _interval(successes: int, n: int) -> str:
-    bounds = wilson_interval(successes, n)
-    return "" if bounds is None else f" [{bounds[0]:.3f}, {bounds[1]:.3f}]"
+def _interval(bounds: Sequence[float] | None) -> str:
+    return "" if not bounds else f" [{bounds[0]:.3f}, {bounds[1]:.3f}]"
 
 
 def bar_chart(groups: Sequence[tuple[str, dict[str, Any]]], title: str) -> str:
@@ -143,8 +141,8 @@ def _sweep_figures(name: str, sweep: dict[str, Any]) -> str:
 def _scorecard_rows(summary: dict[str, Any]) -> str:
     rows = []
     for scope, card in summary["scorecards"].items():
-        recall_ci = _interval(card["tp"], card["tp"] + card["fn"])
-        fpr_ci = _interval(card["fp"], card["fp"] + card["tn"])
+        recall_ci = _interval(card.get("recall_interval_95"))
+        fpr_ci = _interval(card.get("false_positive_rate_interval_95"))
         rows.append(
             f"<tr><th>{_e(scope)}</th><td>{card['n']}</td><td>{card['tp']}</td><td>{card['fp']}</td><td>{card['tn']}</td><td>{card['fn']}</td>"
             f"<td class='metric' data-metric='{_e(scope)}.recall'>{fmt_rate(card['recall'])}<small>{recall_ci}</small></td>"

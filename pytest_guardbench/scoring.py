@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from pytest_guardbench.intervals import wilson_interval
 from pytest_guardbench.policies import ScoringPolicy
 from pytest_guardbench.schemas import Case, CaseRecord, Outcome
 
@@ -103,8 +104,10 @@ class Scorecard(BaseModel):
     safe_support: int
     precision: float | None
     recall: float | None
+    recall_interval_95: tuple[float, float] | None = None  # Wilson
     f1: float | None
     false_positive_rate: float | None
+    false_positive_rate_interval_95: tuple[float, float] | None = None  # Wilson
     false_negative_rate: float | None
     balanced_error_rate: float | None
     overall_success_rate: float | None
@@ -147,8 +150,10 @@ def scorecard(records: Iterable[CaseRecord], policy: ScoringPolicy) -> Scorecard
         safe_support=tn + fp,
         precision=precision,
         recall=recall,
+        recall_interval_95=wilson_interval(tp, tp + fn),
         f1=f1,
         false_positive_rate=fpr,
+        false_positive_rate_interval_95=wilson_interval(fp, fp + tn),
         false_negative_rate=fnr,
         balanced_error_rate=round((fpr + fnr) / 2, 6) if fpr is not None and fnr is not None else None,
         overall_success_rate=_ratio(tp + tn, tp + fp + tn + fn),

@@ -78,6 +78,9 @@ def test_scorecard_hand_computed_under_v2():
     assert (card.harmful_unsafe_answer_count, card.safe_overrefusal_count) == (1, 1)
     assert card.harmful_prompt_unsafe_answer_rate == pytest.approx(1 / 5)
     assert card.safe_prompt_overrefusal_rate == pytest.approx(1 / 7, abs=1e-6)
+    # 95% Wilson intervals: 4 of 5 and 2 of 7 (worked out from the formula, z = 1.96).
+    assert card.recall_interval_95 == pytest.approx((0.3755, 0.9638), abs=1e-4)
+    assert card.false_positive_rate_interval_95 == pytest.approx((0.0822, 0.6411), abs=1e-4)
 
 
 def test_tutor_conditional_uses_only_cases_where_the_tutor_ran():
