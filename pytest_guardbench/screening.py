@@ -18,23 +18,21 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.agreement import wilson_interval
+from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, MalformedPolicy
 from pytest_guardbench.data import DataError, check_unique_cases, load_sources
 from pytest_guardbench.engine import run_cases
 from pytest_guardbench.guards import BUILTIN_GUARDS
+from pytest_guardbench.intervals import wilson_interval
 from pytest_guardbench.judges import RulesJudge
-from pytest_guardbench.model_specs import model_aliases
+from pytest_guardbench.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.options import ConfigError, name_list
-from pytest_guardbench.pipeline import INSTANT, Stack
+from pytest_guardbench.pipeline import INSTANT, Stack, StageLimits, api_limits
 from pytest_guardbench.preflight import api_preflight, local_preflight
-from pytest_guardbench.providers import GenerationParams, ProviderOptions, chat_provider_for
+from pytest_guardbench.providers import GenerationParams, ProviderOptions, builtin_registry, chat_provider_for
 from pytest_guardbench.providers.cache import ResponseCache
 from pytest_guardbench.providers.hub import offline_requested
-from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, MalformedPolicy
 from pytest_guardbench.schemas import CaseRecord
 from pytest_guardbench.stack_builder import MODEL_GUARDS, ProcessState, build_guard, cached, resolve_role
-from pytest_guardbench.pipeline import StageLimits, api_limits
-from pytest_guardbench.providers import builtin_registry
 from pytest_guardbench.sweeps import sweep
 from pytest_guardbench.variants import BUILTIN_MUTATORS, VariantError, expand
 
@@ -227,7 +225,7 @@ def add_parser(commands: Any) -> None:
     screen.add_argument("--cache-path", default=".guardbench/cache.sqlite", help="SQLite file of the response cache.")
     screen.add_argument(
         "--model-cache",
-        default=str(Path.home() / ".cache" / "pytest-guardbench" / "models"),
+        default=str(default_model_cache()),
         help="Folder for converted local weights.",
     )
     screen.add_argument("--offline", action="store_true", help="Hugging Face models only from a folder or the cache.")
