@@ -20,6 +20,20 @@ def pytest_guardbench_register_providers(registry: Any) -> None:
 
 
 @pytest.hookspec()
+def pytest_guardbench_register_guards(registry: Any) -> None:
+    """Add guardrails to this run's registry, selectable as ``--guardrail=<name>``.
+
+    :param registry: a ``pytest_guardbench.guards.GuardRegistry``; call
+        ``registry.register(name, factory, description, runs_a_model=False)`` where
+        ``factory(options)`` returns a guard (``name``, ``description``, ``screen(prompts) -> raw
+        verdicts``, ``parse(raw) -> GuardDecision``). With ``runs_a_model=True`` the engine hands it
+        batches of ``--guardbench-batch-size`` one at a time, as for a local model.
+
+    Runs once per process in ``pytest_configure``, before the options are checked.
+    """
+
+
+@pytest.hookspec()
 def pytest_guardbench_summary(config: pytest.Config, summary: dict[str, Any]) -> None:
     """Amend the run summary (a JSON-ready dict) before it is written to summary.json.
 

@@ -18,7 +18,15 @@ from pytest_guardbench.resume import ResumeError, load_base
 from pytest_guardbench.providers import builtin_registry
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
 from pytest_guardbench.scoring import classify, explain
-from pytest_guardbench.stack_builder import ProcessState, build_stack, header_line, listing, load_inputs, preflight
+from pytest_guardbench.stack_builder import (
+    ProcessState,
+    builtin_guards,
+    build_stack,
+    header_line,
+    listing,
+    load_inputs,
+    preflight,
+)
 from pytest_guardbench.run_inputs import RunInputs
 from pytest_guardbench.session import RECORD_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY, GuardbenchSession, XdistBridge
 from pytest_guardbench.outcome import GuardbenchOutcome, junit_properties
@@ -73,12 +81,14 @@ def pytest_configure(config: pytest.Config) -> None:
         config.addinivalue_line("markers", marker)
     registry = builtin_registry()
     config.hook.pytest_guardbench_register_providers(registry=registry)
+    guards = builtin_guards()
+    config.hook.pytest_guardbench_register_guards(registry=guards)
     try:
         settings = Settings.from_pytest(config)
-        inputs = load_inputs(Path(config.rootpath), settings, registry)
+        inputs = load_inputs(Path(config.rootpath), settings, registry, guards)
         if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
             preflight(inputs)
-        state = ProcessState(registry=registry)
+        state = ProcessState(registry=registry, guards=guards)
         session = None if _is_worker(config) else GuardbenchSession(config, inputs)
     except (ConfigError, DataError, VariantError, ResumeError) as exc:
         raise pytest.UsageError(f"guardbench: {exc}") from None
@@ -115,7 +125,8 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if not config.getoption("guardbench_list"):
         return None
     config._do_configure()
-    lines = listing(config.stash[PROCESS_KEY].registry, Path(config.rootpath))
+    state = config.stash[PROCESS_KEY]
+    lines = listing(state.registry, Path(config.rootpath), state.guards)
     print("\n".join(lines))
     config._ensure_unconfigure()
     return 0

@@ -21,7 +21,6 @@ from typing import Any
 from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, MalformedPolicy
 from pytest_guardbench.data import DataError, check_unique_cases, load_sources
 from pytest_guardbench.engine import run_cases
-from pytest_guardbench.guards import BUILTIN_GUARDS
 from pytest_guardbench.intervals import wilson_interval
 from pytest_guardbench.judges import RulesJudge
 from pytest_guardbench.model_specs import default_model_cache, model_aliases
@@ -32,7 +31,7 @@ from pytest_guardbench.providers import GenerationParams, ProviderOptions, built
 from pytest_guardbench.providers.cache import ResponseCache
 from pytest_guardbench.providers.hub import offline_requested
 from pytest_guardbench.schemas import CaseRecord
-from pytest_guardbench.stack_builder import MODEL_GUARDS, ProcessState, build_guard, cached, resolve_role
+from pytest_guardbench.stack_builder import ProcessState, build_guard, builtin_guards, cached, resolve_role
 from pytest_guardbench.sweeps import sweep
 from pytest_guardbench.variants import BUILTIN_MUTATORS, VariantError, expand
 
@@ -145,8 +144,8 @@ def run_screen(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     data = load_sources([Path(p) for p in args.packs], categories)
     cases = expand(list(data.items), tuple(name_list(args.variants)), 1, BUILTIN_MUTATORS)
     check_unique_cases(cases)
-    builtins = ["none", *sorted(BUILTIN_GUARDS), *MODEL_GUARDS]
-    spec = resolve_role("guardrail", args.guardrail, builtins, model_aliases(root))
+    guards = builtin_guards()
+    spec = resolve_role("guardrail", args.guardrail, ["none", *guards.names()], model_aliases(root))
     offline = offline_requested(args.offline)
     options = ProviderOptions(model_cache=Path(args.model_cache), batch_size=args.batch_size, offline=offline)
     if spec is not None and args.concurrency:
@@ -167,10 +166,10 @@ def run_screen(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         return cached(state, state.models["guardrail"], "guardrail")
 
     try:
-        guard = build_guard(args.guardrail, spec, options, model)
+        guard = build_guard(args.guardrail, spec, options, model, guards)
         limits: StageLimits = (
             INSTANT
-            if spec is None and args.guardrail not in MODEL_GUARDS
+            if spec is None and not guards.runs_a_model(args.guardrail)
             else StageLimits(batch=args.batch_size, in_flight=1)
         )
         if spec is not None and spec.provider == "openai-compat":

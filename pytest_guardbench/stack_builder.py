@@ -23,11 +23,13 @@ from pytest_guardbench.data import (
 from pytest_guardbench.engine import Engine
 from pytest_guardbench.gates import unmatched_thresholds
 from pytest_guardbench.guards import (
-    BUILTIN_GUARDS,
+    GuardRegistry,
+    KeywordGuard,
+    OfflineGuard,
+    SemanticGuard,
     CHILD_SAFETY_GUIDELINES,
     WILDGUARD_FORMAT,
     ModerationAdapter,
-    OfflineGuard,
     NemotronSafetyAdapter,
     ShieldGemmaAdapter,
     WildGuardAdapter,
@@ -36,7 +38,6 @@ from pytest_guardbench.guards import (
     Guardrail,
     LlamaGuardAdapter,
     LLMGuard,
-    SemanticGuard,
 )
 from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, LLMJudge
 from pytest_guardbench.model_specs import ModelSpec, model_aliases, parse_model_spec, price_table
@@ -59,8 +60,22 @@ from pytest_guardbench.run_inputs import RunInputs
 from pytest_guardbench.schemas import CaseRecord
 from pytest_guardbench.variants import BUILTIN_MUTATORS, expand, in_shard
 
-# Guards that load a model shipped in a PyPI wheel (no spec needed).
-MODEL_GUARDS = ("offline", "semantic")
+
+def builtin_guards() -> GuardRegistry:
+    """The guards that need no alias: a conftest or plugin adds its own through the
+    `pytest_guardbench_register_guards` hook. The MiniLM-based ones load the wheel's model lazily."""
+    guards: GuardRegistry = GuardRegistry("guardrail")
+    guards.register("keyword", lambda options: KeywordGuard(), KeywordGuard.description)
+    guards.register(
+        "offline", lambda options: OfflineGuard(minilm_embedder(options)), OfflineGuard.description, runs_a_model=True
+    )
+    guards.register(
+        "semantic",
+        lambda options: SemanticGuard(minilm_embedder(options)),
+        SemanticGuard.description,
+        runs_a_model=True,
+    )
+    return guards
 
 
 @dataclass
@@ -69,6 +84,7 @@ class ProcessState:
     run (one per distinct spec, shared between roles), the response cache and the engine."""
 
     registry: ProviderRegistry
+    guards: GuardRegistry = field(default_factory=builtin_guards)
     engine: Engine | None = None
     tutor: ChatProvider | None = None
     cache: ResponseCache | None = None
@@ -137,12 +153,14 @@ def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, 
     return spec
 
 
-def load_inputs(root: Path, settings: Settings, registry: ProviderRegistry) -> RunInputs:
+def load_inputs(
+    root: Path, settings: Settings, registry: ProviderRegistry, guards: GuardRegistry | None = None
+) -> RunInputs:
     """Everything a process of the run knows before collection; ConfigError/DataError name the bad input."""
     aliases = model_aliases(root)
     specs = {
         "guardrail": resolve_role(
-            "guardrail", settings.guardrail, ["none", *sorted(BUILTIN_GUARDS), *MODEL_GUARDS], aliases
+            "guardrail", settings.guardrail, ["none", *(guards or builtin_guards()).names()], aliases
         ),
         "tutor": resolve_role("tutor", settings.tutor, registry.names(), aliases),
         "judge": resolve_role("judge", settings.judge, list(BUILTIN_JUDGE_NAMES), aliases),
@@ -235,7 +253,7 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         return state.tutor
 
     return Stack(
-        guard=build_guard(s.guardrail, specs.get("guardrail"), options, lambda: model("guardrail")),
+        guard=build_guard(s.guardrail, specs.get("guardrail"), options, lambda: model("guardrail"), state.guards),
         tutor=tutor,
         judge=build_judge(s.judge, specs.get("judge"), lambda: model("judge"), options),
         system_prompt=inputs.system_prompt,
@@ -246,7 +264,7 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         preflight_judge="judge" in specs,
         cached_only=state.cache.cached_only if state.cache is not None else None,
         limits={
-            "guard": limits("guardrail", local if s.guardrail in MODEL_GUARDS else INSTANT),
+            "guard": limits("guardrail", local if state.guards.runs_a_model(s.guardrail) else INSTANT),
             "tutor": limits("tutor", local),
             "judge": limits("judge", local if s.judge == "offline" else INSTANT),
         },
@@ -280,16 +298,15 @@ def cached(state: ProcessState, provider: Any, role: str) -> Any:
 
 
 def build_guard(
-    name: str, spec: ModelSpec | None, options: ProviderOptions, model: Callable[[], Any]
+    name: str,
+    spec: ModelSpec | None,
+    options: ProviderOptions,
+    model: Callable[[], Any],
+    guards: GuardRegistry,
 ) -> Guardrail | None:
+    """A registered guard by name (`none`: no guard), or a model guard from its alias or spec."""
     if spec is None:
-        if name == "none":
-            return None
-        if name == "semantic":
-            return SemanticGuard(minilm_embedder(options))
-        if name == "offline":
-            return OfflineGuard(minilm_embedder(options))
-        return BUILTIN_GUARDS[name]()
+        return None if name == "none" else guards.build(name, options)
     if spec.adapter == "granite-guardian":
         return granite_adapter(spec, model())
     adapters: dict[str, Callable[[Any], Guardrail]] = {
@@ -328,14 +345,13 @@ def granite_adapter(spec: ModelSpec, model: Any) -> GraniteGuardianAdapter:
     )
 
 
-def listing(registry: ProviderRegistry, root: Path) -> list[str]:
+def listing(registry: ProviderRegistry, root: Path, guards: GuardRegistry) -> list[str]:
     """`--guardbench-list`: every built-in unit and alias a run can name."""
     lines = ["variants (name, family):"] + [
         f"  {m.name} ({m.family}): {m.description}" for m in BUILTIN_MUTATORS.values()
     ]
     lines += ["guardrails:", "  none: no guardrail; every prompt goes to the tutor"]
-    lines += [f"  {name}: {factory().description}" for name, factory in sorted(BUILTIN_GUARDS.items())]
-    lines += [f"  offline: {OfflineGuard.description}", f"  semantic: {SemanticGuard.description}"]
+    lines += [f"  {name}: {description}" for name, description in guards.describe().items()]
     lines += [f"  aliases: {', '.join(sorted(model_aliases(root)))}"]
     lines += ["tutors:"] + [f"  {name}: {desc}" for name, desc in registry.describe().items()]
     lines += ["judges:", f"  offline: {OfflineJudge.description}"] + [

@@ -5,10 +5,8 @@ One module per guard family; `base` holds the interface and the ALLOW/BLOCK pars
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from types import MappingProxyType
-
 from pytest_guardbench.guards.base import Guardrail, parse_decision
+from pytest_guardbench.registry import Registry
 from pytest_guardbench.guards.granite import (
     GraniteGuardianAdapter,
     granite_template_kwargs,
@@ -30,12 +28,10 @@ from pytest_guardbench.guards.wildguard import WILDGUARD_FORMAT, WildGuardAdapte
 from pytest_guardbench.guards.offline_guard import OfflineGuard
 from pytest_guardbench.guards.semantic import HARMFUL_EXEMPLARS, SAFE_EXEMPLARS, SemanticGuard
 
-GuardFactory = Callable[[], Guardrail]
+GuardRegistry = Registry[Guardrail]
 
-BUILTIN_GUARDS: Mapping[str, GuardFactory] = MappingProxyType({"keyword": KeywordGuard})
 
 __all__ = [
-    "BUILTIN_GUARDS",
     "CHILD_SAFETY_GUIDELINES",
     "NEMOTRON_CATEGORIES",
     "WILDGUARD_FORMAT",
@@ -55,7 +51,7 @@ __all__ = [
     "LLAMA_GUARD_CATEGORIES",
     "SAFE_EXEMPLARS",
     "GraniteGuardianAdapter",
-    "GuardFactory",
+    "GuardRegistry",
     "Guardrail",
     "KeywordGuard",
     "LLMGuard",

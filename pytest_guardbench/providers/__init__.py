@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
-from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_guardbench.model_specs import ModelSpec
+from pytest_guardbench.registry import Registry
 from pytest_guardbench.providers.base import (
     ModelAPI,
     as_model_api,
@@ -41,39 +41,14 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RegisteredProvider:
-    name: str
-    description: str
-    factory: ProviderFactory
-
-
-class ProviderRegistry:
+class ProviderRegistry(Registry[ChatProvider]):
     """Per-run table of tutor providers; conftest files add theirs via `pytest_guardbench_register_providers`."""
 
     def __init__(self) -> None:
-        self._entries: dict[str, RegisteredProvider] = {}
-
-    def register(self, name: str, factory: ProviderFactory, description: str) -> None:
-        if name in self._entries:
-            raise ValueError(f"provider {name!r} is already registered")
-        self._entries[name] = RegisteredProvider(name, description, factory)
-
-    def names(self) -> list[str]:
-        return sorted(self._entries)
-
-    def describe(self) -> dict[str, str]:
-        return {name: self._entries[name].description for name in self.names()}
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._entries
+        super().__init__("tutor")
 
     def build(self, name: str, options: ProviderOptions) -> ModelAPI:
-        try:
-            entry = self._entries[name]
-        except KeyError:
-            raise ValueError(f"unknown tutor {name!r}; known: {', '.join(self.names())}") from None
-        return as_model_api(entry.factory(options))
+        return as_model_api(super().build(name, options))
 
 
 def _smol(options: ProviderOptions) -> ChatProvider:
