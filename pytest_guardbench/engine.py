@@ -167,7 +167,7 @@ class Engine:
         the response cache; the rest go on from the stage that missed. A warm-cache run then costs
         little more than pytest itself: stage threads handing the GIL back and forth with the test
         loop cost more than the cached work (bench/bench_warm_cache.py)."""
-        if self.stack.preflight_judge and not self._preflight_passed and not self.stack.guard_only:
+        if self.stack.preflight_judge and not self._preflight_passed:
             try:
                 with cached_only():
                     problem = preflight_error(self.stack.judge)
@@ -227,7 +227,7 @@ class Engine:
             self._loop.create_task(self._case(draft, future))
 
     async def _checked_judge(self) -> str | None:
-        if not self.stack.preflight_judge or self._preflight_passed or self.stack.guard_only:
+        if not self.stack.preflight_judge or self._preflight_passed:
             return None
         if self._preflight is None:
             self._preflight = asyncio.ensure_future(
