@@ -56,3 +56,30 @@ class Guardrail(Protocol):
     def screen(self, prompts: Sequence[str]) -> list[str]: ...
 
     def parse(self, raw: str) -> GuardDecision: ...
+
+
+# -- raw verdicts shared by the offline guards ---------------------------------------------------------
+NOT_SCREENED = "NOT SCREENED: "
+_SCORE = re.compile(r"P\(risk\)=([0-9.]+)")
+_FIRST_WORD = re.compile(r"^\W*?(\w+)", re.UNICODE)
+
+
+def scored_verdict(p_risk: float, threshold: float) -> str:
+    return f"{'BLOCK' if p_risk >= threshold else 'ALLOW'}: P(risk)={p_risk:.4f}"
+
+
+def parse_offline_verdict(raw: str, guard: str) -> GuardDecision:
+    """A verdict an offline guard wrote: `NOT SCREENED: <why>` (malformed, with the reason) or an
+    ALLOW/BLOCK line, with its `P(risk)=` as the score when it has one."""
+    if raw.startswith(NOT_SCREENED):
+        return GuardDecision(guard=guard, status="malformed", reason=raw.removeprefix(NOT_SCREENED), raw=raw)
+    decision = parse_decision(raw, guard)
+    found = _SCORE.search(raw)
+    return decision.model_copy(update={"score": float(found.group(1))}) if found else decision
+
+
+def first_word(text: str) -> str:
+    """The first word of a model's answer, lower-cased ("" when there is none): for guards whose
+    verdict is a leading Yes/No; never a substring test."""
+    found = _FIRST_WORD.match(text.strip())
+    return found.group(1).lower() if found else ""

