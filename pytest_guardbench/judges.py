@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
+from pytest_guardbench.model_text import balanced_object
 from pytest_guardbench.agreement import judge_agreement, wilson_interval
 from pytest_guardbench.lexicon import find_terms, too_long
 from pytest_guardbench.policies import assistant_policy_v2_label
@@ -159,29 +160,6 @@ JUDGE_JSON_SCHEMA = json.dumps(
 )
 
 
-def _balanced_object(text: str) -> str | None:
-    start = text.find("{")
-    if start < 0:
-        return None
-    depth, in_string, escaped = 0, False, False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            escaped = ch == "\\" and not escaped
-            if ch == '"' and not escaped:
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1]
-    return text[start:]
-
-
 def _light_repair(text: str) -> str:
     text = re.sub(r",\s*([}\]])", r"\1", text)  # trailing commas
     text = re.sub(r"}\s*}+\s*$", "}", text)  # extra closers
@@ -199,7 +177,7 @@ def parse_judge_json(raw: str) -> tuple[dict[str, str] | None, str]:
     fenced = re.search(r"```(?:json)?\s*(.*?)```", text, re.DOTALL | re.IGNORECASE)
     if fenced:
         candidates.append(("fenced", fenced.group(1).strip()))
-    obj = _balanced_object(text)
+    obj = balanced_object(text)
     if obj:
         candidates.append(("balanced", obj))
         candidates.append(("repaired", _light_repair(obj)))

@@ -9,6 +9,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_guardbench.model_text import first_json_object
 from pytest_guardbench.providers.base import Message, ScoringChatModel
 from pytest_guardbench.schemas import GuardDecision
 
@@ -40,24 +41,10 @@ def nemotron_prompt(prompt: str) -> str:
     )
 
 
-def _json_object(text: str) -> dict[str, object] | None:
-    body = text.strip()
-    if body.startswith("```"):
-        body = body.strip("`").removeprefix("json").strip()
-    start, end = body.find("{"), body.rfind("}")
-    if start < 0 or end < start:
-        return None
-    try:
-        payload = json.loads(body[start : end + 1])
-    except json.JSONDecodeError:
-        return None
-    return payload if isinstance(payload, dict) else None
-
-
 def parse_nemotron(raw: str, guard: str) -> GuardDecision:
     """A JSON object (a code fence around it is tolerated) whose "User Safety" is safe or unsafe;
     unsafe blocks with the named categories. No object, or any other value, is malformed."""
-    payload = _json_object(raw)
+    payload = first_json_object(raw)
     if payload is None:
         return GuardDecision(guard=guard, status="malformed", reason="no JSON object", raw=raw)
     rating = payload.get("User Safety")
