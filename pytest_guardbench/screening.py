@@ -25,13 +25,20 @@ from pytest_guardbench.intervals import wilson_interval
 from pytest_guardbench.judges import RulesJudge
 from pytest_guardbench.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.options import ConfigError, name_list
-from pytest_guardbench.pipeline import INSTANT, Stack, StageLimits, api_limits
+from pytest_guardbench.pipeline import INSTANT, Stack, StageLimits
 from pytest_guardbench.preflight import api_preflight, local_preflight
 from pytest_guardbench.providers import GenerationParams, ProviderOptions, builtin_registry, chat_provider_for
 from pytest_guardbench.providers.cache import ResponseCache
 from pytest_guardbench.providers.hub import offline_requested
 from pytest_guardbench.schemas import CaseRecord
-from pytest_guardbench.stack_builder import ProcessState, build_guard, builtin_guards, cached, resolve_role
+from pytest_guardbench.stack_builder import (
+    ProcessState,
+    build_guard,
+    builtin_guards,
+    cached,
+    resolve_role,
+    stage_limits,
+)
 from pytest_guardbench.sweeps import sweep
 from pytest_guardbench.variants import BUILTIN_MUTATORS, VariantError, expand
 
@@ -167,13 +174,8 @@ def run_screen(args: argparse.Namespace, root: Path) -> dict[str, Any]:
 
     try:
         guard = build_guard(args.guardrail, spec, options, model, guards)
-        limits: StageLimits = (
-            INSTANT
-            if spec is None and not guards.runs_a_model(args.guardrail)
-            else StageLimits(batch=args.batch_size, in_flight=1)
-        )
-        if spec is not None and spec.provider == "openai-compat":
-            limits = api_limits(spec.concurrency or 8)
+        local = StageLimits(batch=args.batch_size, in_flight=1)
+        limits = stage_limits(spec, local if guards.runs_a_model(args.guardrail) else INSTANT, args.batch_size)
         stack = Stack(
             guard=guard, tutor=_no_tutor, judge=RulesJudge(), system_prompt="", refusal_text="",
             malformed_policy=args.malformed_policy, params=GenerationParams(), guard_only=True,

@@ -213,6 +213,16 @@ def preflight(inputs: RunInputs) -> None:
         raise ConfigError("\nguardbench: ".join(problems))
 
 
+def stage_limits(spec: ModelSpec | None, unit: StageLimits, batch_size: int) -> StageLimits:
+    """How a stage's cases go to its model: a built-in unit as given (`unit`), a local model one
+    batch at a time, an API model concurrently (or through the Batch API)."""
+    if spec is None:
+        return unit
+    if spec.provider != "openai-compat":
+        return StageLimits(batch=batch_size, in_flight=1)
+    return BATCH_API if spec.batch_api else api_limits(spec.concurrency or 8)
+
+
 def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool) -> Stack:
     s = inputs.settings
     # Several workers on few cores each want one torch thread: 2 workers x 2 threads on 2 cores ran 20x slower.
@@ -238,12 +248,7 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         return cached(state, state.models[key], role)
 
     def limits(role: str, fallback: StageLimits) -> StageLimits:
-        spec = specs.get(role)
-        if spec is None:
-            return fallback
-        if spec.provider != "openai-compat":
-            return local
-        return BATCH_API if spec.batch_api else api_limits(spec.concurrency or 8)
+        return stage_limits(specs.get(role), fallback, s.batch_size)
 
     def tutor() -> ChatProvider:
         if state.tutor is None:
@@ -307,9 +312,8 @@ def build_guard(
     """A registered guard by name (`none`: no guard), or a model guard from its alias or spec."""
     if spec is None:
         return None if name == "none" else guards.build(name, options)
-    if spec.adapter == "granite-guardian":
-        return granite_adapter(spec, model())
     adapters: dict[str, Callable[[Any], Guardrail]] = {
+        "granite-guardian": lambda m: granite_adapter(spec, m),
         "llama-guard": lambda m: LlamaGuardAdapter(m, name=spec.alias),
         "wildguard": lambda m: WildGuardAdapter(
             m, prompt_format=spec.prompt_format or WILDGUARD_FORMAT, name=spec.alias
