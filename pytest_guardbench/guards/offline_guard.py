@@ -40,23 +40,27 @@ def load_guard_head(path: Path = HEAD_FILE) -> tuple[LogisticHead, dict[str, Any
     return LogisticHead.from_json(data["risk"]), data
 
 
-def _committed_threshold() -> float:
-    return float(load_guard_head()[1]["risk"]["threshold"])
-
-
 @dataclass(frozen=True)
 class OfflineGuard:
     """Blocks when P(risk) reaches `threshold`: by default the one chosen on the train split's
-    cross-validation and stored with the head."""
+    cross-validation and stored with the head (the committed head file is read once)."""
 
     embedder: Embedder
-    threshold: float = field(default_factory=_committed_threshold)
+    threshold: float = None  # type: ignore[assignment]  # None: the committed head's
     name: str = "offline"
     description: str = (
         "Offline trained guard: MiniLM embeddings + lexicon hits, a logistic head fitted on "
         "datasets/guard_prompts_v1.jsonl (train split); P(risk), blocks at the threshold chosen there."
     )
-    head: LogisticHead = field(default_factory=lambda: load_guard_head()[0], repr=False)
+    head: LogisticHead = field(default=None, repr=False)  # type: ignore[assignment]  # None: the committed one
+
+    def __post_init__(self) -> None:
+        if self.head is None or self.threshold is None:
+            head, data = load_guard_head()
+            if self.head is None:
+                object.__setattr__(self, "head", head)
+            if self.threshold is None:
+                object.__setattr__(self, "threshold", float(data["risk"]["threshold"]))
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
         raws: list[str | None] = [f"{NOT_SCREENED}{reason}" if (reason := too_long(p)) else None for p in prompts]
