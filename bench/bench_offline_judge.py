@@ -16,7 +16,8 @@ from pathlib import Path
 
 from pytest_guardbench.data import load_judge_labels
 from pytest_guardbench.judges import JudgeInput
-from pytest_guardbench.offline_judge import builtin_judge
+from pytest_guardbench.judges import RulesJudge
+from pytest_guardbench.offline_judge import OfflineJudge
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -31,7 +32,7 @@ def main() -> None:
         JudgeInput(prompt=lb.prompt, response=lb.response, source=lb.source, is_harmful=lb.is_harmful) for lb in labels
     ]
     embedder = minilm_embedder(ProviderOptions(model_cache=ROOT))
-    judges = {name: builtin_judge(name, lambda: embedder) for name in ("offline", "rules")}
+    judges = {"offline": OfflineJudge(embedder), "rules": RulesJudge()}
     per_100 = {}
     for name, judge in judges.items():
         judge.judge(inputs[:16])  # warm-up: first-call allocations

@@ -34,6 +34,32 @@ def pytest_guardbench_register_guards(registry: Any) -> None:
 
 
 @pytest.hookspec()
+def pytest_guardbench_register_judges(registry: Any) -> None:
+    """Add safety judges to this run's registry, selectable as ``--judge=<name>``.
+
+    :param registry: a ``pytest_guardbench.judges.JudgeRegistry``; call
+        ``registry.register(name, factory, description, runs_a_model=False)`` where ``factory(options)``
+        returns a judge (``name``, ``description``, ``judge(inputs) -> verdicts``, one
+        ``JudgeVerdict`` per ``JudgeInput``, in order, never raising for an odd response).
+
+    Runs once per process in ``pytest_configure``, before the options are checked.
+    """
+
+
+@pytest.hookspec()
+def pytest_guardbench_register_mutators(registry: Any) -> None:
+    """Add stress variants to this run's registry, selectable in ``--guardbench-variants``.
+
+    :param registry: a ``pytest_guardbench.variants.MutatorRegistry``; call
+        ``registry.add(Mutator(name, family, description, apply))`` where ``apply(text, key)`` is a
+        pure function (draw any randomness from ``key``, so every xdist worker writes the same text).
+        A new family name becomes selectable as a family too.
+
+    Runs once per process in ``pytest_configure``, before the cases are expanded.
+    """
+
+
+@pytest.hookspec()
 def pytest_guardbench_summary(config: pytest.Config, summary: dict[str, Any]) -> None:
     """Amend the run summary (a JSON-ready dict) before it is written to summary.json.
 

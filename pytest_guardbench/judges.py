@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from types import MappingProxyType
 from typing import Any, Protocol, runtime_checkable
 
 from pytest_guardbench.model_text import balanced_object
@@ -17,6 +16,7 @@ from pytest_guardbench.agreement import judge_agreement, wilson_interval
 from pytest_guardbench.lexicon import find_terms, too_long
 from pytest_guardbench.policies import assistant_policy_v2_label
 from pytest_guardbench.providers.base import ChatProvider, GenerationParams, Message
+from pytest_guardbench.registry import Registry
 from pytest_guardbench.schemas import ANSWER_MODES, JudgeLabel, JudgeVerdict, ResponseSource
 
 
@@ -117,9 +117,7 @@ class RulesJudge:
         )
 
 
-JudgeFactory = Callable[[], Judge]
-
-BUILTIN_JUDGES: Mapping[str, JudgeFactory] = MappingProxyType({"rules": RulesJudge})
+JudgeRegistry = Registry[Judge]  # built-ins in units.builtin_judges; more via pytest_guardbench_register_judges
 
 
 LLM_JUDGE_INSTRUCTION = (

@@ -12,12 +12,12 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, JudgeInput, harm_sentence_count
+from pytest_guardbench.judges import JudgeInput, harm_sentence_count
 from pytest_guardbench.lexicon import too_long
 from pytest_guardbench.logistic import LogisticHead
 from pytest_guardbench.providers.base import Embedder
@@ -274,13 +274,3 @@ class OfflineJudge:
                 )
             )
         return verdicts
-
-
-BUILTIN_JUDGE_NAMES = ("offline", *BUILTIN_JUDGES)
-
-
-def builtin_judge(name: str, embedder: Callable[[], Embedder]) -> Judge:
-    """A judge that needs no model server: `offline` (loads the shipped MiniLM) or a rule judge."""
-    if name == "offline":
-        return OfflineJudge(embedder())
-    return BUILTIN_JUDGES[name]()

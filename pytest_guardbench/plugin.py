@@ -15,12 +15,10 @@ from pytest_guardbench.options import OPTIONS, ConfigError
 from pytest_guardbench.data import DataError, label_conflict_warning
 from pytest_guardbench.engine import Engine
 from pytest_guardbench.resume import ResumeError, load_base
-from pytest_guardbench.providers import builtin_registry
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
 from pytest_guardbench.scoring import classify, explain
 from pytest_guardbench.stack_builder import (
     ProcessState,
-    builtin_guards,
     build_stack,
     header_line,
     listing,
@@ -28,6 +26,7 @@ from pytest_guardbench.stack_builder import (
     preflight,
 )
 from pytest_guardbench.run_inputs import RunInputs
+from pytest_guardbench.units import builtin_units
 from pytest_guardbench.session import RECORD_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY, GuardbenchSession, XdistBridge
 from pytest_guardbench.outcome import GuardbenchOutcome, junit_properties
 from pytest_guardbench.worker import CaseSlot, case_of, past_deadline, schedule, waiting_notice, worker_output
@@ -79,16 +78,17 @@ def _is_worker(config: pytest.Config) -> bool:
 def pytest_configure(config: pytest.Config) -> None:
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
-    registry = builtin_registry()
-    config.hook.pytest_guardbench_register_providers(registry=registry)
-    guards = builtin_guards()
-    config.hook.pytest_guardbench_register_guards(registry=guards)
+    units = builtin_units()
+    config.hook.pytest_guardbench_register_providers(registry=units.tutors)
+    config.hook.pytest_guardbench_register_guards(registry=units.guards)
+    config.hook.pytest_guardbench_register_judges(registry=units.judges)
+    config.hook.pytest_guardbench_register_mutators(registry=units.mutators)
     try:
         settings = Settings.from_pytest(config)
-        inputs = load_inputs(Path(config.rootpath), settings, registry, guards)
+        inputs = load_inputs(Path(config.rootpath), settings, units)
         if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
             preflight(inputs)
-        state = ProcessState(registry=registry, guards=guards)
+        state = ProcessState(units=units)
         session = None if _is_worker(config) else GuardbenchSession(config, inputs)
     except (ConfigError, DataError, VariantError, ResumeError) as exc:
         raise pytest.UsageError(f"guardbench: {exc}") from None
@@ -126,7 +126,7 @@ def pytest_cmdline_main(config: pytest.Config) -> int | None:
         return None
     config._do_configure()
     state = config.stash[PROCESS_KEY]
-    lines = listing(state.registry, Path(config.rootpath), state.guards)
+    lines = listing(state.units, Path(config.rootpath))
     print("\n".join(lines))
     config._ensure_unconfigure()
     return 0

@@ -18,7 +18,6 @@ from pytest_guardbench.data import slug
 from pytest_guardbench.finish import finish_run, write_run
 from pytest_guardbench.judges import Judge, JudgeInput, LLMJudge
 from pytest_guardbench.model_specs import default_model_cache, model_aliases
-from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES
 from pytest_guardbench.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
 from pytest_guardbench.providers import ProviderOptions, chat_provider_for
 from pytest_guardbench.reports import carried_reasons
@@ -27,6 +26,7 @@ from pytest_guardbench.run_folder import ResultsWriter
 from pytest_guardbench.schemas import Case, CaseRecord
 from pytest_guardbench.seed_format import load_seed_results
 from pytest_guardbench.stack_builder import build_judge, resolve_role
+from pytest_guardbench.units import builtin_judges
 from pytest_guardbench.options import ConfigError
 
 
@@ -305,8 +305,9 @@ def opened_judge(name: str, root: Path) -> Iterator[Judge]:
 def _judge_for(name: str, root: Path) -> Judge:
     """The judge a run would build for `--judge=name` (the same resolution and errors)."""
     options = ProviderOptions(model_cache=default_model_cache())
+    judges = builtin_judges()
     try:
-        spec = resolve_role("judge", name, list(BUILTIN_JUDGE_NAMES), model_aliases(root))
+        spec = resolve_role("judge", name, judges.names(), model_aliases(root))
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
-    return build_judge(name, spec, lambda: chat_provider_for(spec, options), options)  # type: ignore[arg-type]
+    return build_judge(name, spec, lambda: chat_provider_for(spec, options), options, judges)  # type: ignore[arg-type]

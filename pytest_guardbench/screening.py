@@ -27,20 +27,20 @@ from pytest_guardbench.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.options import ConfigError, name_list
 from pytest_guardbench.pipeline import INSTANT, Stack, StageLimits
 from pytest_guardbench.preflight import api_preflight, local_preflight
-from pytest_guardbench.providers import GenerationParams, ProviderOptions, builtin_registry, chat_provider_for
+from pytest_guardbench.providers import GenerationParams, ProviderOptions, chat_provider_for
 from pytest_guardbench.providers.cache import ResponseCache
 from pytest_guardbench.providers.hub import offline_requested
 from pytest_guardbench.schemas import CaseRecord
 from pytest_guardbench.stack_builder import (
     ProcessState,
     build_guard,
-    builtin_guards,
     cached,
     resolve_role,
     stage_limits,
 )
 from pytest_guardbench.sweeps import sweep
-from pytest_guardbench.variants import BUILTIN_MUTATORS, VariantError, expand
+from pytest_guardbench.units import builtin_units
+from pytest_guardbench.variants import VariantError, expand
 
 
 def stops(record: CaseRecord, malformed_policy: MalformedPolicy) -> bool:
@@ -149,9 +149,10 @@ def run_screen(args: argparse.Namespace, root: Path) -> dict[str, Any]:
         raise ConfigError("--guardrail: screen needs a guard")
     categories = tuple(c.lower() for c in name_list(args.harmful_categories))
     data = load_sources([Path(p) for p in args.packs], categories)
-    cases = expand(list(data.items), tuple(name_list(args.variants)), 1, BUILTIN_MUTATORS)
+    units = builtin_units()
+    cases = expand(list(data.items), tuple(name_list(args.variants)), 1, units.mutators.table())
     check_unique_cases(cases)
-    guards = builtin_guards()
+    guards = units.guards
     spec = resolve_role("guardrail", args.guardrail, ["none", *guards.names()], model_aliases(root))
     offline = offline_requested(args.offline)
     options = ProviderOptions(model_cache=Path(args.model_cache), batch_size=args.batch_size, offline=offline)
@@ -163,7 +164,7 @@ def run_screen(args: argparse.Namespace, root: Path) -> dict[str, Any]:
             problems += api_preflight({"guardrail": spec}, lambda s: chat_provider_for(s, options))
         if problems:
             raise ConfigError("; ".join(problems))
-    state = ProcessState(registry=builtin_registry())
+    state = ProcessState(units=units)
     if args.cache != "off":
         state.cache, state.cache_mode = ResponseCache(Path(args.cache_path)), args.cache
 

@@ -24,9 +24,6 @@ from pytest_guardbench.engine import Engine
 from pytest_guardbench.gates import unmatched_thresholds
 from pytest_guardbench.guards import (
     GuardRegistry,
-    KeywordGuard,
-    OfflineGuard,
-    SemanticGuard,
     CHILD_SAFETY_GUIDELINES,
     WILDGUARD_FORMAT,
     ModerationAdapter,
@@ -39,9 +36,8 @@ from pytest_guardbench.guards import (
     LlamaGuardAdapter,
     LLMGuard,
 )
-from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, LLMJudge
+from pytest_guardbench.judges import Judge, JudgeRegistry, LLMJudge
 from pytest_guardbench.model_specs import ModelSpec, model_aliases, parse_model_spec, price_table
-from pytest_guardbench.offline_judge import BUILTIN_JUDGE_NAMES, OfflineJudge, builtin_judge
 from pytest_guardbench.options import ConfigError
 from pytest_guardbench.pipeline import BATCH_API, INSTANT, Stack, StageLimits, api_limits
 from pytest_guardbench.preflight import api_preflight, local_preflight
@@ -49,42 +45,23 @@ from pytest_guardbench.providers import (
     ChatProvider,
     GenerationParams,
     ProviderOptions,
-    ProviderRegistry,
     chat_provider_for,
-    minilm_embedder,
 )
 from pytest_guardbench.providers.hub import offline_requested
 from pytest_guardbench.providers.cache import CachedProvider, CacheMode, CacheStats, ResponseCache
 from pytest_guardbench.run_folder import writable_problem
 from pytest_guardbench.run_inputs import RunInputs
 from pytest_guardbench.schemas import CaseRecord
-from pytest_guardbench.variants import BUILTIN_MUTATORS, expand, in_shard
-
-
-def builtin_guards() -> GuardRegistry:
-    """The guards that need no alias: a conftest or plugin adds its own through the
-    `pytest_guardbench_register_guards` hook. The MiniLM-based ones load the wheel's model lazily."""
-    guards: GuardRegistry = GuardRegistry("guardrail")
-    guards.register("keyword", lambda options: KeywordGuard(), KeywordGuard.description)
-    guards.register(
-        "offline", lambda options: OfflineGuard(minilm_embedder(options)), OfflineGuard.description, runs_a_model=True
-    )
-    guards.register(
-        "semantic",
-        lambda options: SemanticGuard(minilm_embedder(options)),
-        SemanticGuard.description,
-        runs_a_model=True,
-    )
-    return guards
+from pytest_guardbench.units import Units, builtin_units
+from pytest_guardbench.variants import expand, in_shard
 
 
 @dataclass
 class ProcessState:
-    """Per-process (controller or worker) objects: the provider registry, the models built for this
+    """Per-process (controller or worker) objects: the registered units, the models built for this
     run (one per distinct spec, shared between roles), the response cache and the engine."""
 
-    registry: ProviderRegistry
-    guards: GuardRegistry = field(default_factory=builtin_guards)
+    units: Units = field(default_factory=builtin_units)
     engine: Engine | None = None
     tutor: ChatProvider | None = None
     cache: ResponseCache | None = None
@@ -153,17 +130,13 @@ def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, 
     return spec
 
 
-def load_inputs(
-    root: Path, settings: Settings, registry: ProviderRegistry, guards: GuardRegistry | None = None
-) -> RunInputs:
+def load_inputs(root: Path, settings: Settings, units: Units) -> RunInputs:
     """Everything a process of the run knows before collection; ConfigError/DataError name the bad input."""
     aliases = model_aliases(root)
     specs = {
-        "guardrail": resolve_role(
-            "guardrail", settings.guardrail, ["none", *(guards or builtin_guards()).names()], aliases
-        ),
-        "tutor": resolve_role("tutor", settings.tutor, registry.names(), aliases),
-        "judge": resolve_role("judge", settings.judge, list(BUILTIN_JUDGE_NAMES), aliases),
+        "guardrail": resolve_role("guardrail", settings.guardrail, ["none", *units.guards.names()], aliases),
+        "tutor": resolve_role("tutor", settings.tutor, units.tutors.names(), aliases),
+        "judge": resolve_role("judge", settings.judge, units.judges.names(), aliases),
     }
     if settings.baseline is not None and not (settings.baseline / "results.jsonl").is_file():
         raise ConfigError(
@@ -176,7 +149,9 @@ def load_inputs(
         load_sources(settings.data, settings.harmful_categories) if settings.data else LoadedData(items=(), sources=())
     )
     cases = (
-        expand(list(data.items), settings.selected_variants, settings.samples, BUILTIN_MUTATORS) if data.items else []
+        expand(list(data.items), settings.selected_variants, settings.samples, units.mutators.table())
+        if data.items
+        else []
     )
     check_unique_cases(cases)
     unmatched = (
@@ -187,7 +162,7 @@ def load_inputs(
     cases = [c for c in cases if in_shard(c, settings.shard)]
     tutor_spec = specs["tutor"]
     description = (
-        registry.describe()[settings.tutor]
+        units.tutors.describe()[settings.tutor]
         if tutor_spec is None
         else f"{tutor_spec.model} over an OpenAI-compatible API"
     )
@@ -253,14 +228,16 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
     def tutor() -> ChatProvider:
         if state.tutor is None:
             state.tutor = (
-                model("tutor") if "tutor" in specs else cached(state, state.registry.build(s.tutor, options), "tutor")
+                model("tutor")
+                if "tutor" in specs
+                else cached(state, state.units.tutors.build(s.tutor, options), "tutor")
             )
         return state.tutor
 
     return Stack(
-        guard=build_guard(s.guardrail, specs.get("guardrail"), options, lambda: model("guardrail"), state.guards),
+        guard=build_guard(s.guardrail, specs.get("guardrail"), options, lambda: model("guardrail"), state.units.guards),
         tutor=tutor,
-        judge=build_judge(s.judge, specs.get("judge"), lambda: model("judge"), options),
+        judge=build_judge(s.judge, specs.get("judge"), lambda: model("judge"), options, state.units.judges),
         system_prompt=inputs.system_prompt,
         refusal_text=inputs.refusal_text,
         malformed_policy=s.malformed_policy,
@@ -269,19 +246,18 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         preflight_judge="judge" in specs,
         cached_only=state.cache.cached_only if state.cache is not None else None,
         limits={
-            "guard": limits("guardrail", local if state.guards.runs_a_model(s.guardrail) else INSTANT),
+            "guard": limits("guardrail", local if state.units.guards.runs_a_model(s.guardrail) else INSTANT),
             "tutor": limits("tutor", local),
-            "judge": limits("judge", local if s.judge == "offline" else INSTANT),
+            "judge": limits("judge", local if state.units.judges.runs_a_model(s.judge) else INSTANT),
         },
     )
 
 
-def build_judge(name: str, spec: ModelSpec | None, model: Callable[[], Any], options: ProviderOptions) -> Judge:
-    return (
-        LLMJudge(model(), name=spec.alias)
-        if spec is not None
-        else builtin_judge(name, lambda: minilm_embedder(options))
-    )
+def build_judge(
+    name: str, spec: ModelSpec | None, model: Callable[[], Any], options: ProviderOptions, judges: JudgeRegistry
+) -> Judge:
+    """A registered judge by name, or an LLM judge from its alias or spec."""
+    return LLMJudge(model(), name=spec.alias) if spec is not None else judges.build(name, options)
 
 
 def run_judge(inputs: RunInputs, state: ProcessState) -> Judge:
@@ -292,8 +268,12 @@ def run_judge(inputs: RunInputs, state: ProcessState) -> Judge:
     spec = inputs.model_specs.get("judge")
     options = ProviderOptions(model_cache=settings.model_cache)
     return build_judge(
-        settings.judge, spec, lambda: chat_provider_for(settings.role_spec("judge", spec), options), options
-    )  # type: ignore[arg-type]
+        settings.judge,
+        spec,
+        lambda: chat_provider_for(settings.role_spec("judge", spec), options),  # type: ignore[arg-type]
+        options,
+        state.units.judges,
+    )
 
 
 def cached(state: ProcessState, provider: Any, role: str) -> Any:
@@ -349,18 +329,16 @@ def granite_adapter(spec: ModelSpec, model: Any) -> GraniteGuardianAdapter:
     )
 
 
-def listing(registry: ProviderRegistry, root: Path, guards: GuardRegistry) -> list[str]:
-    """`--guardbench-list`: every built-in unit and alias a run can name."""
+def listing(units: Units, root: Path) -> list[str]:
+    """`--guardbench-list`: every registered unit and alias a run can name."""
     lines = ["variants (name, family):"] + [
-        f"  {m.name} ({m.family}): {m.description}" for m in BUILTIN_MUTATORS.values()
+        f"  {m.name} ({m.family}): {m.description}" for m in units.mutators.table().values()
     ]
     lines += ["guardrails:", "  none: no guardrail; every prompt goes to the tutor"]
-    lines += [f"  {name}: {description}" for name, description in guards.describe().items()]
+    lines += [f"  {name}: {description}" for name, description in units.guards.describe().items()]
     lines += [f"  aliases: {', '.join(sorted(model_aliases(root)))}"]
-    lines += ["tutors:"] + [f"  {name}: {desc}" for name, desc in registry.describe().items()]
-    lines += ["judges:", f"  offline: {OfflineJudge.description}"] + [
-        f"  {name}: {factory().description}" for name, factory in sorted(BUILTIN_JUDGES.items())
-    ]
+    lines += ["tutors:"] + [f"  {name}: {desc}" for name, desc in units.tutors.describe().items()]
+    lines += ["judges:"] + [f"  {name}: {desc}" for name, desc in units.judges.describe().items()]
     lines += ["system prompts:"] + [f"  {name}" for name in shipped_system_prompts()]
     return lines
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from pytest_guardbench.registry import Registry
 from pytest_guardbench.schemas import Case, PackItem
 
 
@@ -272,6 +273,38 @@ FAMILIES = ("character", "encoding", "framing")
 CHAIN_SEPARATOR = "+"
 
 
+class MutatorRegistry(Registry[Mutator]):
+    """The run's mutators by name; conftest files add theirs through `pytest_guardbench_register_mutators`.
+    A mutator is a pure function, so its "factory" only hands back the unit."""
+
+    def __init__(self) -> None:
+        super().__init__("variant")
+
+    def add(self, mutator: Mutator) -> None:
+        if CHAIN_SEPARATOR in mutator.name or not mutator.name.strip():
+            raise ValueError(
+                f"variant {mutator.name!r}: a mutator name must be non-empty and free of {CHAIN_SEPARATOR!r}"
+            )
+        self.register(mutator.name, lambda options: mutator, mutator.description)
+
+    def table(self) -> Mapping[str, Mutator]:
+        # Registration order, not sorted: a family expands in the order its mutators were added.
+        return MappingProxyType({name: entry.factory(None) for name, entry in self._entries.items()})
+
+
+def builtin_mutators() -> MutatorRegistry:
+    registry = MutatorRegistry()
+    for mutator in BUILTIN_MUTATORS.values():
+        registry.add(mutator)
+    return registry
+
+
+def families_of(mutators: Mapping[str, Mutator]) -> tuple[str, ...]:
+    """The family names a run can select: the built-in three, then any a registered mutator brings."""
+    extra = sorted({m.family for m in mutators.values()} - {"none", *FAMILIES})
+    return (*FAMILIES, *extra)
+
+
 def family_of(variant: str, mutators: Mapping[str, Mutator] = BUILTIN_MUTATORS) -> str:
     """The family a variant name belongs to: a mutator's family, `chain`, or `data` for variants
     that only exist in a pre-expanded pack."""
@@ -288,7 +321,7 @@ def resolve_variant_names(
     """Expand family names into their mutators, keep chains and plain names; first mention wins."""
     names: list[str] = []
     for name in requested:
-        members = [m.name for m in mutators.values() if m.family == name] if name in FAMILIES else [name]
+        members = [m.name for m in mutators.values() if m.family == name] if name in families_of(mutators) else [name]
         names.extend(n for n in members if n not in names)
     return tuple(names)
 
@@ -329,7 +362,7 @@ def expand(
         known = sorted(set(mutators) | present)
         raise VariantError(
             f"--guardbench-variants: unknown variant {unknown[0]!r}; known: {', '.join(known)}; "
-            f"families: {', '.join(FAMILIES)}; chains join names with '+'"
+            f"families: {', '.join(families_of(mutators))}; chains join names with '+'"
         )
     for item in items:
         # A misspelt pre-expanded variant would otherwise drop its items without a word.

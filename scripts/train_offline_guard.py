@@ -9,8 +9,10 @@ under the 0.20 bar). The test split is read only to print its numbers after the 
 
     .venv/bin/python scripts/train_offline_guard.py [--check]
 
---check fits again and exits 1 when the result differs from the committed head (the fit is
-deterministic up to float noise across CPUs).
+--check fits again and exits 1 when the result differs from the committed head. Full-batch Adam
+stops after a fixed number of steps, not at the optimum, so the embeddings' last-digit differences
+between CPUs move single weights by up to about 0.01 (seen: 0.0067 on a second machine); the check
+therefore compares what the heads decide on the train rows, not their weights.
 """
 
 from __future__ import annotations
@@ -70,6 +72,39 @@ def rates(guard: OfflineGuard, rows: list[dict[str, object]]) -> dict[str, objec
     }
 
 
+MAX_PROBABILITY_GAP = 0.15  # largest |P(risk) committed - P(risk) fresh| on one train row
+MIN_DECISION_AGREEMENT = 0.98  # share of train rows both heads block or both allow
+
+
+def check_against_committed(head: dict[str, object], fresh: dict[str, object], x: np.ndarray) -> int:
+    """0 when the committed head has the fresh fit's provenance, L2 and threshold and decides the
+    train rows as it does; 1 (and what differs) otherwise."""
+    committed = json.loads(HEAD_FILE.read_text(encoding="utf-8")) if HEAD_FILE.is_file() else {}
+    old = committed.get("risk", {})
+    problems = []
+    if committed.get("fitted_on") != fresh["fitted_on"]:
+        problems.append("fitted on other rows")
+    if (old.get("l2"), old.get("threshold")) != (head["l2"], head["threshold"]):
+        problems.append(f"L2/threshold {old.get('l2')}/{old.get('threshold')} vs {head['l2']}/{head['threshold']}")
+    if not problems:
+        threshold = float(head["threshold"])  # type: ignore[arg-type]
+        p_old = np.array([LogisticHead.from_json(old).probabilities(row)["harmful"] for row in x])
+        p_new = np.array([LogisticHead.from_json(head).probabilities(row)["harmful"] for row in x])
+        gap = float(np.abs(p_old - p_new).max())
+        agreement = float(((p_old >= threshold) == (p_new >= threshold)).mean())
+        print(f"largest P(risk) gap {gap:.4f}, decisions agree on {agreement:.4f} of {len(x)} train rows")
+        if gap > MAX_PROBABILITY_GAP or agreement < MIN_DECISION_AGREEMENT:
+            problems.append(
+                f"decisions differ (bars: gap <= {MAX_PROBABILITY_GAP}, agreement >= {MIN_DECISION_AGREEMENT})"
+            )
+    print(
+        f"{HEAD_FILE} differs from a fresh fit on the train split: {'; '.join(problems)}"
+        if problems
+        else "head matches a fresh fit"
+    )
+    return 1 if problems else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="Fit again and compare with the committed head.")
@@ -86,17 +121,7 @@ def main() -> int:
     head["cv_recall_fpr_by_threshold"] = cv_table
     fresh = {**provenance(FEATURE_VERSION, DATASET.name, ids), "risk": head}
     if args.check:
-        committed = json.loads(HEAD_FILE.read_text(encoding="utf-8")) if HEAD_FILE.is_file() else {}
-        old = committed.get("risk", {})
-        same = committed.get("fitted_on") == fresh["fitted_on"] and (old.get("l2"), old.get("threshold")) == (
-            head["l2"],
-            threshold,
-        )
-        for key in ("weights", "bias", "mean", "scale"):
-            a, b = np.array(committed.get("risk", {}).get(key, []), dtype=float), np.array(head[key], dtype=float)
-            same = same and a.shape == b.shape and float(np.abs(a - b).max()) <= 1e-3 * max(1.0, float(np.abs(b).max()))
-        print("head matches a fresh fit" if same else f"{HEAD_FILE} differs from a fresh fit on the train split")
-        return 0 if same else 1
+        return check_against_committed(head, fresh, x)
     HEAD_FILE.parent.mkdir(parents=True, exist_ok=True)
     HEAD_FILE.write_text(json.dumps(fresh, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     print(

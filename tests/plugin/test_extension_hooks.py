@@ -1,5 +1,5 @@
-"""A conftest adds its own guard through `pytest_guardbench_register_guards`: it is listed, selected
-by name, and run by the engine like a built-in one."""
+"""A conftest adds its own guard, judge or mutator through the `pytest_guardbench_register_*` hooks:
+it is listed, selected by name, and run like a built-in one."""
 
 from __future__ import annotations
 
@@ -48,3 +48,63 @@ def test_a_guard_name_taken_twice_is_a_clear_error(pytester):
     result = pytester.runpytest_subprocess("-p", "no:xdist")
     assert result.ret != 0
     assert "guardrail 'keyword' is already registered" in result.stdout.str() + result.stderr.str()
+
+
+JUDGE_AND_MUTATOR_CONFTEST = textwrap.dedent(
+    """
+    from pytest_guardbench.schemas import JudgeVerdict
+    from pytest_guardbench.variants import Mutator
+
+    class StrictJudge:
+        name = "strict-judge"
+        description = "Calls every tutor answer unsafe (a project's own judge)."
+
+        def judge(self, inputs):
+            return [
+                JudgeVerdict(judge=self.name, response_safety="safe" if i.source == "guard_block" else "unsafe",
+                             answer_mode="answered", reason="strict")
+                for i in inputs
+            ]
+
+    def shout(text, key):
+        \"\"\"Upper-case the whole prompt.\"\"\"
+        return text.upper()
+
+    def pytest_guardbench_register_judges(registry):
+        registry.register("strict-judge", lambda options: StrictJudge(), StrictJudge.description)
+
+    def pytest_guardbench_register_mutators(registry):
+        registry.add(Mutator("shout", "volume", "Upper-case the whole prompt.", shout))
+    """
+)
+
+
+def test_a_registered_judge_and_mutator_are_listed_and_run(pytester):
+    write_project(pytester)
+    pytester.makeconftest(SCRIPTED_TUTOR_CONFTEST + JUDGE_AND_MUTATOR_CONFTEST)
+    listed = pytester.runpytest_subprocess("--guardbench-list")
+    listed.stdout.fnmatch_lines(["*shout (volume): Upper-case the whole prompt.*"])
+    listed.stdout.fnmatch_lines(["judges:", "*strict-judge: Calls every tutor answer unsafe*"])
+    # `volume` is the new mutator's family: naming the family selects it.
+    result = pytester.runpytest_subprocess(
+        "-p", "no:xdist", "--judge=strict-judge", "--guardbench-variants=original,volume"
+    )
+    summary = read_summary(pytester)
+    assert set(summary["per_variant"]) == {"original", "shout"}, result.stdout.str()
+    assert summary["variant_families"]["shout"] == "volume"
+    assert summary["stack"]["judge"] == "strict-judge"
+    # Every answer judged unsafe: no harmful prompt is handled, so recall is 0 on both variants.
+    assert summary["per_variant"]["shout"]["system"]["recall"] == 0.0
+
+
+def test_a_mutator_name_with_the_chain_separator_is_refused(pytester):
+    write_project(pytester)
+    pytester.makeconftest(
+        SCRIPTED_TUTOR_CONFTEST
+        + "\nfrom pytest_guardbench.variants import Mutator\n"
+        + "def pytest_guardbench_register_mutators(registry):\n"
+        + "    registry.add(Mutator('a+b', 'x', 'bad', lambda text, key: text))\n"
+    )
+    result = pytester.runpytest_subprocess("-p", "no:xdist")
+    assert result.ret != 0
+    assert "a mutator name must be non-empty and free of '+'" in result.stdout.str() + result.stderr.str()

@@ -6,7 +6,7 @@ import pytest
 
 from pytest_guardbench.guards import Guardrail, KeywordGuard, parse_decision
 from pytest_guardbench.providers import ProviderOptions
-from pytest_guardbench.stack_builder import builtin_guards
+from pytest_guardbench.units import builtin_guards
 from pytest_guardbench.pipeline import routes_to_tutor
 
 

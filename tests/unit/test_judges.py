@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_guardbench.judges import BUILTIN_JUDGES, Judge, JudgeInput, RulesJudge, parse_judge_json
+from pytest_guardbench.judges import JudgeInput, RulesJudge, parse_judge_json
 
 
 def judge(prompt: str, response: str, source: str = "tutor"):
@@ -73,19 +73,6 @@ def test_long_helpful_answer_that_mentions_a_trusted_adult_is_still_an_answer():
         "question carefully and skip hard ones to come back later. If the worry gets really big, talk to a trusted adult."
     )
     assert judge("i feel anxious before tests", response).answer_mode == "answered"
-
-
-@pytest.mark.parametrize("name", sorted(BUILTIN_JUDGES))
-def test_every_judge_obeys_the_contract(name):
-    j = BUILTIN_JUDGES[name]()
-    assert isinstance(j, Judge) and j.name == name and j.description
-    verdicts = j.judge(
-        [
-            JudgeInput("q", "I can't help with that.", "tutor"),
-            JudgeInput("q", "Rain falls from clouds when drops get heavy.", "tutor"),
-        ]
-    )
-    assert len(verdicts) == 2 and all(v.judge == name for v in verdicts)
 
 
 @pytest.mark.parametrize(
