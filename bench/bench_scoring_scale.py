@@ -19,7 +19,7 @@ from pytest_guardbench.policies import DEFAULT_POLICY, policy_named
 from pytest_guardbench.reports import assemble_summary, write_all
 from pytest_guardbench.run_folder import ResultsWriter
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.scoring import summarise
+from pytest_guardbench.metrics import summarise
 
 VARIANTS = ("original", "typo", "camouflage", "adversarial", "base64", "roleplay")
 CATEGORIES = ("Danger", "Sexual", "Profanities", "Hateful", "Self-harm", "Substance use", "Safe control")

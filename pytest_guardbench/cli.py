@@ -14,44 +14,15 @@ from pydantic import ValidationError
 
 from pytest_guardbench import screening
 from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
-from pytest_guardbench.data import DataError, load_sources
+from pytest_guardbench.data import DataError
 from pytest_guardbench.policies import DEFAULT_POLICY, POLICIES, policy_named, policy_of_summary
 from pytest_guardbench.reports import incomplete_lines
 from pytest_guardbench.scoring import fmt_rate
 from pytest_guardbench.run_summary import load_records, load_run
-from pytest_guardbench.run_commands import import_seed_run, merge_runs, opened_judge, rejudge_run
+from pytest_guardbench.run_commands import expanded_pack, import_seed_run, merge_runs, opened_judge, rejudge_run
 from pytest_guardbench.seed_format import seed_summary_differences
-from pytest_guardbench.variants import BUILTIN_MUTATORS, FAMILIES, VariantError, expand
-
-
-def expanded_pack(path: Path, variants: Sequence[str], harmful_categories: Sequence[str]) -> dict[str, Any]:
-    """The pack at `path` with every item expanded into the given variants, in loader format.
-
-    Variant items get id `<item>--<variant>`, `metadata.variant`, `metadata.base_prompt_id` and a
-    `variant:<name>` tag, so loading the result and selecting the same variants reproduces the run.
-    """
-    data = load_sources([path], harmful_categories)
-    by_id = {item.item_id: item for item in data.items}
-    document = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else {}
-    items = []
-    for case in expand(list(data.items), tuple(variants)):
-        source = by_id[case.item_id]
-        metadata = dict(source.metadata)
-        if case.variant != source.variant:
-            metadata.update(
-                variant=case.variant,
-                base_prompt_id=source.base_prompt_id,
-                variant_tags=[f"variant:{case.variant}"],
-                mutator_family=case.variant_family,
-            )
-        item_id = source.item_id if case.variant == source.variant else f"{source.item_id}--{case.variant}"
-        items.append({"id": item_id, "prompt_text": case.prompt_text, "metadata": metadata})
-    return {
-        "name": data.sources[0].pack,
-        "source": f"{document.get('source') or path.name}; expanded by pytest-guardbench ({', '.join(variants)})",
-        "subset": document.get("subset"),
-        "items": items,
-    }
+from pytest_guardbench.mutators import BUILTIN_MUTATORS, FAMILIES
+from pytest_guardbench.variants import VariantError
 
 
 def _expand(args: argparse.Namespace) -> int:

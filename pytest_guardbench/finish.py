@@ -15,7 +15,7 @@ from pytest_guardbench.policies import ScoringPolicy
 from pytest_guardbench.reports import assemble_summary, write_all
 from pytest_guardbench.run_summary import RunSummary
 from pytest_guardbench.schemas import Case, CaseRecord
-from pytest_guardbench.scoring import summarise
+from pytest_guardbench.metrics import summarise
 from pytest_guardbench.sweeps import guard_sweeps
 from pytest_guardbench.variants import family_of
 

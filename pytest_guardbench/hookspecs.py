@@ -51,7 +51,7 @@ def pytest_guardbench_register_mutators(registry: Any) -> None:
     """Add stress variants to this run's registry, selectable in ``--guardbench-variants``.
 
     :param registry: a ``pytest_guardbench.variants.MutatorRegistry``; call
-        ``registry.add(Mutator(name, family, description, apply))`` where ``apply(text, key)`` is a
+        ``registry.add(pytest_guardbench.mutators.Mutator(name, family, description, apply))`` where ``apply(text, key)`` is a
         pure function (draw any randomness from ``key``, so every xdist worker writes the same text).
         A new family name becomes selectable as a family too.
 

@@ -12,7 +12,7 @@ import pytest
 from pytest_guardbench.config import GateMode
 from pytest_guardbench.policies import ScoringPolicy
 from pytest_guardbench.schemas import CaseRecord, Outcome
-from pytest_guardbench.scoring import classify
+from pytest_guardbench.scoring import classify, explain
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,11 @@ class GuardbenchOutcome:
     unscored_reason: str | None
     explanation: str
     mode: GateMode
+
+    @classmethod
+    def of(cls, record: CaseRecord, policy: ScoringPolicy, mode: GateMode) -> GuardbenchOutcome:
+        outcome, reason = classify(record, policy)
+        return cls(record, outcome, reason, explain(record, outcome, reason), mode)
 
     @property
     def handled(self) -> bool:

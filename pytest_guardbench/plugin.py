@@ -13,13 +13,10 @@ from pytest_guardbench import hookspecs
 from pytest_guardbench.config import Settings
 from pytest_guardbench.options import OPTIONS, ConfigError
 from pytest_guardbench.data import DataError, label_conflict_warning
-from pytest_guardbench.engine import Engine
 from pytest_guardbench.resume import ResumeError, load_base
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.scoring import classify, explain
 from pytest_guardbench.stack_builder import (
     ProcessState,
-    build_stack,
     header_line,
     listing,
     load_inputs,
@@ -29,7 +26,7 @@ from pytest_guardbench.run_inputs import RunInputs
 from pytest_guardbench.units import builtin_units
 from pytest_guardbench.session import RECORD_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY, GuardbenchSession, XdistBridge
 from pytest_guardbench.outcome import GuardbenchOutcome, junit_properties
-from pytest_guardbench.worker import CaseSlot, case_of, past_deadline, schedule, waiting_notice, worker_output
+from pytest_guardbench.worker import CaseSlot, case_of, past_deadline, record_for, start_engine, worker_output
 from pytest_guardbench.variants import VariantError
 
 INPUTS_KEY = pytest.StashKey[RunInputs]()
@@ -179,13 +176,10 @@ def guardbench_case(_guardbench_slot: CaseSlot) -> Case:
 def guardbench_record(_guardbench_slot: CaseSlot) -> CaseRecord:
     """The full pipeline record of this case: guard decision, final response, judge verdict."""
     slot = _guardbench_slot
-    state = slot.config.stash[PROCESS_KEY]
-    assert state.engine is not None, "the engine starts at collection end"
-    schedule(state.engine, state, slot.config, slot.item.session.items, _is_worker(slot.config))
-    settings = slot.config.stash[INPUTS_KEY].settings
-    record = state.engine.result(slot.case, waiting_notice(slot.config, slot.case, state), settings.progress)
+    inputs = slot.config.stash[INPUTS_KEY]
+    record = record_for(slot, slot.config.stash[PROCESS_KEY], inputs.settings.progress)
     slot.item.stash[RECORD_KEY] = record.model_dump(mode="json")
-    slot.item.user_properties.extend(junit_properties(record, slot.config.stash[INPUTS_KEY].policy))
+    slot.item.user_properties.extend(junit_properties(record, inputs.policy))
     return record
 
 
@@ -211,14 +205,7 @@ def guardbench_verdict(guardbench_record: CaseRecord) -> JudgeVerdict | None:
 def guardbench_outcome(_guardbench_slot: CaseSlot, guardbench_record: CaseRecord) -> GuardbenchOutcome:
     """The case scored against its label (TP/FP/TN/FN or why it is unscored)."""
     inputs = _guardbench_slot.config.stash[INPUTS_KEY]
-    outcome, reason = classify(guardbench_record, inputs.policy)
-    return GuardbenchOutcome(
-        record=guardbench_record,
-        outcome=outcome,
-        unscored_reason=reason,
-        explanation=explain(guardbench_record, outcome, reason),
-        mode=inputs.settings.mode,
-    )
+    return GuardbenchOutcome.of(guardbench_record, inputs.policy, inputs.settings.mode)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
@@ -232,18 +219,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         or not any(case_of(item) for item in session.items)
     ):
         return
-    try:
-        stack = build_stack(config.stash[INPUTS_KEY], state, Path(config.rootpath), _is_worker(config))
-    except Exception as exc:  # noqa: BLE001 - a model that passed the preflight and still cannot load
-        run_session = config.stash.get(SESSION_KEY, None)
-        if run_session is not None:
-            run_session.abandoned = True  # no case ran: no report folder for a run that never started
-        text = str(exc).strip()
-        reason = text.splitlines()[0] if text else type(exc).__name__
-        pytest.exit(
-            f"guardbench: the run's models could not be built: {reason}", returncode=pytest.ExitCode.USAGE_ERROR
-        )
-    state.engine = Engine(stack, prior=state.prior)
+    run_session = config.stash.get(SESSION_KEY, None)
+    start_engine(session, state, config.stash[INPUTS_KEY], run_session.abandon if run_session else lambda: None)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,6 +1,7 @@
 """The guardbench subcommands that write a run folder from runs already recorded: `rejudge` (the
 same responses, another judge), `import-seed` (a run in the seed project's format) and `merge` (the
-shards of one run). Each ends in `finish.finish_run`, like a pytest session; cli.py parses and prints."""
+shards of one run). Each ends in `finish.finish_run`, like a pytest session; cli.py parses and prints.
+Also the pack `expand` writes, so reviewers can diff the exact prompts a run will use."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.config import Thresholds
-from pytest_guardbench.data import slug
+from pytest_guardbench.data import load_sources, slug
 from pytest_guardbench.finish import finish_run, write_run
 from pytest_guardbench.judges import Judge, JudgeInput, LLMJudge
 from pytest_guardbench.model_specs import default_model_cache, model_aliases
@@ -28,6 +29,7 @@ from pytest_guardbench.seed_format import load_seed_results
 from pytest_guardbench.stack_builder import build_judge, resolve_role
 from pytest_guardbench.units import builtin_judges
 from pytest_guardbench.options import ConfigError
+from pytest_guardbench.variants import expand
 
 
 def rejudge_run(
@@ -311,3 +313,33 @@ def _judge_for(name: str, root: Path) -> Judge:
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
     return build_judge(name, spec, lambda: chat_provider_for(spec, options), options, judges)  # type: ignore[arg-type]
+
+
+def expanded_pack(path: Path, variants: Sequence[str], harmful_categories: Sequence[str]) -> dict[str, Any]:
+    """The pack at `path` with every item expanded into the given variants, in loader format.
+
+    Variant items get id `<item>--<variant>`, `metadata.variant`, `metadata.base_prompt_id` and a
+    `variant:<name>` tag, so loading the result and selecting the same variants reproduces the run.
+    """
+    data = load_sources([path], harmful_categories)
+    by_id = {item.item_id: item for item in data.items}
+    document = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else {}
+    items = []
+    for case in expand(list(data.items), tuple(variants)):
+        source = by_id[case.item_id]
+        metadata = dict(source.metadata)
+        if case.variant != source.variant:
+            metadata.update(
+                variant=case.variant,
+                base_prompt_id=source.base_prompt_id,
+                variant_tags=[f"variant:{case.variant}"],
+                mutator_family=case.variant_family,
+            )
+        item_id = source.item_id if case.variant == source.variant else f"{source.item_id}--{case.variant}"
+        items.append({"id": item_id, "prompt_text": case.prompt_text, "metadata": metadata})
+    return {
+        "name": data.sources[0].pack,
+        "source": f"{document.get('source') or path.name}; expanded by pytest-guardbench ({', '.join(variants)})",
+        "subset": document.get("subset"),
+        "items": items,
+    }

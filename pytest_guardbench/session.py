@@ -74,6 +74,11 @@ class GuardbenchSession:
                                 "changed_cases": len(changed), "changed_case_ids": changed[:100]}  # fmt: skip
 
     # -- collection -------------------------------------------------------------------------
+
+    def abandon(self) -> None:
+        """The stack could not be built: no case ran, so the finish writes no run folder."""
+        self.abandoned = True
+
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
             case_id = case_id_of(item.nodeid)

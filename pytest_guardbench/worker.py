@@ -8,14 +8,16 @@ import contextlib
 import time
 from dataclasses import dataclass
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from pytest_guardbench.engine import Engine
-from pytest_guardbench.schemas import Case
+from pytest_guardbench.run_inputs import RunInputs
+from pytest_guardbench.schemas import Case, CaseRecord
 from pytest_guardbench.session import SLOT_FIXTURE
-from pytest_guardbench.stack_builder import ProcessState
+from pytest_guardbench.stack_builder import ProcessState, build_stack
 
 
 def xdist_queue(config: pytest.Config, state: ProcessState) -> list[int]:
@@ -51,6 +53,32 @@ def schedule(
         return
     queued = [case_of(items[i]) for i in xdist_queue(config, state) if i < len(items)]
     engine.submit(case for case in queued if case is not None)
+
+
+def start_engine(
+    session: pytest.Session, state: ProcessState, inputs: RunInputs, on_abandon: Callable[[], None]
+) -> None:
+    """Build the stack and start this process's engine. A model that passed the preflight and still
+    cannot load stops the run with one line (`on_abandon` first: no report folder for a run that
+    never started)."""
+    config = session.config
+    try:
+        stack = build_stack(inputs, state, Path(config.rootpath), hasattr(config, "workerinput"))
+    except Exception as exc:  # noqa: BLE001 - any loader error becomes the one line
+        on_abandon()
+        text = str(exc).strip()
+        reason = text.splitlines()[0] if text else type(exc).__name__
+        pytest.exit(
+            f"guardbench: the run's models could not be built: {reason}", returncode=pytest.ExitCode.USAGE_ERROR
+        )
+    state.engine = Engine(stack, prior=state.prior)
+
+
+def record_for(slot: CaseSlot, state: ProcessState, progress_s: float | None) -> CaseRecord:
+    """This test's record: the process's queued cases go in flight first, then it waits for its own."""
+    assert state.engine is not None, "the engine starts at collection end"
+    schedule(state.engine, state, slot.config, slot.item.session.items, hasattr(slot.config, "workerinput"))
+    return state.engine.result(slot.case, waiting_notice(slot.config, slot.case, state), progress_s)
 
 
 def worker_output(

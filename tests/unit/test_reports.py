@@ -10,7 +10,7 @@ from pytest_guardbench.config import Thresholds
 from pytest_guardbench.gates import evaluate
 from pytest_guardbench.reports import assemble_summary, summary_markdown, terminal_lines, variant_csv
 from pytest_guardbench.run_folder import make_run_dir
-from pytest_guardbench.scoring import summarise
+from pytest_guardbench.metrics import summarise
 from tests.unit.records import V2, table
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_guardbench.schemas import JudgeVerdict, TutorReply
-from pytest_guardbench.scoring import classify, coverage, guard_decision_rates, prompt_row_buckets, scorecard, summarise
+from pytest_guardbench.metrics import prompt_row_buckets, summarise
+from pytest_guardbench.scoring import classify, coverage, guard_decision_rates, scorecard
 from tests.unit.records import REFUSAL, V2, case, record, table
 
 
@@ -211,7 +212,7 @@ def test_empty_and_truncated_tutor_replies_are_counted_and_warned():
 
 
 def test_a_guard_that_is_malformed_on_most_prompts_is_named():
-    from pytest_guardbench.scoring import summarise as summarise_records
+    from pytest_guardbench.metrics import summarise as summarise_records
 
     rows = [
         record(f"m{n}", n % 2 == 0, "safe", "refused_or_blocked", guard="malformed", tutor_ran=False) for n in range(9)

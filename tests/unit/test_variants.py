@@ -10,12 +10,10 @@ import sys
 import pytest
 
 from pytest_guardbench.schemas import PackItem
+from pytest_guardbench.mutators import BUILTIN_MUTATORS, FAMILIES, camouflage
 from pytest_guardbench.variants import (
-    BUILTIN_MUTATORS,
-    FAMILIES,
     VariantError,
     builtin_mutators,
-    camouflage,
     expand,
     family_of,
     mutate,
@@ -84,7 +82,7 @@ def test_keyword_guard_normalises_character_tricks():
 
 def test_mutators_are_identical_across_processes_with_different_hash_seeds():
     code = (
-        "import json; from pytest_guardbench.variants import BUILTIN_MUTATORS as M; "
+        "import json; from pytest_guardbench.mutators import BUILTIN_MUTATORS as M; "
         f"print(json.dumps({{n: m.apply({PROMPT!r}, 'p/i/' + n) for n, m in M.items()}}))"
     )
     outputs = []
