@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from pytest_guardbench.options import ConfigError
 
@@ -69,15 +69,12 @@ def default_model_cache() -> Path:
     return Path(base) / "pytest-guardbench" / "models"
 
 
-class ModelSpec(BaseModel):
-    """A model reached over an OpenAI-compatible API. Holds the *name* of the key's env var, never a key."""
+class GuardAdapterSettings(BaseModel):
+    """How a guard model's input is built and its output read (see pytest_guardbench/guards/). Written
+    flat in an alias's table, beside the transport settings."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    alias: str
-    provider: Literal["openai-compat", "hf-local"] = "openai-compat"
-    model: str  # model id on the server, or for hf-local a local folder / a hub id already in the local cache
-    # How a guard's input is built and its output read (see pytest_guardbench/guards/).
     adapter: Literal[
         "generic", "granite-guardian", "llama-guard", "wildguard", "shieldgemma", "nemotron-safety", "openai-moderation"
     ] = "generic"
@@ -89,6 +86,22 @@ class ModelSpec(BaseModel):
     think: bool = False  # Granite Guardian 3.3: a reasoning trace before the score
     decoding: Literal["generate", "logits"] = "generate"  # Granite on hf-local: generate text, or one forward pass
     block_threshold: float = Field(default=0.5, ge=0, le=1)  # Granite with decoding = "logits"
+
+
+GUARD_KEYS = frozenset(GuardAdapterSettings.model_fields)
+
+
+class ModelSpec(BaseModel):
+    """A model and how it is reached (an OpenAI-compatible API, or a local transformers model), plus
+    the guard-adapter settings when it serves as a guard. Holds the *name* of the key's env var,
+    never a key. The alias table is flat; the guard keys land in `guard`."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    alias: str
+    provider: Literal["openai-compat", "hf-local"] = "openai-compat"
+    model: str  # model id on the server, or for hf-local a local folder / a hub id already in the local cache
+    guard: GuardAdapterSettings = Field(default_factory=GuardAdapterSettings)
     device: str = "cpu"  # hf-local only
     dtype: str = "float32"  # hf-local only
     trust_remote_code: bool = False  # hf-local only; off unless a project asks for it
@@ -113,6 +126,19 @@ class ModelSpec(BaseModel):
     timeout_s: float | None = Field(default=None, gt=0)  # None: --guardbench-timeout, else 60
     max_retries: int | None = Field(default=None, ge=0)  # None: --guardbench-retries, else 3
     retry_backoff_s: float = Field(default=0.5, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _nest_guard_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and GUARD_KEYS & data.keys():
+            nested = dict(data.get("guard") or {})
+            nested.update({k: v for k, v in data.items() if k in GUARD_KEYS})
+            data = {**{k: v for k, v in data.items() if k not in GUARD_KEYS}, "guard": nested}
+        return data
+
+    def flat_dump(self) -> dict[str, Any]:
+        """The spec as its alias table writes it (guard keys beside the transport ones)."""
+        return {**self.model_dump(exclude={"guard"}), **self.guard.model_dump()}
 
     def resolved_base_url(self) -> str | None:
         if self.base_url_env and os.environ.get(self.base_url_env):
@@ -170,7 +196,7 @@ def model_aliases(root: Path) -> dict[str, ModelSpec]:
         except ValidationError as exc:
             first = exc.errors()[0]
             raise ConfigError(
-                f"{pyproject}: [tool.guardbench.models.{name}] {'.'.join(map(str, first['loc']))}: {first['msg']}"
+                f"{pyproject}: [tool.guardbench.models.{name}] {'.'.join(map(str, first['loc'][first['loc'][:1] == ('guard',) :]))}: {first['msg']}"
             ) from None
     return specs
 

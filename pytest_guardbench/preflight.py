@@ -59,7 +59,7 @@ def _ask(spec: ModelSpec, build: Callable[[ModelSpec], ModelAPI]) -> str | None:
     provider = build(spec.model_copy(update={"processes": 1, "breaker_after": 0}))
     try:
         kwargs = template_renders(spec)[0]
-        if spec.adapter == "openai-moderation":
+        if spec.guard.adapter == "openai-moderation":
             provider.moderate([PREFLIGHT_PROMPT])
         elif kwargs:  # the guard's own template configuration, so a server whose template rejects it says so now
             provider.classify([[{"role": "user", "content": PREFLIGHT_PROMPT}]], kwargs, ("Yes", "No"), 1)
@@ -77,15 +77,15 @@ def _ask(spec: ModelSpec, build: Callable[[ModelSpec], ModelAPI]) -> str | None:
 def template_renders(spec: ModelSpec) -> list[dict[str, Any]]:
     """The template kwargs a local model will be called with: Granite Guardian's per risk and
     version, none for the others (whose template must still exist)."""
-    if spec.adapter == "shieldgemma":
-        guidelines = {**CHILD_SAFETY_GUIDELINES, **spec.risk_definitions}
-        return [{"guideline": guidelines.get(policy, "")} for policy in spec.risks or CHILD_SAFETY_GUIDELINES]
-    if spec.adapter != "granite-guardian":
+    if spec.guard.adapter == "shieldgemma":
+        guidelines = {**CHILD_SAFETY_GUIDELINES, **spec.guard.risk_definitions}
+        return [{"guideline": guidelines.get(policy, "")} for policy in spec.guard.risks or CHILD_SAFETY_GUIDELINES]
+    if spec.guard.adapter != "granite-guardian":
         return [{}]
-    version = granite_version(spec.model, spec.granite_version)
+    version = granite_version(spec.model, spec.guard.granite_version)
     return [
-        granite_template_kwargs(version, risk, spec.risk_definitions.get(risk), spec.think)
-        for risk in (*(spec.risks or ("harm",)), *spec.observe_risks)
+        granite_template_kwargs(version, risk, spec.guard.risk_definitions.get(risk), spec.guard.think)
+        for risk in (*(spec.guard.risks or ("harm",)), *spec.guard.observe_risks)
     ]
 
 

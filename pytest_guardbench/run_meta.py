@@ -38,7 +38,7 @@ def identity(inputs: RunInputs) -> dict[str, Any]:
     return {
         "stack": stack_of(inputs.settings),
         "models": {
-            role: {**spec.model_dump(exclude={"params"}), "base_url": spec.resolved_base_url(), "params": spec.params}
+            role: {**spec.flat_dump(), "base_url": spec.resolved_base_url()}
             for role, spec in sorted(inputs.model_specs.items())
         },  # fmt: skip
         "system_prompt_sha256": hashlib.sha256(inputs.system_prompt.encode("utf-8")).hexdigest(),

@@ -105,18 +105,20 @@ def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, 
             f"--{role}={value}: unknown {role}; known: {', '.join(builtins)}; aliases: {', '.join(sorted(aliases))}; "
             "or openai:<model>, vllm:<model>@<url>"
         )
-    if spec.decoding == "logits" and (spec.provider != "hf-local" or spec.adapter != "granite-guardian"):
+    if spec.guard.decoding == "logits" and (spec.provider != "hf-local" or spec.guard.adapter != "granite-guardian"):
         raise ConfigError(
             f'--{role}={value}: decoding = "logits" needs a local (hf-local) Granite Guardian model; over an API use the default decoding'
         )
-    if spec.adapter == "granite-guardian" and (spec.think or spec.granite_version):
-        version = granite_version(spec.model, spec.granite_version)
-        if spec.think and version != "3.3":
+    if spec.guard.adapter == "granite-guardian" and (spec.guard.think or spec.guard.granite_version):
+        version = granite_version(spec.model, spec.guard.granite_version)
+        if spec.guard.think and version != "3.3":
             raise ConfigError(f"--{role}={value}: think = true needs Granite Guardian 3.3; {spec.model} is {version}")
-        if spec.think and spec.decoding == "logits":
+        if spec.guard.think and spec.guard.decoding == "logits":
             raise ConfigError(f'--{role}={value}: think = true generates a trace; it cannot use decoding = "logits"')
-    if spec.adapter == "shieldgemma":
-        unknown = [p for p in spec.risks or () if p not in {**CHILD_SAFETY_GUIDELINES, **spec.risk_definitions}]
+    if spec.guard.adapter == "shieldgemma":
+        unknown = [
+            p for p in spec.guard.risks or () if p not in {**CHILD_SAFETY_GUIDELINES, **spec.guard.risk_definitions}
+        ]
         if unknown:
             raise ConfigError(
                 f"--{role}={value}: ShieldGemma policy {unknown[0]!r} has no guideline; give it one in risk_definitions "
@@ -296,21 +298,21 @@ def build_guard(
         "granite-guardian": lambda m: granite_adapter(spec, m),
         "llama-guard": lambda m: LlamaGuardAdapter(m, name=spec.alias),
         "wildguard": lambda m: WildGuardAdapter(
-            m, prompt_format=spec.prompt_format or WILDGUARD_FORMAT, name=spec.alias
+            m, prompt_format=spec.guard.prompt_format or WILDGUARD_FORMAT, name=spec.alias
         ),
         "shieldgemma": lambda m: shieldgemma_adapter(spec, m),
         "nemotron-safety": lambda m: NemotronSafetyAdapter(m, name=spec.alias),
         "openai-moderation": lambda m: ModerationAdapter(m, name=spec.alias),
         "generic": lambda m: LLMGuard(m, name=spec.alias),
     }
-    return adapters[spec.adapter](model())
+    return adapters[spec.guard.adapter](model())
 
 
 def shieldgemma_adapter(spec: ModelSpec, model: Any) -> ShieldGemmaAdapter:
     return ShieldGemmaAdapter(
         model,
-        policies=spec.risks or tuple(CHILD_SAFETY_GUIDELINES),
-        guidelines=tuple(sorted(spec.risk_definitions.items())),
+        policies=spec.guard.risks or tuple(CHILD_SAFETY_GUIDELINES),
+        guidelines=tuple(sorted(spec.guard.risk_definitions.items())),
         name=spec.alias,
     )
 
@@ -318,14 +320,14 @@ def shieldgemma_adapter(spec: ModelSpec, model: Any) -> ShieldGemmaAdapter:
 def granite_adapter(spec: ModelSpec, model: Any) -> GraniteGuardianAdapter:
     return GraniteGuardianAdapter(
         model,
-        block_risks=spec.risks or ("harm",),
-        observe_risks=spec.observe_risks,
-        risk_definitions=tuple(sorted(spec.risk_definitions.items())),
+        block_risks=spec.guard.risks or ("harm",),
+        observe_risks=spec.guard.observe_risks,
+        risk_definitions=tuple(sorted(spec.guard.risk_definitions.items())),
         name=spec.alias,
-        version=granite_version(spec.model, spec.granite_version),
-        think=spec.think,
-        decoding=spec.decoding,
-        block_threshold=spec.block_threshold,
+        version=granite_version(spec.model, spec.guard.granite_version),
+        think=spec.guard.think,
+        decoding=spec.guard.decoding,
+        block_threshold=spec.guard.block_threshold,
     )
 
 

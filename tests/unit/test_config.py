@@ -6,6 +6,7 @@ from types import SimpleNamespace
 import pytest
 
 from pytest_guardbench.config import OPTIONS, ConfigError, Settings
+from pytest_guardbench.model_specs import ModelSpec, model_aliases
 
 
 class FakeConfig:
@@ -98,3 +99,25 @@ def test_a_misspelt_pyproject_table_is_a_usage_error(tmp_path, table, named):
     (tmp_path / "pyproject.toml").write_text(table)
     with pytest.raises(ConfigError, match=named):
         Settings.from_pytest(FakeConfig({}, {}, tmp_path))
+
+
+def test_an_alias_table_is_flat_and_its_guard_keys_land_in_the_guard_settings(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.guardbench.models.gg]\nmodel = "ibm-granite/granite-guardian-3.3-8b"\nadapter = "granite-guardian"\n'
+        'risks = ["harm", "jailbreak"]\nthink = true\nconcurrency = 2\n',
+        encoding="utf-8",
+    )
+    spec = model_aliases(tmp_path)["gg"]
+    assert (spec.guard.adapter, spec.guard.risks, spec.guard.think) == ("granite-guardian", ("harm", "jailbreak"), True)
+    assert spec.concurrency == 2 and "risks" not in spec.model_dump(exclude={"guard"})
+    flat = spec.flat_dump()
+    assert ModelSpec(**flat) == spec and flat["risks"] == ("harm", "jailbreak") and "guard" not in flat
+
+
+def test_a_bad_guard_key_in_an_alias_names_the_key_as_written(tmp_path):
+    (tmp_path / "pyproject.toml").write_text(
+        '[tool.guardbench.models.gg]\nmodel = "m"\nadapter = "granite-guardian"\nblock_threshold = 2\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match=r"\[tool.guardbench.models.gg\] block_threshold: Input should be less"):
+        model_aliases(tmp_path)
