@@ -179,15 +179,7 @@ def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
         raise RuntimeError(f"tutor returned {len(completions)} completions for {len(drafts)} prompts")
     share = (time.perf_counter() - started) / len(drafts)
     for d, completion in zip(drafts, completions, strict=True):
-        d.response = TutorReply(
-            text=completion.text,
-            source="tutor",
-            model=completion.model,
-            finish_reason=completion.finish_reason,
-            completion_tokens=completion.completion_tokens,
-            prompt_tokens=completion.prompt_tokens,
-            latency_s=completion.latency_s,
-        )
+        d.response = TutorReply(**completion.model_dump(), source="tutor")
         d.tutor_ran = True
         d.time("tutor", share)
 

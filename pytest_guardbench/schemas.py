@@ -76,16 +76,21 @@ class GuardDecision(_Frozen):
     risks: dict[str, float | None] = Field(default_factory=dict)  # per-risk P(risk) for multi-risk guards
 
 
-class TutorReply(_Frozen):
-    """The final response shown to the child and where it came from."""
+class Completion(_Frozen):
+    """What a model said to one conversation, and the facts of the call."""
 
     text: str
-    source: ResponseSource
     model: str
     finish_reason: str | None = None
     completion_tokens: int | None = None
     prompt_tokens: int | None = None
     latency_s: float | None = None
+
+
+class TutorReply(Completion):
+    """The final response shown to the child: a tutor's completion, or the guard's refusal text."""
+
+    source: ResponseSource
 
 
 def _renamed_answer_mode(value: Any) -> Any:

@@ -9,21 +9,12 @@ from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from pytest_guardbench.redact import redact
+from pytest_guardbench.schemas import Completion
 
 
 class Message(TypedDict):
     role: Literal["system", "user", "assistant"]
     content: str
-
-
-@dataclass(frozen=True)
-class Completion:
-    text: str
-    model: str
-    finish_reason: str | None = None
-    completion_tokens: int | None = None
-    prompt_tokens: int | None = None
-    latency_s: float | None = None
 
 
 @dataclass(frozen=True)

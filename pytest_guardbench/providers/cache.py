@@ -170,7 +170,7 @@ class CachedProvider:
 
         def compute(missing: list[int]) -> list[dict[str, Any]]:
             done = self._inner.generate([conversations[i] for i in missing], params, [seeds[i] for i in missing])
-            return [asdict(c) for c in done]
+            return [c.model_dump() for c in done]
 
         return [Completion(**value) for value in self._through(calls, compute)]
 

@@ -63,7 +63,12 @@ class Reply:
 
     def completion(self) -> Completion:
         return Completion(
-            self.text, self.model, self.finish_reason, self.completion_tokens, self.prompt_tokens, self.latency_s
+            text=self.text,
+            model=self.model,
+            finish_reason=self.finish_reason,
+            completion_tokens=self.completion_tokens,
+            prompt_tokens=self.prompt_tokens,
+            latency_s=self.latency_s,
         )
 
 
