@@ -17,6 +17,7 @@ from pytest_guardbench.config import Thresholds
 from pytest_guardbench.gates import evaluate
 from pytest_guardbench.policies import DEFAULT_POLICY, policy_named
 from pytest_guardbench.reports import assemble_summary, write_all
+from pytest_guardbench.run_summary import RunSummary
 from pytest_guardbench.run_folder import ResultsWriter
 from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
 from pytest_guardbench.metrics import summarise
@@ -79,7 +80,7 @@ def main() -> None:
             selection={},
             thresholds={},
         )
-        write_all(out, summary, {"cases": n}, {})
+        write_all(out, RunSummary.model_validate(summary), {"cases": n}, {})
     written = time.perf_counter()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"outcomes: {n}")

@@ -8,7 +8,6 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -18,7 +17,7 @@ from pytest_guardbench.data import DataError
 from pytest_guardbench.policies import DEFAULT_POLICY, POLICIES, policy_named, policy_of_summary
 from pytest_guardbench.reports import incomplete_lines
 from pytest_guardbench.scoring import fmt_rate
-from pytest_guardbench.run_summary import load_records, load_run
+from pytest_guardbench.run_summary import RunSummary, load_records, load_run
 from pytest_guardbench.run_commands import expanded_pack, import_seed_run, merge_runs, opened_judge, rejudge_run
 from pytest_guardbench.seed_format import seed_summary_differences
 from pytest_guardbench.mutators import BUILTIN_MUTATORS, FAMILIES
@@ -98,8 +97,8 @@ def _merge(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         print(f"guardbench merge: {exc}", file=sys.stderr)
         return 4
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    print(f"merged {summary['coverage']['expected']} cases; gate {summary['gate']['verdict']}")
+    summary = load_run(out)
+    print(f"merged {summary.coverage['expected']} cases; gate {summary.gate.verdict}")
     for line in incomplete_lines(summary, "INCOMPLETE RUN: "):
         print(line)
     print(f"scorecard: {out / 'summary.json'}")
@@ -118,19 +117,18 @@ def _rejudge(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"guardbench rejudge: {exc}", file=sys.stderr)
         return 4
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    card = summary["scorecards"]["system"]
-    policy = summary["metric_definitions"]["policy"]
+    summary = load_run(out)
+    card = summary.scorecards["system"]
     print(
-        f"rejudged with {args.judge} under {policy}: recall {fmt_rate(card['recall'])}, FPR {fmt_rate(card['false_positive_rate'])}, gate {summary['gate']['verdict']}"
+        f"rejudged with {args.judge} under {summary.policy}: recall {fmt_rate(card['recall'])}, FPR {fmt_rate(card['false_positive_rate'])}, gate {summary.gate.verdict}"
     )
     print(f"scorecard: {out / 'summary.json'}")
     return gate_exit_code(summary)
 
 
-def gate_exit_code(summary: dict[str, Any]) -> int:
+def gate_exit_code(summary: RunSummary) -> int:
     """The exit status a pytest run would have had: 0 passed, 1 failed, 6 inconclusive."""
-    return {"passed": 0, "failed": 1}.get(summary["gate"]["verdict"], 6)
+    return {"passed": 0, "failed": 1}.get(summary.gate.verdict, 6)
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -69,6 +69,5 @@ def write_run(run_dir: Path, summary: RunSummary, records: Sequence[CaseRecord],
               meta: dict[str, Any]) -> None:  # fmt: skip
     """summary.json, summary.md, variant_metrics.csv, data_manifest.json, meta.json and report.html
     (results.jsonl is written by whoever has the records: streamed by a session, at once by the CLI)."""
-    document = summary.as_json()
-    write_all(run_dir, document, manifest, meta)
-    html_report.write(run_dir, document, records, policy)
+    write_all(run_dir, summary, manifest, meta)
+    html_report.write(run_dir, summary, records, policy)

@@ -64,5 +64,6 @@ def pytest_guardbench_summary(config: pytest.Config, summary: dict[str, Any]) ->
     """Amend the run summary (a JSON-ready dict) before it is written to summary.json.
 
     Runs once, on the controller, after scoring and the gate. Changes to the gate result are not
-    re-evaluated.
+    re-evaluated. The amended document is read back as a ``RunSummary`` (a block of your own is
+    kept as it is) and every report is written from it.
     """

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.audit import draw_sample
+from pytest_guardbench.run_summary import RunSummary
 from pytest_guardbench.schemas import CaseRecord
 from pytest_guardbench.policies import ScoringPolicy
 from pytest_guardbench.scoring import classify, fmt_rate
@@ -138,9 +139,9 @@ def _sweep_figures(name: str, sweep: dict[str, Any]) -> str:
     )
 
 
-def _scorecard_rows(summary: dict[str, Any]) -> str:
+def _scorecard_rows(summary: RunSummary) -> str:
     rows = []
-    for scope, card in summary["scorecards"].items():
+    for scope, card in summary.scorecards.items():
         recall_ci = _interval(card.get("recall_interval_95"))
         fpr_ci = _interval(card.get("false_positive_rate_interval_95"))
         rows.append(
@@ -243,28 +244,28 @@ LABEL_SCRIPT = (
 )
 
 
-def render(summary: dict[str, Any], records: Sequence[CaseRecord], policy: ScoringPolicy) -> str:
-    stack = summary.get("stack", {})
-    gate = summary["gate"]
+def render(summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPolicy) -> str:
+    stack = summary.stack
+    gate = summary.gate
     title = f"guardbench: {stack.get('guardrail', '?')} → {stack.get('tutor', '?')} → {stack.get('judge', '?')}"
-    cov = summary["coverage"]
-    buckets = summary["prompt_row_buckets"]
+    cov = summary.coverage
+    buckets = summary.prompt_row_buckets
     failed_rows, failed = _failed_rows(records, policy)
-    definitions = summary["metric_definitions"]
-    system = summary["scorecards"]["system"]
+    definitions = summary.metric_definitions
+    system = summary.scorecards["system"]
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f"<p class='gate-{_e(gate['verdict'])}'>Gate {_e(gate['verdict'])}: "
-        + "; ".join(_e(c["message"]) for c in gate["checks"])
+        f"<p class='gate-{_e(gate.verdict)}'>Gate {_e(gate.verdict)}: "
+        + "; ".join(_e(c.message) for c in gate.checks)
         + "</p>",
         (
-            f"<p class='gate-failed' id='confidence'><b>Low-confidence scorecard:</b> {_e(summary['confidence']['reason'])}</p>"
-            if (summary.get("confidence") or {}).get("level") == "low"
+            f"<p class='gate-failed' id='confidence'><b>Low-confidence scorecard:</b> {_e(summary.confidence['reason'])}</p>"
+            if summary.confidence and summary.confidence.get("level") == "low"
             else ""
         ),
-        f"<p>Run {_e(summary.get('run', {}).get('run_id', ''))}; malformed policy {_e(stack.get('malformed_policy', '?'))}; "
+        f"<p>Run {_e(summary.run.get('run_id', ''))}; malformed policy {_e(stack.get('malformed_policy', '?'))}; "
         f"variants {_e(', '.join(stack.get('variants', [])))}.</p>",
         f"<h2>Scorecards</h2><p id='policy'>Scoring policy <b>{_e(definitions['policy'])}</b> (version {definitions['policy_version']}): "
         f"a harmful prompt is handled correctly when {_e(definitions['harmful_prompt_correct_when'])}; a safe prompt when "
@@ -277,13 +278,13 @@ def render(summary: dict[str, Any], records: Sequence[CaseRecord], policy: Scori
         "<table id='scorecards'><tr><th>scope</th><th>n</th><th>TP</th><th>FP</th><th>TN</th><th>FN</th><th>recall</th><th>FPR</th><th>BER</th><th>F1</th><th>precision</th></tr>",
         _scorecard_rows(summary),
         "</table>",
-        confusion_matrix(summary["scorecards"]["system"], "System"),
-        confusion_matrix(summary["scorecards"]["tutor_conditional"], "Tutor-conditional"),
+        confusion_matrix(system, "System"),
+        confusion_matrix(summary.scorecards["tutor_conditional"], "Tutor-conditional"),
         "<h2>Per variant (system)</h2>",
-        bar_chart([(v, c["system"]) for v, c in summary["per_variant"].items()], "Recall, FPR and BER per variant"),
+        bar_chart([(v, c["system"]) for v, c in summary.per_variant.items()], "Recall, FPR and BER per variant"),
         "<h2>Per category (system)</h2>",
         bar_chart(
-            [(c, cards["system"]) for c, cards in summary["per_category"].items()], "Recall, FPR and BER per category"
+            [(c, cards["system"]) for c, cards in summary.per_category.items()], "Recall, FPR and BER per category"
         ),
         "<h2>Coverage and prompt rows</h2>",
         f"<p id='coverage'>expected {cov['expected']}, scored {cov['scored']['count']}, unlabelled {cov['unlabelled']['count']}, "
@@ -291,20 +292,20 @@ def render(summary: dict[str, Any], records: Sequence[CaseRecord], policy: Scori
         f"<p id='buckets'>{buckets['rows']} prompt rows: fully correct {buckets['fully_correct']['count']}, partially incorrect "
         f"{buckets['partially_incorrect']['count']}, consistently incorrect {buckets['consistently_incorrect']['count']}.</p>",
     ]
-    if summary["guard_decisions"]:
+    if summary.guard_decisions:
         parts.append(
             "<h2>Guardrail decisions</h2><table><tr><th>guard</th><th>label</th><th>n</th><th>allow</th><th>block</th><th>malformed</th></tr>"
         )
-        for guard, split in summary["guard_decisions"].items():
+        for guard, split in summary.guard_decisions.items():
             for label, rates in split.items():
                 parts.append(
                     f"<tr><td>{_e(guard)}</td><td>{_e(label)}</td><td>{rates['n']}</td><td>{fmt_rate(rates['allow']['rate'])}</td>"
                     f"<td>{fmt_rate(rates['block']['rate'])}</td><td>{fmt_rate(rates['malformed']['rate'])}</td></tr>"
                 )
         parts.append("</table>")
-    for name, sweep in (summary.get("guard_sweeps") or {}).items():
+    for name, sweep in summary.guard_sweeps.items():
         parts.append("<h2>Guard threshold sweep</h2>" + _sweep_figures(name, sweep))
-    usage = summary.get("run", {}).get("usage")
+    usage = summary.run.get("usage")
     if usage:
         parts.append(
             "<h2>Time and tokens</h2><table><tr><th>stage</th><th>cases</th><th>p50 s</th><th>p95 s</th><th>total s</th></tr>"
@@ -340,7 +341,7 @@ def render(summary: dict[str, Any], records: Sequence[CaseRecord], policy: Scori
     return "".join(parts) + "\n"
 
 
-def write(run_dir: Path, summary: dict[str, Any], records: Sequence[CaseRecord], policy: ScoringPolicy) -> Path:
+def write(run_dir: Path, summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPolicy) -> Path:
     path = run_dir / "report.html"
     path.write_text(render(summary, records, policy), encoding="utf-8")
     return path

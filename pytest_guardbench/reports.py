@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_guardbench.gates import GateResult
-from pytest_guardbench.run_summary import SUMMARY_SCHEMA_VERSION
+from pytest_guardbench.run_summary import SUMMARY_SCHEMA_VERSION, RunSummary
 from pytest_guardbench.scoring import fmt_rate
 
 CARD_COLUMNS = (
@@ -36,15 +36,15 @@ def _write_json(path: Path, payload: Any) -> None:
 FLIP_COLUMNS = ("guard_flip_rate", "outcome_flip_rate", "became_mishandled", "became_handled")
 
 
-def variant_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def variant_rows(summary: RunSummary) -> list[dict[str, Any]]:
     rows = []
-    for variant, cards in summary["per_variant"].items():
-        flips = summary.get("flip_rates", {}).get(variant, {})
+    for variant, cards in summary.per_variant.items():
+        flips = summary.flip_rates.get(variant, {})
         for scope, card in cards.items():
             rows.append(
                 {
                     "variant": variant,
-                    "family": summary.get("variant_families", {}).get(variant, ""),
+                    "family": summary.variant_families.get(variant, ""),
                     "scope": scope,
                     **{c: card[c] for c in CARD_COLUMNS},
                     **{c: flips.get(c) for c in FLIP_COLUMNS},
@@ -53,7 +53,7 @@ def variant_rows(summary: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
-def variant_csv(summary: dict[str, Any]) -> str:
+def variant_csv(summary: RunSummary) -> str:
     buffer = io.StringIO()
     writer = csv.DictWriter(
         buffer, fieldnames=("variant", "family", "scope", *CARD_COLUMNS, *FLIP_COLUMNS), lineterminator="\n"
@@ -72,15 +72,16 @@ def _md_table(rows: list[tuple[str, dict[str, Any]]]) -> list[str]:
     return lines
 
 
-def summary_markdown(summary: dict[str, Any]) -> str:
-    gate = summary["gate"]
-    definitions = summary["metric_definitions"]
-    system = summary["scorecards"]["system"]
+def summary_markdown(summary: RunSummary) -> str:
+    gate = summary.gate
+    definitions = summary.metric_definitions
+    system = summary.scorecards["system"]
+    stack = summary.stack
     lines = [
-        f"# guardbench run {summary['run']['run_id']}",
+        f"# guardbench run {summary.run['run_id']}",
         "",
-        f"Stack: guardrail `{summary['stack']['guardrail']}`, tutor `{summary['stack']['tutor']}`, judge `{summary['stack']['judge']}`, "
-        f"malformed policy `{summary['stack']['malformed_policy']}`.",
+        f"Stack: guardrail `{stack['guardrail']}`, tutor `{stack['tutor']}`, judge `{stack['judge']}`, "
+        f"malformed policy `{stack['malformed_policy']}`.",
         "",
         f"Scoring policy `{definitions['policy']}` (version {definitions['policy_version']}): a harmful prompt is handled correctly when "
         f"{definitions['harmful_prompt_correct_when']}; a safe prompt when {definitions['safe_prompt_correct_when']}. "
@@ -90,20 +91,20 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"safe prompt over-refusal {fmt_rate(system['safe_prompt_overrefusal_rate'])}, harmful prompt unsafe answers "
         f"{fmt_rate(system['harmful_prompt_unsafe_answer_rate'])}, overall success {fmt_rate(system['overall_success_rate'])}.",
         "",
-        f"**Gate: {gate.get('verdict', 'passed' if gate['passed'] else 'failed').upper()}**",
+        f"**Gate: {gate.verdict.upper()}**",
         "",
         *(line + "\n" for line in incomplete_lines(summary, "**INCOMPLETE RUN**: ")),
         *(line + "\n" for line in resume_lines(summary)),
     ]
     marks = {"pass": "ok", "fail": "FAIL", "inconclusive": "UNDECIDED"}
-    lines += [f"- {marks[c.get('status', 'pass' if c['passed'] else 'fail')]}: {c['message']}" for c in gate["checks"]]
+    lines += [f"- {marks[c.status]}: {c.message}" for c in gate.checks]
     lines += ["", "## Scorecards", ""]
-    lines += _md_table([(scope, card) for scope, card in summary["scorecards"].items()])
+    lines += _md_table(list(summary.scorecards.items()))
     lines += ["", "## Per variant (system)", ""]
-    lines += _md_table([(v, cards["system"]) for v, cards in summary["per_variant"].items()])
+    lines += _md_table([(v, cards["system"]) for v, cards in summary.per_variant.items()])
     lines += ["", "## Per mutator family (system)", ""]
-    lines += _md_table([(f, cards["system"]) for f, cards in summary.get("per_family", {}).items()])
-    if summary.get("flip_rates"):
+    lines += _md_table([(f, cards["system"]) for f, cards in summary.per_family.items()])
+    if summary.flip_rates:
         lines += [
             "",
             "## Flip rate against original",
@@ -111,14 +112,14 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             "| variant | guard flips | outcome flips | became mishandled | became handled |",
             "|---|---|---|---|---|",
         ]
-        for variant, f in summary["flip_rates"].items():
+        for variant, f in summary.flip_rates.items():
             lines.append(
                 f"| {variant} | {fmt_rate(f['guard_flip_rate'])} ({f['guard_flips']}/{f['guard_pairs']}) | {fmt_rate(f['outcome_flip_rate'])} "
                 f"| {f['became_mishandled']} | {f['became_handled']} |"
             )
     lines += ["", "## Per category (system)", ""]
-    lines += _md_table([(c, cards["system"]) for c, cards in summary["per_category"].items()])
-    cov = summary["coverage"]
+    lines += _md_table([(c, cards["system"]) for c, cards in summary.per_category.items()])
+    cov = summary.coverage
     lines += [
         "",
         "## Coverage",
@@ -127,7 +128,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"errored {cov['errored']['count']}, judge malformed {cov['malformed_judge']['count']}, judge labels incomplete "
         f"{cov['incomplete_judge']['count']}, missing {cov['missing']['count']}, tutor ran on {cov['tutor_evaluable']['count']}.",
     ]
-    buckets = summary["prompt_row_buckets"]
+    buckets = summary.prompt_row_buckets
     lines += [
         "",
         "## Prompt-row buckets",
@@ -135,15 +136,15 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         f"{buckets['rows']} rows: fully correct {buckets['fully_correct']['count']}, partially incorrect "
         f"{buckets['partially_incorrect']['count']}, consistently incorrect {buckets['consistently_incorrect']['count']}.",
     ]
-    if summary["guard_decisions"]:
+    if summary.guard_decisions:
         lines += ["", "## Guardrail decisions", ""]
-        for guard, split in summary["guard_decisions"].items():
+        for guard, split in summary.guard_decisions.items():
             for label, rates in split.items():
                 lines.append(
                     f"- {guard} / {label} (n={rates['n']}): allow {fmt_rate(rates['allow']['rate'])}, block {fmt_rate(rates['block']['rate'])}, "
                     f"malformed {fmt_rate(rates['malformed']['rate'])}"
                 )
-    for guard, result in (summary.get("guard_sweeps") or {}).items():
+    for guard, result in summary.guard_sweeps.items():
         point = result["operating_point"]
         at = (
             f"threshold {point['threshold']:.4g} gives recall {fmt_rate(point['recall'])} at FPR {fmt_rate(point['false_positive_rate'])}"
@@ -157,7 +158,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             f"{result['n']} scored cases ({result['positives']} harmful): ROC AUC {fmt_rate(result['roc_auc'])}, "
             f"average precision {fmt_rate(result['average_precision'])}; for recall >= {result['target_recall']:g}, {at}.",
         ]
-    usage = (summary.get("run") or {}).get("usage")
+    usage = summary.run.get("usage")
     if usage:
         lines += ["", "## Time and tokens", "", "| stage | cases | p50 s | p95 s | total s |", "|---|---|---|---|---|"]
         for stage, t in usage["stages"].items():
@@ -169,7 +170,7 @@ def summary_markdown(summary: dict[str, Any]) -> str:
         note = f" ({usage['cost_note']})" if usage["cost_note"] else ""
         lines += ["", f"Tutor: {tokens['answers']} answers, prompt tokens {tokens['prompt_tokens'] if tokens['prompt_tokens'] is not None else 'unknown'}, "
                   f"completion tokens {tokens['completion_tokens'] if tokens['completion_tokens'] is not None else 'unknown'}, cost {cost}{note}."]  # fmt: skip
-    quality = summary.get("judge_quality")
+    quality = summary.judge_quality
     if quality and "error" not in quality:
         lines += ["", f"## Judge quality ({quality['labels_file']})", "",
                   f"{quality['judge']}: agreement {fmt_rate(quality['agreement'])}, Cohen's kappa {fmt_rate(quality['cohen_kappa'])}, "
@@ -190,11 +191,11 @@ def summary_markdown(summary: dict[str, Any]) -> str:
             lines.append(
                 f"| {bucket} | {b['rows']} | {fmt_rate(b['agreement'])} | {fmt_rate(b['over_block_rate'])} | {fmt_rate(b['miss_rate'])} |"
             )
-    confidence = summary.get("confidence")
+    confidence = summary.confidence
     if confidence and confidence["level"] == "low":
         lines += ["", f"**Low-confidence scorecard:** {confidence['reason']}."]
-    if summary["warnings"]:
-        lines += ["", "## Warnings", ""] + [f"- {w}" for w in summary["warnings"]]
+    if summary.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in summary.warnings]
     return "\n".join(lines) + "\n"
 
 
@@ -219,9 +220,7 @@ def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
     return merged
 
 
-def write_all(
-    run_dir: Path, summary: dict[str, Any], manifest: dict[str, Any], meta: dict[str, Any]
-) -> dict[str, Path]:
+def write_all(run_dir: Path, summary: RunSummary, manifest: dict[str, Any], meta: dict[str, Any]) -> dict[str, Path]:
     paths = {
         "summary.json": run_dir / "summary.json",
         "summary.md": run_dir / "summary.md",
@@ -230,7 +229,7 @@ def write_all(
         "meta.json": run_dir / "meta.json",
         "results.jsonl": run_dir / "results.jsonl",
     }
-    _write_json(paths["summary.json"], summary)
+    _write_json(paths["summary.json"], summary.as_json())
     paths["summary.md"].write_text(summary_markdown(summary), encoding="utf-8")
     paths["variant_metrics.csv"].write_text(variant_csv(summary), encoding="utf-8")
     _write_json(paths["data_manifest.json"], manifest)
@@ -282,11 +281,11 @@ def assemble_summary(
     }
 
 
-def terminal_lines(summary: dict[str, Any]) -> list[str]:
+def terminal_lines(summary: RunSummary) -> list[str]:
     """The compact scorecard table printed at the end of the pytest output."""
-    width = max([26, *(len(v) + 11 for v in summary["per_variant"])])
+    width = max([26, *(len(v) + 11 for v in summary.per_variant)])
     header = f"{'scope':<{width}}{'n':>6}{'TP':>5}{'FP':>5}{'TN':>5}{'FN':>5}{'recall':>8}{'FPR':>7}{'BER':>7}{'F1':>7}"
-    lines = [f"scoring policy: {summary['metric_definitions']['policy']}", header]
+    lines = [f"scoring policy: {summary.policy}", header]
 
     def row(name: str, card: dict[str, Any]) -> str:
         return (
@@ -294,17 +293,17 @@ def terminal_lines(summary: dict[str, Any]) -> list[str]:
             f"{fmt_rate(card['recall']):>8}{fmt_rate(card['false_positive_rate']):>7}{fmt_rate(card['balanced_error_rate']):>7}{fmt_rate(card['f1']):>7}"
         )
 
-    for scope, card in summary["scorecards"].items():
+    for scope, card in summary.scorecards.items():
         lines.append(row(scope, card))
-    for variant, cards in summary["per_variant"].items():
+    for variant, cards in summary.per_variant.items():
         lines.append(row(f"  variant {variant}", cards["system"]))
-    cov = summary["coverage"]
+    cov = summary.coverage
     lines.append(
         f"coverage: {cov['scored']['count']}/{cov['expected']} scored, {cov['unlabelled']['count']} unlabelled, "
         f"{cov['errored']['count']} errored, {cov['malformed_judge']['count']} judge-malformed, {cov['missing']['count']} missing"
     )
-    lines.extend(f"warning: {w}" for w in summary["warnings"])
-    for role, calls in sorted(summary.get("run", {}).get("execution", {}).get("api_calls", {}).items()):
+    lines.extend(f"warning: {w}" for w in summary.warnings)
+    for role, calls in sorted((summary.run.get("execution") or {}).get("api_calls", {}).items()):
         if isinstance(calls, dict) and calls.get("circuit_breaker"):
             breaker = calls["circuit_breaker"]
             lines.append(f"{role}: {breaker['reason']} ({breaker['calls_not_sent']} calls not sent)")
@@ -313,10 +312,10 @@ def terminal_lines(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
-def resume_lines(summary: dict[str, Any]) -> list[str]:
+def resume_lines(summary: RunSummary) -> list[str]:
     """A resumed run says so: how many cases it took from the stopped run and how many it re-ran
     because their text or label changed."""
-    info = summary.get("run", {}).get("execution", {}).get("resume")
+    info = (summary.run.get("execution") or {}).get("resume")
     if not info:
         return []
     changed = info.get("changed_cases", 0)
@@ -324,12 +323,11 @@ def resume_lines(summary: dict[str, Any]) -> list[str]:
             + (f", {changed} re-run because their prompt or label changed" if changed else "")]  # fmt: skip
 
 
-def incomplete_lines(summary: dict[str, Any], prefix: str) -> list[str]:
-    """One line saying why the run is not a whole measurement, or nothing (older summaries have no block)."""
-    completeness = summary.get("completeness") or {"complete": True}
-    if completeness["complete"]:
+def incomplete_lines(summary: RunSummary, prefix: str) -> list[str]:
+    """One line saying why the run is not a whole measurement, or nothing."""
+    if summary.completeness.complete:
         return []
-    return [prefix + "; ".join(completeness["reasons"])]
+    return [prefix + "; ".join(summary.completeness.reasons)]
 
 
 def utc_now() -> datetime:

@@ -55,7 +55,7 @@ class GuardbenchSession:
         self.run_id: str | None = None
         self.run_dir: Path | None = None
         self._writer: run_folder.ResultsWriter | None = None
-        self.summary: dict[str, Any] | None = None
+        self.summary: RunSummary | None = None
         self.gate: GateResult | None = None
         self.execution: list[dict[str, Any]] = []  # per-process engine/cache/call counts
         self.process: ProcessState | None = None  # this process's models and engine, for its counts and the judge check
@@ -254,14 +254,14 @@ class GuardbenchSession:
         finished, self.gate = finish_run(expected, records, policy, settings.thresholds, run=run, stack=run_meta.stack_of(self.inputs.settings), selection=self._selection(),
                                          lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
                                          extra_metrics=extra, checks=checks)  # fmt: skip
-        summary = finished.as_json()
-        self.config.hook.pytest_guardbench_summary(config=self.config, summary=summary)  # a plugin may add blocks
-        self.summary = summary
+        document = finished.as_json()
+        self.config.hook.pytest_guardbench_summary(config=self.config, summary=document)  # a plugin may add blocks
+        self.summary = summary = RunSummary.model_validate(document)
         if self._writer is not None:
             self._writer.close()
         write_run(
             run_dir,
-            RunSummary.model_validate(summary),
+            summary,
             records,
             policy,
             manifest=manifest(self.inputs.data, expected),
@@ -329,7 +329,7 @@ class GuardbenchSession:
         terminalreporter.write_sep("=", "guardbench")
         for line in reports.terminal_lines(self.summary):
             terminalreporter.write_line(line)
-        confidence = self.summary.get("confidence")
+        confidence = self.summary.confidence
         if confidence and confidence["level"] == "low":
             terminalreporter.write_line(
                 f"guardbench: LOW CONFIDENCE scorecard: {confidence['reason']}", yellow=True, bold=True
@@ -362,7 +362,7 @@ def _handled(records: Iterable[CaseRecord], policy: ScoringPolicy) -> dict[str, 
     return result
 
 
-def _append_github_step_summary(summary: dict[str, Any]) -> None:
+def _append_github_step_summary(summary: RunSummary) -> None:
     """In GitHub Actions, add the markdown scorecard and gate result to the job summary."""
     target = os.environ.get("GITHUB_STEP_SUMMARY")
     if not target:

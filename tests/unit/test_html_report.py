@@ -19,6 +19,7 @@ from pytest_guardbench.html_report import render, write
 from pytest_guardbench.reports import assemble_summary
 from pytest_guardbench.schemas import Case, GuardDecision
 from pytest_guardbench.metrics import summarise
+from pytest_guardbench.run_summary import RunSummary
 from pytest_guardbench.sweeps import guard_sweeps
 from tests.unit.records import V2, record
 
@@ -61,7 +62,7 @@ def run():
     metrics["guard_sweeps"] = guard_sweeps(records, 0.9)
     summary = assemble_summary(metrics, GateResult(checks=()), run={"run_id": "r1"}, stack={"guardrail": "semantic", "tutor": "t", "judge": "rules"},
                                selection={}, thresholds={})  # fmt: skip
-    return summary, records
+    return RunSummary.model_validate(summary), records
 
 
 def test_numbers_figures_and_failed_cases(run):
@@ -69,7 +70,7 @@ def test_numbers_figures_and_failed_cases(run):
     page_html = render(summary, records, V2)
     page = Page()
     page.feed(page_html)
-    card = summary["scorecards"]["system"]
+    card = summary.scorecards["system"]
     assert (card["tp"], card["fn"], card["fp"], card["tn"]) == (2, 1, 1, 2)
     cells = re.findall(r"data-cell='(\w+)'>(\d+)<", page_html)
     assert ("TP", "2") in cells and ("FN", "1") in cells and ("FP", "1") in cells and ("TN", "2") in cells
@@ -85,7 +86,7 @@ def test_numbers_figures_and_failed_cases(run):
     sample = page_html.split("<table id='sample'>", 1)[1].split("</table>", 1)[0]
     assert sample.count("data-case=") == 6, "every case with a response is in the audit sample (6 < 30)"
     assert HOSTILE not in page_html and "&lt;script&gt;alert(" in page_html, "data is escaped"
-    assert f"ROC AUC {summary['guard_sweeps']['semantic']['roc_auc']:.3f}" in page_html
+    assert f"ROC AUC {summary.guard_sweeps['semantic']['roc_auc']:.3f}" in page_html
 
 
 def test_page_is_self_contained(run):
@@ -109,7 +110,7 @@ def test_renders_in_headless_chromium(run, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "Uncaught" not in done.stderr and "CONSOLE" not in done.stderr, done.stderr
     summary, _ = run
-    card = summary["scorecards"]["system"]
+    card = summary.scorecards["system"]
     assert "Failed cases: 3" in done.stdout and 'data-cell="TP">2<' in done.stdout
     assert (
         f">{card['recall']:.3f}<small>" in done.stdout and f">{card['false_positive_rate']:.3f}<small>" in done.stdout

@@ -11,12 +11,13 @@ from pytest_guardbench.gates import evaluate
 from pytest_guardbench.reports import assemble_summary, summary_markdown, terminal_lines, variant_csv
 from pytest_guardbench.run_folder import make_run_dir
 from pytest_guardbench.metrics import summarise
+from pytest_guardbench.run_summary import RunSummary
 from tests.unit.records import V2, table
 
 
-def _summary():
+def _summary() -> RunSummary:
     metrics = summarise([], table(), V2)
-    return assemble_summary(
+    document = assemble_summary(
         metrics,
         evaluate(metrics, Thresholds()),
         run={"run_id": "r1"},
@@ -24,6 +25,7 @@ def _summary():
         selection={},
         thresholds={},
     )
+    return RunSummary.model_validate(document)
 
 
 def test_two_runs_in_the_same_second_do_not_collide(tmp_path):
