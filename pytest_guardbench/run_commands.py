@@ -20,13 +20,12 @@ from pytest_guardbench.finish import finish_run, write_run
 from pytest_guardbench.judges import Judge, JudgeInput, LLMJudge
 from pytest_guardbench.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
-from pytest_guardbench.providers import ProviderOptions, chat_provider_for
 from pytest_guardbench.reports import carried_reasons
 from pytest_guardbench.run_summary import load_records
 from pytest_guardbench.run_folder import ResultsWriter
 from pytest_guardbench.schemas import Case, CaseRecord
 from pytest_guardbench.seed_format import load_seed_results
-from pytest_guardbench.stack_builder import build_judge, resolve_role
+from pytest_guardbench.stack_builder import resolve_role, standalone_judge
 from pytest_guardbench.units import builtin_judges
 from pytest_guardbench.options import ConfigError
 from pytest_guardbench.variants import expand
@@ -306,13 +305,12 @@ def opened_judge(name: str, root: Path) -> Iterator[Judge]:
 
 def _judge_for(name: str, root: Path) -> Judge:
     """The judge a run would build for `--judge=name` (the same resolution and errors)."""
-    options = ProviderOptions(model_cache=default_model_cache())
     judges = builtin_judges()
     try:
         spec = resolve_role("judge", name, judges.names(), model_aliases(root))
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
-    return build_judge(name, spec, lambda: chat_provider_for(spec, options), options, judges)  # type: ignore[arg-type]
+    return standalone_judge(name, spec, default_model_cache(), judges)
 
 
 def expanded_pack(path: Path, variants: Sequence[str], harmful_categories: Sequence[str]) -> dict[str, Any]:

@@ -268,14 +268,15 @@ def run_judge(inputs: RunInputs, state: ProcessState) -> Judge:
         return state.engine.stack.judge
     settings = inputs.settings
     spec = inputs.model_specs.get("judge")
-    options = ProviderOptions(model_cache=settings.model_cache)
-    return build_judge(
-        settings.judge,
-        spec,
-        lambda: chat_provider_for(settings.role_spec("judge", spec), options),  # type: ignore[arg-type]
-        options,
-        state.units.judges,
+    return standalone_judge(
+        settings.judge, spec and settings.role_spec("judge", spec), settings.model_cache, state.units.judges
     )
+
+
+def standalone_judge(name: str, spec: ModelSpec | None, model_cache: Path, judges: JudgeRegistry) -> Judge:
+    """A judge built outside a run's stack (no response cache, its own model connection)."""
+    options = ProviderOptions(model_cache=model_cache)
+    return build_judge(name, spec, lambda: chat_provider_for(spec, options), options, judges)  # type: ignore[arg-type]
 
 
 def cached(state: ProcessState, provider: Any, role: str) -> Any:
