@@ -184,18 +184,26 @@ class SpreadProvider(ModelAPI):
                     reasons = "; ".join(sorted({str(w.gone) for w in self._workers}))
                     raise ProviderError(f"{self.name}: no call process left ({reasons})")
                 worker = min(live, key=lambda w: w.outstanding)
-            futures.append(self._send(worker, method, end - start, part_args))
+                # Counted before the lock is let go: two threads choosing at once must see each other's share.
+                worker.outstanding += end - start
+                worker.handed += end - start
+            futures.append(self._send(worker, method, end - start, part_args, counted=True))
         return [answer for future in futures for answer in future.result()]
 
-    def _send(self, worker: _Worker, method: str, size: int, args: tuple[Any, ...]) -> concurrent.futures.Future[Any]:
+    def _send(
+        self, worker: _Worker, method: str, size: int, args: tuple[Any, ...], counted: bool = False
+    ) -> concurrent.futures.Future[Any]:
         future: concurrent.futures.Future[Any] = concurrent.futures.Future()
         with self._lock:
+            if not counted:
+                worker.outstanding += size
+                worker.handed += size
             if worker.gone is not None:
+                worker.outstanding -= size
+                worker.handed -= size
                 raise ProviderError(f"{self.name}: call process {worker.process.pid} {worker.gone}")
             call_id = next(self._ids)
             self._pending[call_id] = (worker, size, future)
-            worker.outstanding += size
-            worker.handed += size
         try:
             with worker.send_lock:
                 worker.to_worker.send((call_id, method, args))
