@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_guardbench.providers import GenerationParams, ProviderOptions
+from pytest_guardbench.providers import builtin_registry, GenerationParams, ProviderOptions
 from pytest_guardbench.providers.base import ChatProvider
 from pytest_guardbench.providers.hf_local import local_chat_provider
 from tests.tiny_models import build_tiny_chat_model
@@ -80,20 +80,35 @@ needs_smollm2 = pytest.mark.skipif(
 
 @pytest.mark.slow
 @needs_smollm2
-def test_embedded_smollm2_tutor_answers_offline(tmp_path_factory, monkeypatch):
-    from pytest_guardbench.providers import builtin_registry
+@pytest.mark.parametrize("name", builtin_registry().names())
+def test_every_registered_tutor_answers_offline(name, monkeypatch):
+    """The tutor contract: one completion per conversation, in order, with its text and model name,
+    and no hub needed (the built-in tutors ship inside wheels)."""
     from pytest_guardbench.model_specs import default_model_cache
+    from pytest_guardbench.schemas import Completion
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    provider = builtin_registry().build("smol", ProviderOptions(model_cache=default_model_cache(), batch_size=4))
+    registry = builtin_registry()
+    provider = registry.build(name, ProviderOptions(model_cache=default_model_cache(), batch_size=4))
+    assert registry.describe()[name]
     out = provider.generate(
         [_conversation("Why is the sky blue?"), _conversation("What is two plus two?")],
         GenerationParams(max_new_tokens=24),
         [None, None],
     )
-    assert len(out) == 2
+    assert len(out) == 2 and all(isinstance(c, Completion) and c.model for c in out)
     assert all(len(c.text.split()) >= 3 for c in out), [c.text for c in out]
-    assert "SmolLM2-135M-Instruct" in out[0].model
+
+
+@pytest.mark.slow
+@needs_smollm2
+def test_the_embedded_tutor_is_smollm2(monkeypatch):
+    from pytest_guardbench.model_specs import default_model_cache
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    provider = builtin_registry().build("smol", ProviderOptions(model_cache=default_model_cache(), batch_size=1))
+    [out] = provider.generate([_conversation("Hi")], GenerationParams(max_new_tokens=4), [None])
+    assert "SmolLM2-135M-Instruct" in out.model
 
 
 def test_llm_judge_over_a_local_model_never_crashes_on_garbage(tiny_llama_dir, tmp_path):
