@@ -171,7 +171,7 @@ class OpenAICompatProvider(ModelAPI):
         self, conversations: Sequence[list[Message]], params: GenerationParams, seeds: Sequence[int | None]
     ) -> list[Completion]:
         replies = await self._run_all(list(conversations), params, list(seeds), None)
-        return [r.completion() for r in replies]
+        return [r.completion for r in replies]
 
     async def _run_all(
         self,
@@ -272,7 +272,7 @@ class OpenAICompatProvider(ModelAPI):
         ]
         replies = await self._run_all(messages, params, [None] * len(conversations), extra)
         return [
-            Classification(text=r.text, p_first=label_probability(r.logprobs, label_words, verdict_after))
+            Classification(text=r.completion.text, p_first=label_probability(r.logprobs, label_words, verdict_after))
             for r in replies
         ]
 

@@ -53,23 +53,10 @@ class Retryable(Exception):
 
 @dataclass(frozen=True)
 class Reply:
-    text: str
-    model: str
-    finish_reason: str | None
-    completion_tokens: int | None
-    prompt_tokens: int | None
-    latency_s: float
-    logprobs: Any = None
+    """One chat completion as the transport read it: what a tutor gets, plus the logprobs a guard reads."""
 
-    def completion(self) -> Completion:
-        return Completion(
-            text=self.text,
-            model=self.model,
-            finish_reason=self.finish_reason,
-            completion_tokens=self.completion_tokens,
-            prompt_tokens=self.prompt_tokens,
-            latency_s=self.latency_s,
-        )
+    completion: Completion
+    logprobs: Any = None
 
 
 @dataclass
@@ -241,16 +228,24 @@ def reply_from(response: Any, name: str, model: str, latency_s: float) -> Reply:
     text = (choice.get("message") or {}).get("content")
     if not isinstance(text, str):
         raise Retryable(f"{name}: the server returned an empty message (finish_reason={choice.get('finish_reason')})")
-    usage = response.get("usage") or {}
+    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    finish_reason = choice.get("finish_reason")
     return Reply(
+        Completion(
+            text=text.strip(),
+            model=str(response.get("model") or model),
+            finish_reason=finish_reason if isinstance(finish_reason, str) else None,
+            completion_tokens=_count(usage.get("completion_tokens")),
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            latency_s=round(latency_s, 4),
+        ),
         logprobs=choice.get("logprobs"),
-        text=text.strip(),
-        model=response.get("model") or model,
-        finish_reason=choice.get("finish_reason"),
-        completion_tokens=usage.get("completion_tokens"),
-        prompt_tokens=usage.get("prompt_tokens"),
-        latency_s=round(latency_s, 4),
     )
+
+
+def _count(value: Any) -> int | None:
+    """A token count as the server gave it, or None: a server's odd usage block costs the count, not the reply."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 def mapped_error(exc: Exception, name: str, where: str, timeout_s: float) -> Exception:

@@ -338,3 +338,21 @@ def test_a_success_resets_the_breaker_count(provider_for):
         except ProviderError:
             pass
     assert "circuit_breaker" not in provider.stats()
+
+
+def test_an_odd_usage_block_costs_the_token_counts_not_the_reply():
+    from pytest_guardbench.providers.transport import reply_from
+
+    body = {
+        "model": None,
+        "choices": [{"message": {"content": " Plants make food from light. "}, "finish_reason": 7}],
+        "usage": {"completion_tokens": "many", "prompt_tokens": -3},
+    }
+    reply = reply_from(body, "tutor", "asked-model", 0.123456)
+    completion = reply.completion
+    assert (completion.text, completion.model, completion.finish_reason) == (
+        "Plants make food from light.",
+        "asked-model",
+        None,
+    )
+    assert (completion.completion_tokens, completion.prompt_tokens, completion.latency_s) == (None, None, 0.1235)
