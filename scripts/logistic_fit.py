@@ -12,9 +12,15 @@ L2_GRID = (0.003, 0.01, 0.03, 0.1, 0.3, 1.0)
 FOLDS = 5
 
 
-def fit(x: np.ndarray, y: np.ndarray, n_classes: int, l2: float, steps: int = 1500) -> tuple[np.ndarray, np.ndarray]:
-    """Multinomial (or binary, with one row) logistic regression by full-batch Adam; deterministic."""
+def fit(
+    x: np.ndarray, y: np.ndarray, n_classes: int, l2: float, steps: int = 1500, balanced: bool = False
+) -> tuple[np.ndarray, np.ndarray]:
+    """Multinomial (or binary, with one row) logistic regression by full-batch Adam; deterministic.
+    `balanced` weighs each class's rows so that every class counts as much in the loss (a rare
+    class such as unsafe is not drowned by the common one)."""
     rows = 1 if n_classes == 2 else n_classes
+    counts = np.bincount(y, minlength=n_classes).astype(float)
+    weight = (len(y) / (n_classes * np.maximum(counts, 1.0)))[y][:, None] if balanced else np.ones((len(y), 1))
     w = np.zeros((rows, x.shape[1]))
     b = np.zeros(rows)
     m_w, v_w, m_b, v_b = np.zeros_like(w), np.zeros_like(w), np.zeros_like(b), np.zeros_like(b)
@@ -23,10 +29,10 @@ def fit(x: np.ndarray, y: np.ndarray, n_classes: int, l2: float, steps: int = 15
         logits = x @ w.T + b
         if rows == 1:
             p = 1 / (1 + np.exp(-np.clip(logits[:, 0], -60, 60)))
-            err = (p - y)[:, None]
+            err = (p - y)[:, None] * weight
         else:
             z = np.exp(logits - logits.max(axis=1, keepdims=True))
-            err = z / z.sum(axis=1, keepdims=True) - onehot
+            err = (z / z.sum(axis=1, keepdims=True) - onehot) * weight
         grad_w = err.T @ x / len(x) + l2 * w
         grad_b = err.mean(axis=0)
         for param, grad, m, v in ((w, grad_w, m_w, v_w), (b, grad_b, m_b, v_b)):
@@ -50,7 +56,7 @@ def _score(y: np.ndarray, pred: np.ndarray, n_classes: int) -> float:
 
 
 def _choose_l2(
-    x: np.ndarray, y: np.ndarray, groups: list[str], n_classes: int, grid: tuple[float, ...]
+    x: np.ndarray, y: np.ndarray, groups: list[str], n_classes: int, grid: tuple[float, ...], balanced: bool = False
 ) -> tuple[float, dict[str, float]]:
     ordered = sorted(set(groups), key=lambda g: hashlib.sha256(g.encode()).hexdigest())
     fold_of = {g: i % FOLDS for i, g in enumerate(ordered)}
@@ -61,7 +67,7 @@ def _choose_l2(
         for fold in range(FOLDS):
             train, held = folds != fold, folds == fold
             mean, scale = x[train].mean(axis=0), x[train].std(axis=0) + 1e-6
-            w, b = fit((x[train] - mean) / scale, y[train], n_classes, l2, steps=600)
+            w, b = fit((x[train] - mean) / scale, y[train], n_classes, l2, steps=600, balanced=balanced)
             preds[held] = predict((x[held] - mean) / scale, w, b)
         scores[str(l2)] = round(_score(y, preds, n_classes), 4)
     best = max(grid, key=lambda l2: (scores[str(l2)], l2))  # ties go to the stronger penalty
@@ -69,11 +75,16 @@ def _choose_l2(
 
 
 def fit_head(
-    x: np.ndarray, y: np.ndarray, groups: list[str], classes: tuple[str, ...], grid: tuple[float, ...] = L2_GRID
+    x: np.ndarray,
+    y: np.ndarray,
+    groups: list[str],
+    classes: tuple[str, ...],
+    grid: tuple[float, ...] = L2_GRID,
+    balanced: bool = False,
 ) -> dict[str, object]:
-    l2, cv = _choose_l2(x, y, groups, len(classes), grid)
+    l2, cv = _choose_l2(x, y, groups, len(classes), grid, balanced)
     mean, scale = x.mean(axis=0), x.std(axis=0) + 1e-6
-    w, b = fit((x - mean) / scale, y, len(classes), l2)
+    w, b = fit((x - mean) / scale, y, len(classes), l2, balanced=balanced)
     return {
         "classes": list(classes),
         "weights": [[round(float(v), 6) for v in row] for row in w],
