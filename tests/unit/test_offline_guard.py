@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.training_scripts import check_committed_head
 from pytest_guardbench.agreement import wilson_interval
 from pytest_guardbench.guards.offline_guard import HEAD_FILE, OfflineGuard, load_guard_head
 
@@ -91,11 +90,5 @@ def test_head_file_has_the_feature_layout_the_code_computes():
 
 @pytest.mark.slow
 def test_a_fresh_fit_gives_the_committed_head():
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "train_offline_guard.py"), "--check"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
+    done = check_committed_head("train_offline_guard.py")
     assert done.returncode == 0, done.stdout + done.stderr

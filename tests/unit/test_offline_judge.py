@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.training_scripts import check_committed_head
 from pytest_guardbench.data import load_judge_labels
 from pytest_guardbench.judges import Judge, JudgeInput, check_judge
 from pytest_guardbench.offline_judge import HEAD_FILE, OfflineJudge, load_heads
@@ -126,11 +125,5 @@ def test_quality_on_the_held_out_real_replies(embedder):
 
 @pytest.mark.slow
 def test_a_fresh_fit_gives_the_committed_heads():
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "train_offline_judge.py"), "--check"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        cwd=ROOT,
-    )
+    done = check_committed_head("train_offline_judge.py")
     assert done.returncode == 0, done.stdout + done.stderr
