@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from pytest_guardbench import screening
+from pytest_guardbench import labeller_agreement, screening
 from pytest_guardbench.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
 from pytest_guardbench.data import DataError
 from pytest_guardbench.policies import DEFAULT_POLICY, POLICIES, policy_named, policy_of_summary
@@ -363,6 +363,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     audit_cmd.add_argument("--out", help="Labels file (default RUN_DIR/audit.jsonl); an existing one is resumed.")
     audit_cmd.set_defaults(run=_audit)
     screening.add_parser(commands)
+    labeller_agreement.add_parser(commands)
     list_cmd = commands.add_parser("mutators", help="List the mutators by family.")
     list_cmd.set_defaults(run=_list)
     args = parser.parse_args(argv)
