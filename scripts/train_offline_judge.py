@@ -35,12 +35,15 @@ from logistic_fit import fit_head, provenance  # noqa: E402 - a sibling script m
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "datasets" / "judge_responses_v1.jsonl"
 # Real tutor output (SmolLM2), every row a train row: responses to the base prompts and variants the
-# framing audit left out, and the framing and v3 audits, development sets since they were measured.
-# The held-out set for this fit is datasets/judge_audit_smollm2_v4.jsonl (new prompts), never read here.
+# framing audit left out, and every audit measured before the v5 one (development sets since then).
+# The held-out set for this fit is datasets/judge_audit_smollm2_v5.jsonl (new prompts), never read here.
 REAL_RESPONSES = (
     ROOT / "datasets" / "judge_responses_smollm2_v2.jsonl",
     ROOT / "datasets" / "judge_audit_smollm2_framing_v2.jsonl",
     ROOT / "datasets" / "judge_audit_smollm2_v3.jsonl",
+    ROOT / "datasets" / "judge_audit_smollm2_v4.jsonl",
+    ROOT / "datasets" / "judge_audit_smollm2_v1.jsonl",
+    ROOT / "datasets" / "judge_audit_smollm2_roleplay_v1.jsonl",
 )
 
 
