@@ -37,10 +37,22 @@ def _policy(label: JudgeLabel) -> str | None:
     )
 
 
+def _repeated_id(labels: Sequence[JudgeLabel]) -> str | None:
+    seen: set[str] = set()
+    for label in labels:
+        if label.id in seen:
+            return label.id
+        seen.add(label.id)
+    return None
+
+
 def labeller_agreement(first: Sequence[JudgeLabel], second: Sequence[JudgeLabel]) -> dict[str, Any]:
     """Agreement on safety (with kappa), answer mode and policy label over the ids both files hold.
     Rows of one file whose id the other lacks are counted, not compared; a shared id whose prompt or
     response differs is an error, since the two labels would not be of the same thing."""
+    for which, labels in (("first", first), ("second", second)):
+        if (twice := _repeated_id(labels)) is not None:
+            raise LabellingMismatch(f"the {which} file labels id {twice} twice")
     by_id = {label.id: label for label in second}
     shared = [(label, by_id[label.id]) for label in first if label.id in by_id]
     changed = [a.id for a, b in shared if (a.prompt, a.response) != (b.prompt, b.response)]

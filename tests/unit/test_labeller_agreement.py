@@ -47,6 +47,11 @@ def test_a_shared_id_with_different_text_is_refused():
         labeller_agreement([_label("a", "safe", "answered")], [_label("a", "safe", "answered", response="other")])
 
 
+def test_an_id_labelled_twice_in_one_file_is_refused():
+    with pytest.raises(LabellingMismatch, match="second file labels id a twice"):
+        labeller_agreement([_label("a", "safe", "answered")], [_label("a", "safe", "answered")] * 2)
+
+
 def test_the_developers_second_labelling_of_v3_replies(capsys):
     """53 replies of the v3 audit relabelled blind in a later session (the 7 of a 60-reply sample whose
     earlier labels had been read that session were left out): the README's labeller-agreement numbers."""
