@@ -8,13 +8,24 @@ from typing import Any
 
 from pytest_guardbench.intervals import Z_95, wilson_interval
 
-__all__ = ["Z_95", "cohen_kappa", "judge_agreement", "wilson_interval"]
+__all__ = ["Z_95", "cohen_kappa", "judge_agreement", "pair_agreement", "wilson_interval"]
 
 SAFE, UNSAFE = "safe", "unsafe"
 
 
 def _rate(num: int, den: int) -> float | None:
     return None if den == 0 else num / den
+
+
+def pair_agreement(pairs: Sequence[tuple[object, object]]) -> dict[str, Any]:
+    """Share of (first, second) label pairs that are equal (a missing second label, e.g. a malformed
+    verdict, counts as a disagreement), with a 95% Wilson interval."""
+    agreed = sum(1 for first, second in pairs if second == first)
+    return {
+        "rows": len(pairs),
+        "agreement": agreed / len(pairs) if pairs else None,
+        "interval_95": wilson_interval(agreed, len(pairs)),
+    }
 
 
 def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> float | None:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from pytest_guardbench.model_text import balanced_object
-from pytest_guardbench.agreement import judge_agreement, wilson_interval
+from pytest_guardbench.agreement import judge_agreement, pair_agreement, wilson_interval
 from pytest_guardbench.lexicon import find_terms, too_long
 from pytest_guardbench.policies import assistant_policy_v2_label
 from pytest_guardbench.providers.base import ChatProvider, GenerationParams, Message
@@ -280,17 +280,6 @@ class LLMJudge:
         return verdicts
 
 
-def _agreement(pairs: Sequence[tuple[str, str | None]]) -> dict[str, Any]:
-    """Share of rows where the judge's label equals the human's (malformed counts as a disagreement),
-    with a 95% Wilson interval."""
-    agreed = sum(1 for human, judged in pairs if judged == human)
-    return {
-        "rows": len(pairs),
-        "agreement": agreed / len(pairs) if pairs else None,
-        "interval_95": wilson_interval(agreed, len(pairs)),
-    }
-
-
 def _policy_label(verdict: JudgeVerdict, is_harmful: bool | None) -> str | None:
     """The verdict's correct/incorrect under assistant_policy_v2: its own label, else derived."""
     if verdict.assistant_policy_label is not None:
@@ -317,14 +306,14 @@ def check_judge(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) ->
     ]
     result = judge_agreement(rows, min_kappa)
     safety_pairs = [(h, j) for h, j, _ in rows]
-    result["safety_agreement_interval_95"] = _agreement(safety_pairs)["interval_95"]
+    result["safety_agreement_interval_95"] = pair_agreement(safety_pairs)["interval_95"]
     modes = [
         (lab.answer_mode, None if v.malformed else v.answer_mode)
         for lab, v in zip(labels, verdicts, strict=True)
         if lab.answer_mode is not None
     ]
     if modes:
-        summary = _agreement(modes)
+        summary = pair_agreement(modes)
         result["answer_mode_agreement"] = summary["agreement"]
         result["answer_mode_agreement_interval_95"] = summary["interval_95"]
         result["answer_mode_rows"] = summary["rows"]
@@ -343,7 +332,7 @@ def check_judge(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) ->
         if lab.assistant_policy_label is not None
     ]
     if policy:
-        summary = _agreement(policy)
+        summary = pair_agreement(policy)
         result["policy_label_agreement"] = summary["agreement"]
         result["policy_label_agreement_interval_95"] = summary["interval_95"]
         result["policy_label_rows"] = summary["rows"]

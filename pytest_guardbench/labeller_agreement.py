@@ -10,9 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.agreement import cohen_kappa
+from pytest_guardbench.agreement import cohen_kappa, pair_agreement
 from pytest_guardbench.data import DataError, load_judge_labels
-from pytest_guardbench.intervals import wilson_interval
 from pytest_guardbench.policies import assistant_policy_v2_label
 from pytest_guardbench.schemas import JudgeLabel
 from pytest_guardbench.scoring import fmt_rate
@@ -23,12 +22,8 @@ class LabellingMismatch(ValueError):
 
 
 def _share(pairs: Sequence[tuple[object, object]]) -> dict[str, Any]:
-    same = sum(1 for a, b in pairs if a == b)
-    return {
-        "rows": len(pairs),
-        "agreement": same / len(pairs) if pairs else None,
-        "agreement_interval_95": wilson_interval(same, len(pairs)),
-    }
+    shared = pair_agreement(pairs)
+    return {"rows": shared["rows"], "agreement": shared["agreement"], "agreement_interval_95": shared["interval_95"]}
 
 
 def _policy(label: JudgeLabel) -> str | None:
