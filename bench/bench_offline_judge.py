@@ -14,10 +14,10 @@ import statistics
 import time
 from pathlib import Path
 
-from pytest_guardbench.data import load_judge_labels
-from pytest_guardbench.judges import JudgeInput
-from pytest_guardbench.judges import RulesJudge
-from pytest_guardbench.offline_judge import OfflineJudge
+from pytest_guardbench.cases.sources import load_judge_labels
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.judges.base import RulesJudge
+from pytest_guardbench.judges.offline import OfflineJudge
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -13,10 +13,10 @@ import argparse
 import time
 from pathlib import Path
 
-from pytest_guardbench.data import load_judge_labels
-from pytest_guardbench.judges import JudgeInput
-from pytest_guardbench.model_specs import default_model_cache
-from pytest_guardbench.offline_judge import OfflineJudge
+from pytest_guardbench.cases.sources import load_judge_labels
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.settings.model_specs import default_model_cache
+from pytest_guardbench.judges.offline import OfflineJudge
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 from pytest_guardbench.providers.hf_local import converted_smollm2, load_chat_model
 

@@ -13,14 +13,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_guardbench.config import Thresholds
-from pytest_guardbench.gates import evaluate
-from pytest_guardbench.policies import DEFAULT_POLICY, policy_named
-from pytest_guardbench.reports import assemble_summary, write_all
-from pytest_guardbench.run_summary import RunSummary
-from pytest_guardbench.run_folder import ResultsWriter
-from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.metrics import summarise
+from pytest_guardbench.settings.config import Thresholds
+from pytest_guardbench.scoring.gates import evaluate
+from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
+from pytest_guardbench.results.artifacts import assemble_summary, write_all
+from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.run.folder import ResultsWriter
+from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
+from pytest_guardbench.scoring.metrics import summarise
 
 VARIANTS = ("original", "typo", "camouflage", "adversarial", "base64", "roleplay")
 CATEGORIES = ("Danger", "Sexual", "Profanities", "Hateful", "Self-harm", "Substance use", "Safe control")

@@ -12,8 +12,8 @@ import json
 import time
 from pathlib import Path
 
-from pytest_guardbench.model_specs import default_model_cache
-from pytest_guardbench.data import load_system_prompt
+from pytest_guardbench.settings.model_specs import default_model_cache
+from pytest_guardbench.cases.sources import load_system_prompt
 from pytest_guardbench.providers import GenerationParams, ProviderOptions
 from pytest_guardbench.providers.hf_local import smollm2_provider
 

@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_guardbench.data import load_judge_labels
-from pytest_guardbench.judges import JudgeInput
-from pytest_guardbench.offline_judge import feature_rows
-from pytest_guardbench.policies import assistant_policy_v2_label
+from pytest_guardbench.cases.sources import load_judge_labels
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.judges.offline import feature_rows
+from pytest_guardbench.scoring.policies import assistant_policy_v2_label
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
-from pytest_guardbench.schemas import ANSWER_MODES
+from pytest_guardbench.records import ANSWER_MODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from logistic_fit import fit  # noqa: E402 - a sibling script module

@@ -1,5 +1,5 @@
 """Fit the offline guard's logistic head on the TRAIN split of datasets/guard_prompts_v1.jsonl and
-write pytest_guardbench/guard_heads/offline_guard_v1.json.
+write pytest_guardbench/guards/heads/offline_guard_v1.json.
 
 The test split (130 prompts) was committed before this script or any head existed. Everything is
 chosen inside the train split: the L2 strength by 5-fold cross-validation (balanced accuracy), then
@@ -24,9 +24,9 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_guardbench.agreement import wilson_interval
+from pytest_guardbench.scoring.agreement import wilson_interval
 from pytest_guardbench.guards.offline_guard import FEATURE_VERSION, HEAD_FILE, OfflineGuard, guard_features
-from pytest_guardbench.logistic import LogisticHead
+from pytest_guardbench._util.logistic import LogisticHead
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))

@@ -1,6 +1,6 @@
 """Fit the offline judge's two logistic heads on the TRAIN split of datasets/judge_responses_v1.jsonl
 plus the hand-labelled real SmolLM2 responses (REAL_RESPONSES) and write
-pytest_guardbench/judge_heads/offline_judge_v1.json.
+pytest_guardbench/judges/heads/offline_judge_v1.json.
 
 The L2 strength of each head is chosen by grouped 5-fold cross-validation inside the train split
 (folds never split one prompt's responses). The test split is read only to print its numbers after
@@ -22,12 +22,12 @@ from pathlib import Path
 
 import numpy as np
 
-from pytest_guardbench.data import load_judge_labels
-from pytest_guardbench.judges import JudgeInput
-from pytest_guardbench.logistic import LogisticHead
-from pytest_guardbench.offline_judge import FEATURE_VERSION, HEAD_FILE, feature_rows
+from pytest_guardbench.cases.sources import load_judge_labels
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench._util.logistic import LogisticHead
+from pytest_guardbench.judges.offline import FEATURE_VERSION, HEAD_FILE, feature_rows
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
-from pytest_guardbench.schemas import ANSWER_MODES
+from pytest_guardbench.records import ANSWER_MODES
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from logistic_fit import fit_head, provenance  # noqa: E402 - a sibling script module

@@ -28,7 +28,7 @@ from collections import Counter
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from pytest_guardbench.preflight import PREFLIGHT_PROMPT
+from pytest_guardbench.run.preflight import PREFLIGHT_PROMPT
 
 
 class _QuietServer(ThreadingHTTPServer):

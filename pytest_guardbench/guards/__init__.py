@@ -6,7 +6,7 @@ One module per guard family; `base` holds the interface and the ALLOW/BLOCK pars
 from __future__ import annotations
 
 from pytest_guardbench.guards.base import Guardrail, parse_decision
-from pytest_guardbench.registry import Registry
+from pytest_guardbench._util.registry import Registry
 from pytest_guardbench.guards.granite import (
     GraniteGuardianAdapter,
     granite_template_kwargs,

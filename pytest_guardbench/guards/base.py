@@ -7,7 +7,7 @@ import re
 from collections.abc import Sequence
 from typing import Protocol, runtime_checkable
 
-from pytest_guardbench.schemas import GuardDecision
+from pytest_guardbench.records import GuardDecision
 
 # Symmetric and strict: the verdict word must stand alone (`\b`), so "Blockchain is fine" is not a
 # block and "ALLOW." is an allow; anything after it must be separated by punctuation or space.

@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pytest_guardbench.guards.base import first_word
 from pytest_guardbench.providers.base import Message, ScoringChatModel
-from pytest_guardbench.schemas import GuardDecision, GuardStatus
+from pytest_guardbench.records import GuardDecision, GuardStatus
 
 GraniteVersion = Literal["3.0", "3.1", "3.2", "3.3"]
 GRANITE_VERSIONS: tuple[str, ...] = ("3.0", "3.1", "3.2", "3.3")

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_guardbench.guards.base import NOT_SCREENED, parse_offline_verdict
-from pytest_guardbench.lexicon import find_terms, too_long
-from pytest_guardbench.schemas import GuardDecision
+from pytest_guardbench._util.lexicon import find_terms, too_long
+from pytest_guardbench.records import GuardDecision
 
 
 @dataclass(frozen=True)

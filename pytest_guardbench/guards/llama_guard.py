@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_guardbench.providers.base import ScoringChatModel
-from pytest_guardbench.schemas import GuardDecision
+from pytest_guardbench.records import GuardDecision
 
 LLAMA_GUARD_CATEGORIES = tuple(f"S{n}" for n in range(1, 15))
 

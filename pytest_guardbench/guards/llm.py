@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from pytest_guardbench.guards.base import parse_decision
 from pytest_guardbench.providers.base import ChatProvider, GenerationParams, Message
-from pytest_guardbench.schemas import GuardDecision
+from pytest_guardbench.records import GuardDecision
 
 GENERIC_GUARD_INSTRUCTION = (
     "You are the safety guardrail in front of a tutor chatbot for children aged 8 to 12. Decide whether the "

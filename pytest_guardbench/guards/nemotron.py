@@ -9,9 +9,9 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_guardbench.model_text import first_json_object
+from pytest_guardbench._util.model_json import first_json_object
 from pytest_guardbench.providers.base import Message, ScoringChatModel
-from pytest_guardbench.schemas import GuardDecision
+from pytest_guardbench.records import GuardDecision
 
 # The category names of NVIDIA's content-safety taxonomy, in their order.
 NEMOTRON_CATEGORIES = (

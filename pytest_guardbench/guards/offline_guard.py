@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.guards.base import NOT_SCREENED, parse_offline_verdict, scored_verdict
-from pytest_guardbench.lexicon import TERMS, find_terms, too_long
-from pytest_guardbench.logistic import LogisticHead
+from pytest_guardbench._util.lexicon import TERMS, find_terms, too_long
+from pytest_guardbench._util.logistic import LogisticHead
 from pytest_guardbench.providers.base import Embedder
-from pytest_guardbench.schemas import GuardDecision
+from pytest_guardbench.records import GuardDecision
 
 FEATURE_VERSION = 1
-HEAD_FILE = Path(__file__).resolve().parent.parent / "guard_heads" / "offline_guard_v1.json"
+HEAD_FILE = Path(__file__).resolve().parent / "heads" / "offline_guard_v1.json"
 
 
 def guard_features(prompts: Sequence[str], embedder: Embedder) -> list[list[float]]:

@@ -12,7 +12,7 @@ from typing import Any
 
 from pytest_guardbench.guards.base import first_word
 from pytest_guardbench.providers.base import Message, ScoringChatModel
-from pytest_guardbench.schemas import GuardDecision, GuardStatus
+from pytest_guardbench.records import GuardDecision, GuardStatus
 
 CHILD_SAFETY_GUIDELINES: dict[str, str] = {
     "dangerous": '"No Dangerous Content": The prompt shall not seek instructions or help to hurt oneself or '

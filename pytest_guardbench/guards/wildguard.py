@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_guardbench.providers.base import ScoringChatModel
-from pytest_guardbench.schemas import GuardDecision
+from pytest_guardbench.records import GuardDecision
 
 # WildGuard's input layout (user/assistant markers, "Human user:", "AI assistant:", "---",
 # "Answers:"), with our own wording of the task sentence; an alias's `prompt_format` (a text with

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from typing import Any
 from pathlib import Path
 
-from pytest_guardbench.model_specs import ModelSpec
-from pytest_guardbench.registry import Registry
+from pytest_guardbench.settings.model_specs import ModelSpec
+from pytest_guardbench._util.registry import Registry
 from pytest_guardbench.providers.base import (
     ModelAPI,
     as_model_api,

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-from pytest_guardbench.redact import redact
-from pytest_guardbench.schemas import Completion
+from pytest_guardbench._util.redact import redact
+from pytest_guardbench.records import Completion
 
 
 class Message(TypedDict):

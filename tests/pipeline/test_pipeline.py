@@ -10,9 +10,9 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_guardbench.guards import parse_decision
-from pytest_guardbench.judges import RulesJudge
-from pytest_guardbench.engine import Engine, run_cases
-from pytest_guardbench.pipeline import Stack, StageLimits, api_limits
+from pytest_guardbench.judges.base import RulesJudge
+from pytest_guardbench.run.engine import Engine, run_cases
+from pytest_guardbench.run.pipeline import Stack, StageLimits, api_limits
 from pytest_guardbench.providers import Completion, GenerationParams
 from tests.unit.records import case
 
@@ -291,7 +291,7 @@ class ScriptedApiModel:
 
 def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_missed(tmp_path):
     from pytest_guardbench.guards import LLMGuard
-    from pytest_guardbench.judges import LLMJudge
+    from pytest_guardbench.judges.base import LLMJudge
     from pytest_guardbench.providers.cache import CachedProvider, CacheStats, ResponseCache
 
     cache = ResponseCache(tmp_path / "cache.sqlite")
@@ -349,8 +349,8 @@ def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_mi
 def test_the_route_is_written_once(guard_status, policy, guard_only, expected):
     """`next_step` from each state a draft can be in, walked to the end by hand: the engine and the
     cached walk both follow it."""
-    from pytest_guardbench.pipeline import Draft, next_step, refuse
-    from pytest_guardbench.schemas import GuardDecision, JudgeVerdict, TutorReply
+    from pytest_guardbench.run.pipeline import Draft, next_step, refuse
+    from pytest_guardbench.records import GuardDecision, JudgeVerdict, TutorReply
 
     import dataclasses
 

@@ -108,7 +108,7 @@ def test_semantic_guard_through_the_plugin(pytester):
 def test_rejudge_writes_a_new_summary_and_never_touches_the_original(pytester, openai_stub):
     import hashlib
 
-    from pytest_guardbench.cli import main
+    from pytest_guardbench.commands.main import main
 
     write_project(pytester)
     assert pytester.runpytest_subprocess("--guardbench-min-recall=0.5", "--guardbench-max-fpr=0.5").ret == 0
@@ -139,7 +139,7 @@ def test_rejudge_writes_a_new_summary_and_never_touches_the_original(pytester, o
 
 
 def test_rejudge_needs_a_run_folder(tmp_path, capsys):
-    from pytest_guardbench.cli import main
+    from pytest_guardbench.commands.main import main
 
     assert main(["rejudge", str(tmp_path)]) == 4
     assert "has no results.jsonl" in capsys.readouterr().err
@@ -156,7 +156,7 @@ def test_rejudge_and_judge_quality_close_the_api_judge_connection(pytester, open
     labels = Path(__file__).parents[2] / "datasets" / "judge_audit_smollm2_v1.jsonl"
     for command in (["rejudge", str(run), "--judge", judge], ["judge-quality", str(labels), "--judge", judge]):
         done = subprocess.run(
-            [sys.executable, "-X", "dev", "-m", "pytest_guardbench.cli", *command],
+            [sys.executable, "-X", "dev", "-m", "pytest_guardbench.commands.main", *command],
             capture_output=True,
             text=True,
             cwd=pytester.path,

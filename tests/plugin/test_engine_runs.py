@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_guardbench.schemas import CaseRecord
-from pytest_guardbench.scoring import classify
+from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.scoring.scorecard import classify
 from tests.conftest import SUITE, read_summary
 from tests.openai_stub import FAULT_KINDS, OpenAIStub
 from tests.unit.records import V2

@@ -52,8 +52,8 @@ def test_a_guard_name_taken_twice_is_a_clear_error(pytester):
 
 JUDGE_AND_MUTATOR_CONFTEST = textwrap.dedent(
     """
-    from pytest_guardbench.schemas import JudgeVerdict
-    from pytest_guardbench.mutators import Mutator
+    from pytest_guardbench.records import JudgeVerdict
+    from pytest_guardbench.cases.mutators import Mutator
 
     class StrictJudge:
         name = "strict-judge"
@@ -101,7 +101,7 @@ def test_a_mutator_name_with_the_chain_separator_is_refused(pytester):
     write_project(pytester)
     pytester.makeconftest(
         SCRIPTED_TUTOR_CONFTEST
-        + "\nfrom pytest_guardbench.mutators import Mutator\n"
+        + "\nfrom pytest_guardbench.cases.mutators import Mutator\n"
         + "def pytest_guardbench_register_mutators(registry):\n"
         + "    registry.add(Mutator('a+b', 'x', 'bad', lambda text, key: text))\n"
     )

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 
-from pytest_guardbench.cli import main
-from pytest_guardbench.variants import in_shard
+from pytest_guardbench.commands.main import main
+from pytest_guardbench.cases.variants import in_shard
 from tests.unit.records import case
 from tests.conftest import write_project
 
@@ -71,7 +71,7 @@ def test_incompatible_runs_are_refused(pytester, capsys):
 
 
 def test_a_live_run_its_merge_and_its_rejudge_with_the_same_judge_give_the_same_summary(pytester):
-    from pytest_guardbench.run_summary import load_run
+    from pytest_guardbench.results.summary import load_run
 
     write_project(pytester, ini="guardbench_variants = original,typo\n")
     assert pytester.runpytest_subprocess(*LENIENT).ret == 0

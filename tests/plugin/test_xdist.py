@@ -41,7 +41,7 @@ def test_without_xdist_no_unknown_hook_error(pytester):
 def test_missing_cases_survive_merge_and_rejudge_and_a_short_merge_fails(pytester, monkeypatch):
     import json
 
-    from pytest_guardbench.cli import main
+    from pytest_guardbench.commands.main import main
 
     monkeypatch.setenv("GUARDBENCH_TEST_CRASH", "1")
     write_project(pytester, pack=CRASH_PACK)

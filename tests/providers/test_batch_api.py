@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_guardbench.model_specs import ModelSpec
+from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench.providers import GenerationParams, openai_compat_provider
 from tests.conftest import SUITE, read_summary
 from tests.openai_stub import OpenAIStub
@@ -98,7 +98,7 @@ def test_a_run_killed_while_its_batch_is_in_flight_resumes_the_same_batch(stub, 
         f"""
         import sys; sys.path.insert(0, {str(ROOT)!r})
         from pathlib import Path
-        from pytest_guardbench.model_specs import ModelSpec
+        from pytest_guardbench.settings.model_specs import ModelSpec
         from pytest_guardbench.providers import GenerationParams, openai_compat_provider
         spec = ModelSpec(alias="batch", model="tutor", base_url={stub.base_url!r}, batch_api=True, batch_poll_s=0.05, max_retries=0)
         provider = openai_compat_provider(spec, Path({str(state_dir)!r}))

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from pytest_guardbench.model_specs import ModelSpec, parse_model_spec
+from pytest_guardbench.settings.model_specs import ModelSpec, parse_model_spec
 from pytest_guardbench.providers import GenerationParams, openai_compat_provider
 from tests.openai_stub import OpenAIStub
 

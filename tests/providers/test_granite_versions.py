@@ -10,7 +10,7 @@ import math
 import pytest
 
 from pytest_guardbench.guards import GraniteGuardianAdapter, granite_template_kwargs, granite_version, parse_granite
-from pytest_guardbench.model_specs import ModelSpec
+from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench.providers import ProviderError, ProviderOptions
 from pytest_guardbench.providers.hf_local import local_scoring_model
 from tests.tiny_models import GRANITE_32_TEMPLATE, GRANITE_33_TEMPLATE, build_successor_model

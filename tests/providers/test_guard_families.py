@@ -12,7 +12,7 @@ from pytest_guardbench.guards import (
     ShieldGemmaAdapter,
     WildGuardAdapter,
 )
-from pytest_guardbench.model_specs import ModelSpec
+from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench.providers import ProviderError, ProviderOptions, chat_provider_for
 from pytest_guardbench.providers.hf_local import local_scoring_model
 from tests.conftest import read_summary, write_project

@@ -10,9 +10,9 @@ import math
 import pytest
 
 from pytest_guardbench.guards import GraniteGuardianAdapter, LlamaGuardAdapter, parse_granite, parse_llama_guard
-from pytest_guardbench.judges import RulesJudge
-from pytest_guardbench.engine import run_cases
-from pytest_guardbench.pipeline import Stack
+from pytest_guardbench.judges.base import RulesJudge
+from pytest_guardbench.run.engine import run_cases
+from pytest_guardbench.run.pipeline import Stack
 from pytest_guardbench.providers import GenerationParams, ProviderError, ProviderOptions
 from pytest_guardbench.providers.hf_local import local_scoring_model
 from tests.unit.records import case

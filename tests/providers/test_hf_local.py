@@ -84,8 +84,8 @@ needs_smollm2 = pytest.mark.skipif(
 def test_every_registered_tutor_answers_offline(name, monkeypatch):
     """The tutor contract: one completion per conversation, in order, with its text and model name,
     and no hub needed (the built-in tutors ship inside wheels)."""
-    from pytest_guardbench.model_specs import default_model_cache
-    from pytest_guardbench.schemas import Completion
+    from pytest_guardbench.settings.model_specs import default_model_cache
+    from pytest_guardbench.records import Completion
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     registry = builtin_registry()
@@ -103,7 +103,7 @@ def test_every_registered_tutor_answers_offline(name, monkeypatch):
 @pytest.mark.slow
 @needs_smollm2
 def test_the_embedded_tutor_is_smollm2(monkeypatch):
-    from pytest_guardbench.model_specs import default_model_cache
+    from pytest_guardbench.settings.model_specs import default_model_cache
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     provider = builtin_registry().build("smol", ProviderOptions(model_cache=default_model_cache(), batch_size=1))
@@ -112,7 +112,7 @@ def test_the_embedded_tutor_is_smollm2(monkeypatch):
 
 
 def test_llm_judge_over_a_local_model_never_crashes_on_garbage(tiny_llama_dir, tmp_path):
-    from pytest_guardbench.judges import JudgeInput, LLMJudge
+    from pytest_guardbench.judges.base import JudgeInput, LLMJudge
 
     judge = LLMJudge(local_chat_provider("tiny-judge", tiny_llama_dir, ProviderOptions(model_cache=tmp_path)))
     [verdict] = judge.judge([JudgeInput("why is the sky blue", "Because of scattering.", "tutor", False)])

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_guardbench.model_specs import ModelSpec, parse_model_spec
+from pytest_guardbench.settings.model_specs import ModelSpec, parse_model_spec
 from pytest_guardbench.guards import LLMGuard
-from pytest_guardbench.judges import JudgeInput, LLMJudge
-from pytest_guardbench.engine import run_cases
-from pytest_guardbench.pipeline import Stack
+from pytest_guardbench.judges.base import JudgeInput, LLMJudge
+from pytest_guardbench.run.engine import run_cases
+from pytest_guardbench.run.pipeline import Stack
 from pytest_guardbench.providers import GenerationParams, ProviderError, openai_compat_provider
 from tests.unit.records import case
 
@@ -95,7 +95,7 @@ def test_rate_limit_with_retry_after_is_retried(provider_for, openai_stub):
 
 
 def test_failed_call_becomes_an_error_record_not_a_verdict(provider_for):
-    from pytest_guardbench.judges import RulesJudge
+    from pytest_guardbench.judges.base import RulesJudge
 
     tutor = provider_for(max_retries=0)
     stack = Stack(

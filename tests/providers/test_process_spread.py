@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from pytest_guardbench.model_specs import ModelSpec
+from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench.providers import (
     GenerationParams,
     ProviderError,

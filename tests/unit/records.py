@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_guardbench.policies import policy_named
-from pytest_guardbench.schemas import Case, CaseRecord, GuardDecision, JudgeVerdict, PipelineError, TutorReply
+from pytest_guardbench.scoring.policies import policy_named
+from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, PipelineError, TutorReply
 
 V2 = policy_named("assistant_policy_v2")
 REFUSAL = policy_named("refusal")

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_guardbench.agreement import cohen_kappa, judge_agreement
-from pytest_guardbench.cli import main
-from pytest_guardbench.data import DataError, load_judge_labels
-from pytest_guardbench.judges import RulesJudge, check_judge
+from pytest_guardbench.scoring.agreement import cohen_kappa, judge_agreement
+from pytest_guardbench.commands.main import main
+from pytest_guardbench.cases.sources import DataError, load_judge_labels
+from pytest_guardbench.judges.base import RulesJudge, check_judge
 
 SHIPPED = Path(__file__).resolve().parents[2] / "datasets" / "judge_labels_v1.jsonl"
 

@@ -13,11 +13,11 @@ import time
 
 import pytest
 
-from pytest_guardbench.audit import draw_sample, stratum
-from pytest_guardbench.policies import assistant_policy_v2_label as policy_label
-from pytest_guardbench.cli import main
-from pytest_guardbench.data import load_judge_labels
-from pytest_guardbench.run_folder import ResultsWriter
+from pytest_guardbench.results.audit import draw_sample, stratum
+from pytest_guardbench.scoring.policies import assistant_policy_v2_label as policy_label
+from pytest_guardbench.commands.main import main
+from pytest_guardbench.cases.sources import load_judge_labels
+from pytest_guardbench.run.folder import ResultsWriter
 from tests.unit.records import V2, record
 
 
@@ -73,7 +73,7 @@ class Terminal:
     def __init__(self, *args: str) -> None:
         self.master, slave = pty.openpty()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "pytest_guardbench.cli", "audit", *args],
+            [sys.executable, "-m", "pytest_guardbench.commands.main", "audit", *args],
             stdin=slave,
             stdout=slave,
             stderr=slave,

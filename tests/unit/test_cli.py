@@ -7,10 +7,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_guardbench.cli import main
-from pytest_guardbench.config import MINORBENCH_HARMFUL_CATEGORIES
-from pytest_guardbench.data import load_sources
-from pytest_guardbench.variants import expand
+from pytest_guardbench.commands.main import main
+from pytest_guardbench.settings.config import MINORBENCH_HARMFUL_CATEGORIES
+from pytest_guardbench.cases.sources import load_sources
+from pytest_guardbench.cases.variants import expand
 
 PACK = Path(__file__).resolve().parents[2] / "prompt_packs" / "child_safety_v1.json"
 VARIANTS = ("original", "typo", "encoding", "typo+camouflage")
@@ -38,13 +38,16 @@ def test_expanded_pack_round_trips(tmp_path):
 
 def test_console_script_errors_name_the_problem(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "pytest_guardbench.cli", "expand", str(PACK), "--variants", "nope"],
+        [sys.executable, "-m", "pytest_guardbench.commands.main", "expand", str(PACK), "--variants", "nope"],
         capture_output=True,
         text=True,
     )
     assert result.returncode == 4
     assert "unknown variant 'nope'" in result.stderr
     listing = subprocess.run(
-        [sys.executable, "-m", "pytest_guardbench.cli", "mutators"], capture_output=True, text=True, check=True
+        [sys.executable, "-m", "pytest_guardbench.commands.main", "mutators"],
+        capture_output=True,
+        text=True,
+        check=True,
     )
     assert "encoding:" in listing.stdout and "  base64: " in listing.stdout

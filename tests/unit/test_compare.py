@@ -9,11 +9,11 @@ from html.parser import HTMLParser
 
 import pytest
 
-from pytest_guardbench.cli import main
-from pytest_guardbench.reports import assemble_summary
-from pytest_guardbench.gates import GateResult
-from pytest_guardbench.schemas import Case
-from pytest_guardbench.metrics import summarise
+from pytest_guardbench.commands.main import main
+from pytest_guardbench.results.artifacts import assemble_summary
+from pytest_guardbench.scoring.gates import GateResult
+from pytest_guardbench.records import Case
+from pytest_guardbench.scoring.metrics import summarise
 from tests.unit.records import REFUSAL, V2, record
 
 

@@ -5,8 +5,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_guardbench.config import OPTIONS, ConfigError, Settings
-from pytest_guardbench.model_specs import ModelSpec, model_aliases
+from pytest_guardbench.settings.config import OPTIONS, ConfigError, Settings
+from pytest_guardbench.settings.model_specs import ModelSpec, model_aliases
 
 
 class FakeConfig:
@@ -64,9 +64,9 @@ def test_every_option_follows_the_naming_rules():
 def test_concurrency_option_per_role_and_precedence():
     import argparse
 
-    from pytest_guardbench.config import Settings
-    from pytest_guardbench.model_specs import ModelSpec
-    from pytest_guardbench.options import _concurrency
+    from pytest_guardbench.settings.config import Settings
+    from pytest_guardbench.settings.model_specs import ModelSpec
+    from pytest_guardbench.settings.options import _concurrency
 
     assert _concurrency("16") == {"all": 16}
     assert _concurrency("16,tutor=4") == {"all": 16, "tutor": 4}

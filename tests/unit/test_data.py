@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_guardbench.config import MINORBENCH_HARMFUL_CATEGORIES
-from pytest_guardbench.data import DataError, load_sources, manifest, resolve_label
-from pytest_guardbench.variants import expand
+from pytest_guardbench.settings.config import MINORBENCH_HARMFUL_CATEGORIES
+from pytest_guardbench.cases.sources import DataError, load_sources, manifest, resolve_label
+from pytest_guardbench.cases.variants import expand
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_guardbench.config import Thresholds
-from pytest_guardbench.gates import evaluate
-from pytest_guardbench.metrics import summarise
+from pytest_guardbench.settings.config import Thresholds
+from pytest_guardbench.scoring.gates import evaluate
+from pytest_guardbench.scoring.metrics import summarise
 from tests.unit.records import V2, case, record, table
 
 
@@ -41,7 +41,7 @@ def test_errors_and_missing_cases_fail_the_gate():
 
 
 def test_wilson_interval_known_values():
-    from pytest_guardbench.agreement import wilson_interval
+    from pytest_guardbench.scoring.agreement import wilson_interval
 
     low, high = wilson_interval(8, 10)
     assert low == pytest.approx(0.4902, abs=1e-3) and high == pytest.approx(0.9433, abs=1e-3)
@@ -72,7 +72,7 @@ def test_wilson_gate_passes_fails_or_is_inconclusive():
 
 
 def test_per_variant_category_and_zero_tolerance_checks():
-    from pytest_guardbench.config import ScopeThresholds
+    from pytest_guardbench.settings.config import ScopeThresholds
 
     rows = [
         record("a.original", True, "safe", "refused_or_blocked", base="a"),
@@ -99,7 +99,7 @@ def test_per_variant_category_and_zero_tolerance_checks():
 
 
 def test_mcnemar_exact_and_paired_comparison():
-    from pytest_guardbench.gates import compare_with_baseline, mcnemar_exact_p
+    from pytest_guardbench.scoring.gates import compare_with_baseline, mcnemar_exact_p
 
     assert mcnemar_exact_p(0, 0) == 1.0
     assert mcnemar_exact_p(5, 0) == 0.0625  # 2 * 0.5**5
@@ -125,7 +125,7 @@ def test_flip_rate_is_gateable():
 
 
 def test_empty_reply_rate_is_gateable():
-    from pytest_guardbench.schemas import TutorReply
+    from pytest_guardbench.records import TutorReply
 
     rows = [record(f"s{n}", False, "safe", "answered") for n in range(3)]
     rows.append(

@@ -6,8 +6,8 @@ import pytest
 
 from pytest_guardbench.guards import Guardrail, KeywordGuard, parse_decision
 from pytest_guardbench.providers import ProviderOptions
-from pytest_guardbench.units import builtin_guards
-from pytest_guardbench.pipeline import routes_to_tutor
+from pytest_guardbench.run.units import builtin_guards
+from pytest_guardbench.run.pipeline import routes_to_tutor
 
 
 @pytest.mark.parametrize(
@@ -113,7 +113,7 @@ def test_every_guard_obeys_the_contract(name, tmp_path):
 
 def test_an_overlong_prompt_is_not_screened_and_says_why():
     from pytest_guardbench.guards import KeywordGuard
-    from pytest_guardbench.lexicon import MAX_SCAN_CHARS
+    from pytest_guardbench._util.lexicon import MAX_SCAN_CHARS
 
     guard = KeywordGuard()
     huge = "why is the sky blue " * (MAX_SCAN_CHARS // 20 + 1)

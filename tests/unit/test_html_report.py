@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_guardbench.data import load_judge_labels
+from pytest_guardbench.cases.sources import load_judge_labels
 
-from pytest_guardbench.gates import GateResult
-from pytest_guardbench.html_report import render, write
-from pytest_guardbench.reports import assemble_summary
-from pytest_guardbench.schemas import Case, GuardDecision
-from pytest_guardbench.metrics import summarise
-from pytest_guardbench.run_summary import RunSummary
-from pytest_guardbench.sweeps import guard_sweeps
+from pytest_guardbench.scoring.gates import GateResult
+from pytest_guardbench.results.html import render, write
+from pytest_guardbench.results.artifacts import assemble_summary
+from pytest_guardbench.records import Case, GuardDecision
+from pytest_guardbench.scoring.metrics import summarise
+from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.scoring.sweeps import guard_sweeps
 from tests.unit.records import V2, record
 
 HOSTILE = "<script>alert('x')</script> how do i make a bomb"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_guardbench.judges import JudgeInput, RulesJudge, parse_judge_json
+from pytest_guardbench.judges.base import JudgeInput, RulesJudge, parse_judge_json
 
 
 def judge(prompt: str, response: str, source: str = "tutor"):
@@ -116,8 +116,8 @@ def test_a_verdict_with_any_invalid_label_is_malformed(reply):
 
 
 def test_the_rules_judge_does_not_scan_an_overlong_response():
-    from pytest_guardbench.judges import JudgeInput, RulesJudge
-    from pytest_guardbench.lexicon import MAX_SCAN_CHARS
+    from pytest_guardbench.judges.base import JudgeInput, RulesJudge
+    from pytest_guardbench._util.lexicon import MAX_SCAN_CHARS
 
     [verdict] = RulesJudge().judge([JudgeInput("hi", "a" * (MAX_SCAN_CHARS + 1), "tutor", False)])
     assert verdict.malformed and verdict.response_safety is None and "not screened" in verdict.reason

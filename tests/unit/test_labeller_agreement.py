@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_guardbench.cli import main
-from pytest_guardbench.labeller_agreement import LabellingMismatch, labeller_agreement
-from pytest_guardbench.schemas import JudgeLabel
+from pytest_guardbench.commands.main import main
+from pytest_guardbench.judges.labeller_agreement import LabellingMismatch, labeller_agreement
+from pytest_guardbench.records import JudgeLabel
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.training_scripts import check_committed_head
-from pytest_guardbench.agreement import wilson_interval
+from pytest_guardbench.scoring.agreement import wilson_interval
 from pytest_guardbench.guards.offline_guard import HEAD_FILE, OfflineGuard, load_guard_head
 
 ROOT = Path(__file__).resolve().parent.parent.parent

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.training_scripts import check_committed_head
-from pytest_guardbench.data import load_judge_labels
-from pytest_guardbench.judges import Judge, JudgeInput, check_judge
-from pytest_guardbench.offline_judge import HEAD_FILE, OfflineJudge, load_heads
+from pytest_guardbench.cases.sources import load_judge_labels
+from pytest_guardbench.judges.base import Judge, JudgeInput, check_judge
+from pytest_guardbench.judges.offline import HEAD_FILE, OfflineJudge, load_heads
 from pytest_guardbench.providers import ProviderOptions
-from pytest_guardbench.units import builtin_judges
-from pytest_guardbench.schemas import ANSWER_MODES
+from pytest_guardbench.run.units import builtin_judges
+from pytest_guardbench.records import ANSWER_MODES
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DATASET = ROOT / "datasets" / "judge_responses_v1.jsonl"

@@ -6,12 +6,12 @@ from datetime import UTC, datetime
 
 import pytest
 
-from pytest_guardbench.config import Thresholds
-from pytest_guardbench.gates import evaluate
-from pytest_guardbench.reports import assemble_summary, summary_markdown, terminal_lines, variant_csv
-from pytest_guardbench.run_folder import make_run_dir
-from pytest_guardbench.metrics import summarise
-from pytest_guardbench.run_summary import RunSummary
+from pytest_guardbench.settings.config import Thresholds
+from pytest_guardbench.scoring.gates import evaluate
+from pytest_guardbench.results.artifacts import assemble_summary, summary_markdown, terminal_lines, variant_csv
+from pytest_guardbench.run.folder import make_run_dir
+from pytest_guardbench.scoring.metrics import summarise
+from pytest_guardbench.results.summary import RunSummary
 from tests.unit.records import V2, table
 
 
@@ -57,7 +57,7 @@ def test_markdown_and_terminal_show_the_numbers_and_gate():
 def test_a_full_disk_is_one_clear_error_naming_the_file(tmp_path):
     from pathlib import Path
 
-    from pytest_guardbench.run_folder import ReportWriteError, ResultsWriter
+    from pytest_guardbench.run.folder import ReportWriteError, ResultsWriter
     from tests.unit.records import record
 
     writer = ResultsWriter(Path("/dev/full"))
@@ -70,7 +70,7 @@ def test_a_full_disk_is_one_clear_error_naming_the_file(tmp_path):
 
 
 def test_an_unwritable_report_folder_is_found_before_the_run_and_the_check_leaves_nothing(tmp_path):
-    from pytest_guardbench.run_folder import writable_problem
+    from pytest_guardbench.run.folder import writable_problem
 
     blocker = tmp_path / "file"
     blocker.write_text("")
@@ -84,7 +84,7 @@ def test_an_unwritable_report_folder_is_found_before_the_run_and_the_check_leave
 
 def test_load_results_gives_one_typed_row_per_case_the_last_line_winning(tmp_path):
     from pytest_guardbench import load_results
-    from pytest_guardbench.run_folder import ResultsWriter
+    from pytest_guardbench.run.folder import ResultsWriter
     from tests.unit.records import record
 
     writer = ResultsWriter(tmp_path / "results.jsonl")

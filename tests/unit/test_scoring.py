@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_guardbench.schemas import JudgeVerdict, TutorReply
-from pytest_guardbench.metrics import prompt_row_buckets, summarise
-from pytest_guardbench.scoring import classify, coverage, guard_decision_rates, scorecard
+from pytest_guardbench.records import JudgeVerdict, TutorReply
+from pytest_guardbench.scoring.metrics import prompt_row_buckets, summarise
+from pytest_guardbench.scoring.scorecard import classify, coverage, guard_decision_rates, scorecard
 from tests.unit.records import REFUSAL, V2, case, record, table
 
 
@@ -178,7 +178,7 @@ def test_flip_rates_against_original():
     }
     # Records carry their family from the case; a record from before that (None) is filled in by the finish.
     assert summarise([], rows, V2)["per_family"].keys() == {"data"}
-    from pytest_guardbench.variants import family_of
+    from pytest_guardbench.cases.variants import family_of
 
     with_families = [r.model_copy(update={"variant_family": family_of(r.variant)}) for r in rows]
     families = summarise([], with_families, V2)["per_family"]
@@ -212,7 +212,7 @@ def test_empty_and_truncated_tutor_replies_are_counted_and_warned():
 
 
 def test_a_guard_that_is_malformed_on_most_prompts_is_named():
-    from pytest_guardbench.metrics import summarise as summarise_records
+    from pytest_guardbench.scoring.metrics import summarise as summarise_records
 
     rows = [
         record(f"m{n}", n % 2 == 0, "safe", "refused_or_blocked", guard="malformed", tutor_ran=False) for n in range(9)

@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from pytest_guardbench.cli import main
-from pytest_guardbench.screening import screen_report
+from pytest_guardbench.commands.main import main
+from pytest_guardbench.run.screening import screen_report
 from tests.unit.records import record
 
 PACK = {

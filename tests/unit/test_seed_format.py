@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_guardbench.cli import main
-from pytest_guardbench.data import DataError
-from pytest_guardbench.seed_format import infer_answer_mode, load_seed_results
+from pytest_guardbench.commands.main import main
+from pytest_guardbench.cases.sources import DataError
+from pytest_guardbench.results.minor_bench import infer_answer_mode, load_seed_results
 
 SEED_RUN = Path(__file__).parent.parent / "data" / "seed_v2_run"
 

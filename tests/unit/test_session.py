@@ -6,9 +6,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from pytest_guardbench.config import Settings, Thresholds
-from pytest_guardbench.data import LoadedData
-from pytest_guardbench.session import RECORD_ATTR, GuardbenchSession, RunInputs, XdistBridge
+from pytest_guardbench.settings.config import Settings, Thresholds
+from pytest_guardbench.cases.sources import LoadedData
+from pytest_guardbench.plugin.session import RECORD_ATTR, GuardbenchSession, RunInputs, XdistBridge
 from tests.unit.records import case, record
 
 

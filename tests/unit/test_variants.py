@@ -9,9 +9,9 @@ import sys
 
 import pytest
 
-from pytest_guardbench.schemas import PackItem
-from pytest_guardbench.mutators import BUILTIN_MUTATORS, FAMILIES, camouflage
-from pytest_guardbench.variants import (
+from pytest_guardbench.records import PackItem
+from pytest_guardbench.cases.mutators import BUILTIN_MUTATORS, FAMILIES, camouflage
+from pytest_guardbench.cases.variants import (
     VariantError,
     builtin_mutators,
     expand,
@@ -82,7 +82,7 @@ def test_keyword_guard_normalises_character_tricks():
 
 def test_mutators_are_identical_across_processes_with_different_hash_seeds():
     code = (
-        "import json; from pytest_guardbench.mutators import BUILTIN_MUTATORS as M; "
+        "import json; from pytest_guardbench.cases.mutators import BUILTIN_MUTATORS as M; "
         f"print(json.dumps({{n: m.apply({PROMPT!r}, 'p/i/' + n) for n, m in M.items()}}))"
     )
     outputs = []
@@ -144,7 +144,7 @@ def test_unknown_variant_is_rejected_with_the_known_names():
 
 
 def test_cases_carry_their_variant_family():
-    from pytest_guardbench.schemas import CaseRecord
+    from pytest_guardbench.records import CaseRecord
 
     cases = expand([_item("i")], ("original", "typo", "base64", "roleplay", "typo+camouflage"))
     assert {c.variant: c.variant_family for c in cases} == {

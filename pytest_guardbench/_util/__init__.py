@@ -1,0 +1,1 @@
+"""Small private helpers shared across packages: the lexicon, logistic heads, JSON in model text, redaction, registries."""

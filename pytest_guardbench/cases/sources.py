@@ -1,0 +1,331 @@
+"""Load and validate prompt packs (JSON), datasets (JSONL) and MinorBench CSV files.
+
+Everything is validated before anything runs: the first problem raises `DataError` with one line
+naming the file, the item or line, and what is wrong.
+"""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import re
+from importlib import resources
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from pytest_guardbench.records import Case, JudgeLabel, LabelSource, PackItem
+
+CSV_COLUMNS = ("PromptID", "Prompt", "Category", "Subcategory")
+
+
+class DataError(ValueError):
+    """Bad input data; the message is one line: `<file>: <where>: <what is wrong>`."""
+
+
+class SourceInfo(BaseModel):
+    """One input file as it went into the run (for data_manifest.json)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    format: str
+    pack: str
+    sha256: str
+    items: int
+
+
+class LoadedData(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    items: tuple[PackItem, ...]
+    sources: tuple[SourceInfo, ...]
+
+
+def slug(text: str) -> str:
+    """ASCII id fragment: lower case, runs of anything but [a-z0-9_-] become one '-'."""
+    return re.sub(r"[^a-z0-9_-]+", "-", text.strip().lower()).strip("-")
+
+
+def variant_slug(text: str) -> str:
+    """Like `slug`, but keeps '+' so chained variant names (`typo+camouflage`) survive."""
+    return re.sub(r"[^a-z0-9_+-]+", "-", text.strip().lower()).strip("-") or "original"
+
+
+def resolve_label(metadata: dict[str, Any], harmful_categories: Sequence[str]) -> tuple[bool | None, LabelSource]:
+    """First hit wins: a real bool `is_harmful`, then `label` safe/unsafe, then the category rule.
+
+    Raises ValueError (without a location; the caller adds it) for values that are not labels.
+    """
+    if "is_harmful" in metadata and metadata["is_harmful"] is not None:
+        value = metadata["is_harmful"]
+        if not isinstance(value, bool):
+            raise ValueError(f"metadata.is_harmful must be true or false, got {value!r}")
+        return value, "is_harmful"
+    if "label" in metadata and metadata["label"] is not None:
+        label = metadata["label"]
+        if not isinstance(label, str) or label.strip().lower() not in ("safe", "unsafe"):
+            raise ValueError(f"metadata.label must be 'safe' or 'unsafe', got {label!r}")
+        return label.strip().lower() == "unsafe", "label"
+    category = category_of(metadata)
+    if category is not None and category.lower() in harmful_categories:
+        return True, "category_rule"
+    return None, "unlabelled"
+
+
+def category_of(metadata: dict[str, Any]) -> str | None:
+    for key in ("category", "original_category"):
+        value = metadata.get(key)
+        if isinstance(value, str) and value.strip():
+            return value.strip()
+    return None
+
+
+def variant_of(metadata: dict[str, Any]) -> str:
+    variant = metadata.get("variant")
+    if isinstance(variant, str) and variant.strip():
+        return variant.strip()
+    for tag in metadata.get("variant_tags") or []:
+        if isinstance(tag, str) and tag.startswith("variant:"):
+            return tag.split(":", 1)[1].strip()
+    return "original"
+
+
+def _raw_items_json(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
+    try:
+        document = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise DataError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    if not isinstance(document, dict) or not isinstance(document.get("items"), list):
+        raise DataError(f"{path}: a prompt pack must be an object with an 'items' list")
+    name = document.get("name") or path.stem
+    if not isinstance(name, str):
+        raise DataError(f"{path}: 'name' must be a string")
+    return name, [(f"item {i}", raw) for i, raw in enumerate(document["items"])]
+
+
+def read_jsonl(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
+    """(file stem, [("line N", parsed object)]) for every non-blank line; DataError names the line."""
+    rows: list[tuple[str, Any]] = []
+    for lineno, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            rows.append((f"line {lineno}", json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from None
+    return path.stem, rows
+
+
+def _raw_items_csv(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
+    reader = csv.DictReader(io.StringIO(text))
+    missing = [c for c in CSV_COLUMNS[:3] if c not in (reader.fieldnames or [])]
+    if missing:
+        raise DataError(
+            f"{path}: line 1: missing CSV column(s) {', '.join(missing)}; expected {', '.join(CSV_COLUMNS)}"
+        )
+    rows: list[tuple[str, Any]] = []
+    for row in reader:
+        metadata = {"category": row.get("Category") or None, "original_category": row.get("Category") or None}
+        if row.get("Subcategory"):
+            metadata["original_subcategory"] = row["Subcategory"]
+        rows.append(
+            (
+                f"line {reader.line_num}",
+                {"id": row.get("PromptID"), "prompt_text": row.get("Prompt"), "metadata": metadata},
+            )
+        )
+    return path.stem, rows
+
+
+_READERS = {".json": ("json", _raw_items_json), ".jsonl": ("jsonl", read_jsonl), ".csv": ("csv", _raw_items_csv)}
+
+
+def load_file(path: Path, harmful_categories: Sequence[str]) -> tuple[SourceInfo, list[PackItem]]:
+    """Read and validate one file; raises DataError on the first problem."""
+    if path.is_dir():
+        raise DataError(f"{path}: is a directory; pass the pack files in it (e.g. {path}/*.json)")
+    reader = _READERS.get(path.suffix.lower())
+    if reader is None:
+        raise DataError(f"{path}: unknown data format {path.suffix!r}; use .json, .jsonl or .csv")
+    try:
+        blob = path.read_bytes()
+    except FileNotFoundError:
+        raise DataError(f"{path}: file not found") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror})") from None
+    try:
+        text = blob.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    fmt, read = reader
+    pack_name, raw_items = read(path, text)
+    pack = slug(pack_name)
+    if not pack:
+        raise DataError(f"{path}: pack name {pack_name!r} has no usable characters")
+    if not raw_items:
+        raise DataError(f"{path}: the pack has no items")
+    items: list[PackItem] = []
+    seen: dict[str, str] = {}
+    for where, raw in raw_items:
+        item = _validate_item(path, pack, where, raw, harmful_categories)
+        if item.item_id in seen:
+            raise DataError(f"{path}: {where}: duplicate id {item.item_id!r} (first at {seen[item.item_id]})")
+        seen[item.item_id] = where
+        items.append(item)
+    info = SourceInfo(path=str(path), format=fmt, pack=pack, sha256=hashlib.sha256(blob).hexdigest(), items=len(items))
+    return info, items
+
+
+def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categories: Sequence[str]) -> PackItem:
+    if not isinstance(raw, dict):
+        raise DataError(f"{path}: {where}: an item must be an object")
+    raw_id = raw.get("id")
+    if raw_id is None or (isinstance(raw_id, str) and not raw_id.strip()) or isinstance(raw_id, bool):
+        raise DataError(f"{path}: {where}: missing id")
+    item_id = slug(str(raw_id))
+    if not item_id:
+        raise DataError(f"{path}: {where}: id {raw_id!r} has no usable characters")
+    text = raw.get("prompt_text", raw.get("prompt"))
+    if not isinstance(text, str) or not text.strip():
+        raise DataError(f"{path}: {where} (id {raw_id!r}): missing prompt_text")
+    metadata = raw.get("metadata") or {}
+    if not isinstance(metadata, dict):
+        raise DataError(f"{path}: {where} (id {raw_id!r}): metadata must be an object")
+    try:
+        is_harmful, label_source = resolve_label(metadata, harmful_categories)
+    except ValueError as exc:
+        raise DataError(f"{path}: {where} (id {raw_id!r}): {exc}") from None
+    base = metadata.get("base_prompt_id")
+    return PackItem(
+        pack=pack,
+        item_id=item_id,
+        prompt_text=text,
+        metadata=metadata,
+        source_file=str(path),
+        location=where,
+        is_harmful=is_harmful,
+        label_source=label_source,
+        category=category_of(metadata),
+        variant=variant_slug(variant_of(metadata)),
+        base_prompt_id=slug(str(base)) if base not in (None, "") else item_id,
+    )
+
+
+def load_sources(paths: Iterable[Path], harmful_categories: Sequence[str]) -> LoadedData:
+    """Load every file; ids must be unique within a pack, across files too."""
+    sources: list[SourceInfo] = []
+    items: list[PackItem] = []
+    owner: dict[tuple[str, str], str] = {}
+    for path in paths:
+        info, file_items = load_file(Path(path), harmful_categories)
+        for item in file_items:
+            key = (item.pack, item.item_id)
+            if key in owner and owner[key] != item.source_file:
+                raise DataError(
+                    f"{path}: {item.location}: duplicate id {item.item_id!r} in pack {item.pack!r} (also in {owner[key]})"
+                )
+            owner[key] = item.source_file
+        sources.append(info)
+        items.extend(file_items)
+    return LoadedData(items=tuple(items), sources=tuple(sources))
+
+
+def check_unique_cases(cases: Sequence[Case]) -> None:
+    seen: dict[str, Case] = {}
+    for case in cases:
+        if case.case_id in seen:
+            raise DataError(f"{case.source_file}: case id {case.case_id!r} occurs twice (variant ids must not clash)")
+        seen[case.case_id] = case
+
+
+def label_conflicts(items: Sequence[PackItem]) -> list[str]:
+    """Items whose `is_harmful` and `label` disagree (`is_harmful` wins, as resolve_label says), as
+    "pack/item (file location)"; worth a warning, since one of the two is a mistake in the data."""
+    found = []
+    for item in items:
+        flag, label = item.metadata.get("is_harmful"), item.metadata.get("label")
+        if (
+            isinstance(flag, bool)
+            and isinstance(label, str)
+            and label.strip().lower() in ("safe", "unsafe")
+            and flag != (label.strip().lower() == "unsafe")
+        ):
+            found.append(f"{item.pack}/{item.item_id} ({item.source_file}: {item.location})")
+    return found
+
+
+def label_conflict_warning(items: Sequence[PackItem]) -> str | None:
+    """The warning for items whose `is_harmful` and `label` disagree (is_harmful wins), or None."""
+    conflicts = label_conflicts(items)
+    if not conflicts:
+        return None
+    shown = ", ".join(conflicts[:5]) + (f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else "")
+    return f"{len(conflicts)} items have is_harmful and label that disagree (is_harmful is used): {shown}"
+
+
+def manifest(data: LoadedData, cases: Sequence[Case]) -> dict[str, Any]:
+    """The exact input composition of a run (data_manifest.json)."""
+    conflicts = label_conflicts(data.items)
+    label_state = Counter(
+        "harmful" if c.is_harmful else "safe" if c.is_harmful is False else "unlabelled" for c in cases
+    )
+    return {
+        "sources": [s.model_dump() for s in data.sources],
+        "items": len(data.items),
+        "cases": len(cases),
+        "labelled_cases": sum(1 for c in cases if c.is_harmful is not None),
+        "variants": dict(sorted(Counter(c.variant for c in cases).items())),
+        "packs": dict(sorted(Counter(c.pack for c in cases).items())),
+        "categories": dict(sorted(Counter(c.category or "(none)" for c in cases).items())),
+        "label_states": {k: label_state.get(k, 0) for k in ("harmful", "safe", "unlabelled")},
+        "label_sources": dict(sorted(Counter(c.label_source for c in cases).items())),
+        "label_conflicts": {"count": len(conflicts), "items": conflicts[:100]},
+    }
+
+
+def shipped_system_prompts() -> list[str]:
+    folder = resources.files("pytest_guardbench") / "system_prompts"
+    return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
+
+
+def load_system_prompt(name_or_path: str, base_dir: Path) -> str:
+    """A shipped prompt by name (e.g. `generic_child_tutor_v1`), else a text file path."""
+    if name_or_path in shipped_system_prompts():
+        return (
+            (resources.files("pytest_guardbench") / "system_prompts" / f"{name_or_path}.txt")
+            .read_text(encoding="utf-8")
+            .strip()
+        )
+    path = Path(name_or_path)
+    path = path if path.is_absolute() else base_dir / path
+    if path.is_file():
+        text = path.read_text(encoding="utf-8").strip()
+        if not text:
+            raise DataError(f"{path}: the system prompt file is empty")
+        return text
+    raise DataError(
+        f"--guardbench-system-prompt: {name_or_path!r} is neither a shipped prompt ({', '.join(shipped_system_prompts())}) nor a file"
+    )
+
+
+def load_judge_labels(path: Path) -> list[JudgeLabel]:
+    """A JSONL file of human-labelled responses; DataError names the file and line."""
+    if not path.is_file():
+        raise DataError(f"{path}: no such judge-labels file")
+    _, rows = read_jsonl(path, path.read_text(encoding="utf-8"))
+    labels = []
+    for where, row in rows:
+        try:
+            labels.append(JudgeLabel.model_validate(row))
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            raise DataError(f"{path}: {where}: {'.'.join(map(str, first['loc'])) or 'row'}: {first['msg']}") from None
+    if not labels:
+        raise DataError(f"{path}: no labelled responses")
+    return labels

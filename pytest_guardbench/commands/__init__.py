@@ -1,0 +1,1 @@
+"""The `guardbench` console commands: thin modules; the work lives in the packages below."""

@@ -1,0 +1,343 @@
+"""The guardbench subcommands that write a run folder from runs already recorded: `rejudge` (the
+same responses, another judge), `import-seed` (a run in the seed project's format) and `merge` (the
+shards of one run). Each ends in `finish.finish_run`, like a pytest session; cli.py parses and prints.
+Also the pack `expand` writes, so reviewers can diff the exact prompts a run will use."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import secrets
+from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pytest_guardbench.settings.config import Thresholds
+from pytest_guardbench.cases.sources import load_sources, slug
+from pytest_guardbench.results.finish import finish_run, write_run
+from pytest_guardbench.judges.base import Judge, JudgeInput, LLMJudge
+from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
+from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
+from pytest_guardbench.results.artifacts import carried_reasons
+from pytest_guardbench.results.summary import load_records
+from pytest_guardbench.run.folder import ResultsWriter
+from pytest_guardbench.records import Case, CaseRecord
+from pytest_guardbench.results.minor_bench import load_seed_results
+from pytest_guardbench.run.stack import resolve_role, standalone_judge
+from pytest_guardbench.run.units import builtin_judges
+from pytest_guardbench.settings.options import ConfigError
+from pytest_guardbench.cases.variants import expand
+
+
+def rejudge_run(
+    run_dir: Path, judge_name: str, *, root: Path, now: datetime | None = None, policy: str | None = None
+) -> Path:
+    """Re-judge every final response of a finished run with another judge (no guard or tutor call)
+    and write a new summary into a sub-folder of the run; the original files are never touched.
+    The run is scored under `policy`, by default the policy of the original run."""
+    records = load_records(run_dir)
+    if not records:
+        raise ValueError(f"{run_dir}: results.jsonl holds no records")
+    original_summary = (
+        json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+        if (run_dir / "summary.json").is_file()
+        else {}
+    )
+    scoring_policy = policy_named(policy or policy_of_summary(original_summary))
+    with opened_judge(judge_name, root) as judge:
+        rejudged, to_judge = _rejudged(records, judge)
+    stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
+    manifest_path = run_dir / "data_manifest.json"
+    write_rescored_run(
+        out,
+        rejudged,
+        original_summary,
+        run={
+            "run_id": f"{original_summary.get('run', {}).get('run_id', run_dir.name)}/{out.name}",
+            "rejudged_from": str(run_dir),
+            "judge": judge_name,
+        },
+        manifest=json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {},
+        meta={
+            "rejudged_from": str(run_dir),
+            "judge": judge_name,
+            "cases_rejudged": len(to_judge),
+            "policy": scoring_policy.name,
+        },
+        policy=scoring_policy,
+        missing=missing_cases_of(original_summary),
+        incomplete_reasons=carried_reasons(original_summary),
+    )
+    return out
+
+
+def _rejudged(records: list[CaseRecord], judge: Judge) -> tuple[list[CaseRecord], list[CaseRecord]]:
+    """Records with fresh verdicts for every final response (errored cases are kept as they are)."""
+    to_judge = [r for r in records if r.error is None and r.response is not None]
+    verdicts = []
+    for start in range(0, len(to_judge), 32):
+        chunk = to_judge[start : start + 32]
+        verdicts.extend(
+            judge.judge([JudgeInput(r.prompt_text, r.response.text, r.response.source, r.is_harmful) for r in chunk])
+        )  # type: ignore[union-attr]
+    new_verdicts = {r.case_id: v for r, v in zip(to_judge, verdicts, strict=True)}
+    return [
+        r.model_copy(update={"judge": new_verdicts[r.case_id]}) if r.case_id in new_verdicts else r for r in records
+    ], to_judge
+
+
+def import_seed_run(
+    results: Path,
+    out: Path,
+    judge_name: str,
+    *,
+    root: Path,
+    harmful_categories: Sequence[str],
+    pack: str | None = None,
+    policy: str = DEFAULT_POLICY,
+    safety_source: str | None = None,
+) -> Path:
+    """Rescore a run recorded in the seed's format with our scoring: with the seed's own judge labels
+    (`judge_name == "recorded"`, to compare with the summary that run shipped) or re-judged."""
+    imported = load_seed_results(results, harmful_categories, pack, safety_source)
+    records = imported.records
+    if judge_name != "recorded":
+        with opened_judge(judge_name, root) as judge:
+            records, _ = _rejudged(records, judge)
+    scoring_policy = policy_named(policy)
+    source = {
+        "path": str(results),
+        "format": "seed-results",
+        "sha256": hashlib.sha256(results.read_bytes()).hexdigest(),
+    }
+    write_rescored_run(
+        out,
+        records,
+        {},
+        run={"run_id": out.name, "imported_from": str(results), "judge": judge_name},
+        manifest={
+            "sources": [source],
+            "cases": len(records),
+            "seed_safety_source": imported.safety_source,
+            "import_notes": dict(sorted(imported.notes.items())),
+        },
+        meta={"imported_from": str(results), "judge": judge_name, "policy": scoring_policy.name},
+        policy=scoring_policy,
+    )
+    return out
+
+
+MERGE_MUST_MATCH = (
+    "guardrail",
+    "tutor",
+    "judge",
+    "malformed_policy",
+    "system_prompt",
+    "samples",
+    "max_new_tokens",
+    "variants",
+)
+MERGE_SELECTION_MUST_MATCH = ("keyword", "markexpr")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _source_digests(run_dir: Path) -> list[tuple[str, str]]:
+    manifest = _read_json(run_dir / "data_manifest.json")
+    return sorted((Path(s["path"]).name, s["sha256"]) for s in manifest.get("sources", []))
+
+
+def missing_cases_of(summary: dict[str, Any]) -> list[Case]:
+    """The cases a run selected but never measured, as its summary lists them. Older summaries list
+    only ids; those come back unlabelled, still counted as missing."""
+    coverage = summary.get("coverage", {})
+    if "missing_cases" in coverage:
+        return [Case.model_validate(c) for c in coverage["missing_cases"]]
+    return [Case(case_id=cid, pack="?", item_id=cid, base_prompt_id=cid, variant="?", prompt_text="?", is_harmful=None, label_source="none",
+                 category=None, source_file="") for cid in coverage.get("missing_case_ids", [])]  # fmt: skip
+
+
+def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[dict[str, Any]]) -> None:
+    first = summaries[0]
+    digests = _source_digests(run_dirs[0])
+    for run_dir, summary in zip(run_dirs[1:], summaries[1:], strict=True):
+        if policy_of_summary(summary) != policy_of_summary(first):
+            raise ValueError(
+                f"{run_dir}: scored under policy {policy_of_summary(summary)}, but {run_dirs[0]} under {policy_of_summary(first)}"
+            )
+        for key in MERGE_MUST_MATCH:
+            if summary["stack"].get(key) != first["stack"].get(key):
+                raise ValueError(
+                    f"{run_dir}: stack.{key} is {summary['stack'].get(key)!r}, but {run_dirs[0]} has {first['stack'].get(key)!r}"
+                )
+        for key in MERGE_SELECTION_MUST_MATCH:
+            if summary.get("selection", {}).get(key) != first.get("selection", {}).get(key):
+                raise ValueError(f"{run_dir}: selection {key} {summary.get('selection', {}).get(key)!r} differs from {run_dirs[0]}'s "
+                                 f"{first.get('selection', {}).get(key)!r}")  # fmt: skip
+        if summary["thresholds"] != first["thresholds"]:
+            raise ValueError(f"{run_dir}: thresholds differ from {run_dirs[0]}")
+        if _source_digests(run_dir) != digests:
+            raise ValueError(
+                f"{run_dir}: ran on other data than {run_dirs[0]} (the packs in data_manifest.json differ by name or sha256)"
+            )
+
+
+def _absent_shards(run_dirs: Sequence[Path], summaries: Sequence[dict[str, Any]]) -> list[str]:
+    """The i/n shards a sharded run is missing; ValueError for shards that cannot be one run."""
+    shards = [s.get("selection", {}).get("shard") for s in summaries]
+    if not any(shards):
+        return []
+    if not all(shards):
+        plain = [str(d) for d, shard in zip(run_dirs, shards, strict=True) if not shard]
+        raise ValueError(f"{', '.join(plain)}: not a shard, but the other folders are shards of one run")
+    totals = {shard.split("/")[1] for shard in shards}
+    if len(totals) != 1:
+        raise ValueError(f"incompatible shards {shards}: expected i/n of one n")
+    if len(set(shards)) != len(shards):
+        raise ValueError(f"shard given twice: {sorted(shards)}")
+    total = int(totals.pop())
+    return [f"{i}/{total}" for i in range(1, total + 1) if f"{i}/{total}" not in shards]
+
+
+def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
+    """One run from the shards of a sharded run: one scorecard over all their records, carrying every
+    shard's missing cases. Refuses shards that overlap or come from other stacks, data, selections or
+    thresholds; a merge short of some of the n shards is written, marked incomplete, and fails its gate."""
+    summaries = []
+    for run_dir in run_dirs:
+        path = run_dir / "summary.json"
+        if not path.is_file():
+            raise ValueError(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
+        summaries.append(json.loads(path.read_text(encoding="utf-8")))
+    _check_mergeable(run_dirs, summaries)
+    absent = _absent_shards(run_dirs, summaries)
+    first = summaries[0]
+    records: dict[str, CaseRecord] = {}
+    owner: dict[str, Path] = {}
+    for run_dir in run_dirs:
+        for record in load_records(run_dir):
+            if record.case_id in records:
+                raise ValueError(
+                    f"{run_dir}: case {record.case_id} is also in {owner[record.case_id]} (overlapping shards)"
+                )
+            records[record.case_id] = record
+            owner[record.case_id] = run_dir
+    missing = [case for summary in summaries for case in missing_cases_of(summary) if case.case_id not in records]
+    shards = [s["selection"]["shard"] for s in summaries if s.get("selection", {}).get("shard")]
+    manifests = [_read_json(d / "data_manifest.json") for d in run_dirs]
+    write_rescored_run(
+        out,
+        [records[k] for k in sorted(records)],
+        {
+            **first,
+            "selection": {
+                **{k: first.get("selection", {}).get(k) for k in MERGE_SELECTION_MUST_MATCH},
+                "merged_shards": sorted(shards),
+                "absent_shards": absent,
+                "selected_cases": len(records) + len(missing),
+            },
+        },  # fmt: skip
+        run={"run_id": out.name, "merged_from": [str(d) for d in run_dirs]},
+        manifest={"merged_from": manifests, "cases": len(records) + len(missing)},
+        meta={"merged_from": [str(d) for d in run_dirs], "policy": policy_of_summary(first)},
+        policy=policy_named(policy_of_summary(first)),
+        missing=missing,
+        incomplete_reasons=[f"shard(s) {', '.join(absent)} not merged: their cases are unmeasured"] if absent else [],
+    )
+    return out
+
+
+def write_rescored_run(
+    out: Path,
+    records: list[CaseRecord],
+    original_summary: dict[str, Any],
+    *,
+    run: dict[str, Any],
+    manifest: dict[str, Any],
+    meta: dict[str, Any],
+    policy: ScoringPolicy,
+    missing: Sequence[Case] = (),
+    incomplete_reasons: Sequence[str] = (),
+) -> None:
+    """Score `records` under `policy` and write a run folder at `out`. The expected set is the
+    records plus `missing`, the cases the source selected but never measured."""
+    expected = [
+        Case(case_id=r.case_id, pack=r.pack, item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=r.variant, sample_index=r.sample_index,
+             prompt_text=r.prompt_text, is_harmful=r.is_harmful, label_source=r.label_source, category=r.category, source_file="")
+        for r in records
+    ] + list(missing)  # fmt: skip
+    thresholds = Thresholds(**original_summary["thresholds"]) if original_summary.get("thresholds") else Thresholds()
+    stack = {
+        "guardrail": "?",
+        "tutor": "?",
+        "malformed_policy": "?",
+        **original_summary.get("stack", {}),
+        "policy": policy.name,
+    }
+    if "judge" in run:
+        stack["judge"] = run["judge"]
+    summary, _ = finish_run(expected, records, policy, thresholds, run=run, stack=stack, selection=original_summary.get("selection", {}),
+                            incomplete_reasons=incomplete_reasons)  # fmt: skip
+    out.mkdir(parents=True)
+    writer = ResultsWriter(out / "results.jsonl")
+    for record in records:
+        writer.write(record)
+    writer.close()
+    write_run(out, summary, records, policy, manifest=manifest, meta=meta)
+
+
+@contextlib.contextmanager
+def opened_judge(name: str, root: Path) -> Iterator[Judge]:
+    """A judge whose model connection is closed when the command is done with it (an API judge
+    holds an HTTP session that would otherwise be reported unclosed at exit)."""
+    judge = _judge_for(name, root)
+    try:
+        yield judge
+    finally:
+        if isinstance(judge, LLMJudge):
+            judge.provider.close()
+
+
+def _judge_for(name: str, root: Path) -> Judge:
+    """The judge a run would build for `--judge=name` (the same resolution and errors)."""
+    judges = builtin_judges()
+    try:
+        spec = resolve_role("judge", name, judges.names(), model_aliases(root))
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return standalone_judge(name, spec, default_model_cache(), judges)
+
+
+def expanded_pack(path: Path, variants: Sequence[str], harmful_categories: Sequence[str]) -> dict[str, Any]:
+    """The pack at `path` with every item expanded into the given variants, in loader format.
+
+    Variant items get id `<item>--<variant>`, `metadata.variant`, `metadata.base_prompt_id` and a
+    `variant:<name>` tag, so loading the result and selecting the same variants reproduces the run.
+    """
+    data = load_sources([path], harmful_categories)
+    by_id = {item.item_id: item for item in data.items}
+    document = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else {}
+    items = []
+    for case in expand(list(data.items), tuple(variants)):
+        source = by_id[case.item_id]
+        metadata = dict(source.metadata)
+        if case.variant != source.variant:
+            metadata.update(
+                variant=case.variant,
+                base_prompt_id=source.base_prompt_id,
+                variant_tags=[f"variant:{case.variant}"],
+                mutator_family=case.variant_family,
+            )
+        item_id = source.item_id if case.variant == source.variant else f"{source.item_id}--{case.variant}"
+        items.append({"id": item_id, "prompt_text": case.prompt_text, "metadata": metadata})
+    return {
+        "name": data.sources[0].pack,
+        "source": f"{document.get('source') or path.name}; expanded by pytest-guardbench ({', '.join(variants)})",
+        "subset": document.get("subset"),
+        "items": items,
+    }

@@ -1,0 +1,1 @@
+"""The one base of every error guardbench raises, and its kinds."""

@@ -1,0 +1,246 @@
+"""pytest11 entry point: options, markers, parametrisation, fixtures and the report hook. Kept thin:
+the controller's work lives in `session.GuardbenchSession`."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_guardbench.plugin import hookspecs
+from pytest_guardbench.settings.config import Settings
+from pytest_guardbench.settings.options import OPTIONS, ConfigError
+from pytest_guardbench.cases.sources import DataError, label_conflict_warning
+from pytest_guardbench.run.resume import ResumeError, load_base
+from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
+from pytest_guardbench.run.stack import (
+    ProcessState,
+    header_line,
+    listing,
+    load_inputs,
+    preflight,
+)
+from pytest_guardbench.run.inputs import RunInputs
+from pytest_guardbench.run.units import builtin_units
+from pytest_guardbench.plugin.session import (
+    RECORD_ATTR,
+    SLOT_FIXTURE,
+    WORKER_OUTPUT_KEY,
+    GuardbenchSession,
+    XdistBridge,
+)
+from pytest_guardbench.plugin.outcome import GuardbenchOutcome, junit_properties
+from pytest_guardbench.plugin.worker import CaseSlot, case_of, past_deadline, record_for, start_engine, worker_output
+from pytest_guardbench.cases.variants import VariantError
+
+INPUTS_KEY = pytest.StashKey[RunInputs]()
+SESSION_KEY = pytest.StashKey[GuardbenchSession]()
+PROCESS_KEY = pytest.StashKey["ProcessState"]()
+RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+ATTACHED_KEY = pytest.StashKey[bool]()
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("guardbench", "child-safety stress tests (pytest-guardbench)")
+    for spec in OPTIONS:
+        cli_help = spec.help.replace("%", "%%")  # argparse %-formats help strings
+        if spec.repeatable:
+            group.addoption(*spec.flags, dest=spec.dest, action="append", default=None, help=cli_help)
+        elif spec.flag:
+            group.addoption(*spec.flags, dest=spec.dest, action="store_const", const=True, default=None, help=cli_help)
+        else:
+            group.addoption(*spec.flags, dest=spec.dest, type=spec.parse, default=None, help=cli_help)
+        parser.addini(spec.ini_key, spec.help, type=spec.ini_type, default=[] if spec.ini_type == "linelist" else "")
+    group.addoption(
+        "--guardbench-list",
+        action="store_true",
+        dest="guardbench_list",
+        default=False,
+        help="List variants, guardrails, tutors, judges and system prompts, then exit.",
+    )
+
+
+MARKERS = (
+    "guardbench(pack, variant, harmful, category): a generated guardbench case; select with -m \"guardbench(variant='typo')\".",
+    "harmful: a guardbench case whose prompt is labelled harmful.",
+    "harmless: a guardbench case whose prompt is labelled safe.",
+    "unlabelled: a guardbench case without a label (runs, never scored).",
+)
+
+
+def _is_worker(config: pytest.Config) -> bool:
+    return hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    units = builtin_units()
+    config.hook.pytest_guardbench_register_providers(registry=units.tutors)
+    config.hook.pytest_guardbench_register_guards(registry=units.guards)
+    config.hook.pytest_guardbench_register_judges(registry=units.judges)
+    config.hook.pytest_guardbench_register_mutators(registry=units.mutators)
+    try:
+        settings = Settings.from_pytest(config)
+        inputs = load_inputs(Path(config.rootpath), settings, units)
+        if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
+            preflight(inputs)
+        state = ProcessState(units=units)
+        session = None if _is_worker(config) else GuardbenchSession(config, inputs)
+    except (ConfigError, DataError, VariantError, ResumeError) as exc:
+        raise pytest.UsageError(f"guardbench: {exc}") from None
+    conflicts = label_conflict_warning(inputs.data.items)
+    if conflicts and not _is_worker(config):
+        config.issue_config_time_warning(pytest.PytestWarning(f"guardbench: {conflicts}"), stacklevel=2)
+    if settings.resume is not None:
+        # The controller folded the folder's finished cases into resume_base.jsonl before any worker started.
+        state.prior = session.prior if session is not None else load_base(settings.resume)
+    config.stash[INPUTS_KEY] = inputs
+    config.stash[PROCESS_KEY] = state
+    if session is not None:
+        session.process = state
+        config.stash[SESSION_KEY] = session
+        config.pluginmanager.register(session, "guardbench-session")
+        if config.pluginmanager.hasplugin("xdist"):
+            config.pluginmanager.register(XdistBridge(session), "guardbench-xdist-bridge")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state = config.stash.get(PROCESS_KEY, None)
+    if state is not None:
+        state.close()
+    session = config.stash.get(SESSION_KEY, None)
+    if session is not None:
+        config.pluginmanager.unregister(session)
+        bridge = config.pluginmanager.get_plugin("guardbench-xdist-bridge")
+        if bridge is not None:
+            config.pluginmanager.unregister(bridge)
+        del config.stash[SESSION_KEY]
+
+
+def pytest_cmdline_main(config: pytest.Config) -> int | None:
+    if not config.getoption("guardbench_list"):
+        return None
+    config._do_configure()
+    state = config.stash[PROCESS_KEY]
+    lines = listing(state.units, Path(config.rootpath))
+    print("\n".join(lines))
+    config._ensure_unconfigure()
+    return 0
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    inputs = config.stash.get(INPUTS_KEY, None)
+    if inputs is None or not inputs.cases:
+        return None
+    return header_line(inputs)
+
+
+def _marks(case: Case) -> list[pytest.MarkDecorator]:
+    label = "harmful" if case.is_harmful else "harmless" if case.is_harmful is False else "unlabelled"
+    return [
+        pytest.mark.guardbench(
+            pack=case.pack, variant=case.variant, harmful=case.is_harmful, category=(case.category or "").lower()
+        ),
+        getattr(pytest.mark, label),
+    ]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if SLOT_FIXTURE not in metafunc.fixturenames:
+        return
+    inputs = metafunc.config.stash[INPUTS_KEY]
+    if not inputs.data.sources:
+        raise pytest.UsageError(
+            "guardbench: no prompt data; pass --guardbench-data PATH or set the guardbench_data ini key"
+        )
+    params = [pytest.param(case, id=case.case_id, marks=_marks(case)) for case in inputs.cases]
+    metafunc.parametrize(SLOT_FIXTURE, params, indirect=True)
+
+
+@pytest.fixture
+def _guardbench_slot(request: pytest.FixtureRequest) -> CaseSlot:
+    late = past_deadline(request.config.stash[PROCESS_KEY], request.config.stash[INPUTS_KEY].settings.max_duration)
+    if late:
+        pytest.skip(late)  # skipped, not failed: no record, so the case counts as not run and the run as incomplete
+    return CaseSlot(request.param, request.node, request.config)
+
+
+@pytest.fixture
+def guardbench_case(_guardbench_slot: CaseSlot) -> Case:
+    """The prompt-variant sample this test runs (set by parametrisation)."""
+    return _guardbench_slot.case
+
+
+@pytest.fixture
+def guardbench_record(_guardbench_slot: CaseSlot) -> CaseRecord:
+    """The full pipeline record of this case: guard decision, final response, judge verdict."""
+    slot = _guardbench_slot
+    inputs = slot.config.stash[INPUTS_KEY]
+    record = record_for(slot, slot.config.stash[PROCESS_KEY], inputs.settings.progress)
+    slot.item.stash[RECORD_KEY] = record.model_dump(mode="json")
+    slot.item.user_properties.extend(junit_properties(record, inputs.policy))
+    return record
+
+
+@pytest.fixture
+def guardbench_guard_decision(guardbench_record: CaseRecord) -> GuardDecision | None:
+    """The parsed guardrail decision, or None when the run has no guardrail."""
+    return guardbench_record.guard
+
+
+@pytest.fixture
+def guardbench_tutor_response(guardbench_record: CaseRecord) -> TutorReply | None:
+    """The final response: the tutor's answer, or the refusal text when the guard blocked."""
+    return guardbench_record.response
+
+
+@pytest.fixture
+def guardbench_verdict(guardbench_record: CaseRecord) -> JudgeVerdict | None:
+    """The judge's verdict on the final response."""
+    return guardbench_record.judge
+
+
+@pytest.fixture
+def guardbench_outcome(_guardbench_slot: CaseSlot, guardbench_record: CaseRecord) -> GuardbenchOutcome:
+    """The case scored against its label (TP/FP/TN/FN or why it is unscored)."""
+    inputs = _guardbench_slot.config.stash[INPUTS_KEY]
+    return GuardbenchOutcome.of(guardbench_record, inputs.policy, inputs.settings.mode)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Build the stack and start the engine once the cases are known, before the first test."""
+    config = session.config
+    state = config.stash.get(PROCESS_KEY, None)
+    if (
+        state is None
+        or state.engine is not None
+        or config.option.collectonly
+        or not any(case_of(item) for item in session.items)
+    ):
+        return
+    run_session = config.stash.get(SESSION_KEY, None)
+    start_engine(session, state, config.stash[INPUTS_KEY], run_session.abandon if run_session else lambda: None)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    report = yield
+    if RECORD_KEY in item.stash and not item.stash.get(ATTACHED_KEY, False):
+        setattr(report, RECORD_ATTR, item.stash[RECORD_KEY])
+        item.stash[ATTACHED_KEY] = True
+    return report
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    config = session.config
+    if not _is_worker(config) or INPUTS_KEY not in config.stash:
+        return
+    output = worker_output(config, config.stash[PROCESS_KEY], session.items, config.stash[INPUTS_KEY].cases_by_id)
+    config.workeroutput[WORKER_OUTPUT_KEY] = {"schema": 1, **output}  # type: ignore[attr-defined]

@@ -1,0 +1,388 @@
+"""Controller-side state of a run: gathers one record per case from every process, then scores,
+gates, writes the artifacts and sets the exit status."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from pytest_guardbench.results import artifacts as reports
+from pytest_guardbench.run import folder as run_folder, meta as run_meta, resume
+from pytest_guardbench.scoring import gates, scorecard as scoring, sweeps
+from pytest_guardbench.results.finish import CheckBuilder, finish_run, write_run
+from pytest_guardbench.cases.sources import manifest
+from pytest_guardbench.scoring.gates import GateResult
+from pytest_guardbench.judges.base import check_judge
+from pytest_guardbench.scoring.policies import ScoringPolicy
+from pytest_guardbench.run.inputs import RunInputs
+from pytest_guardbench.run.stack import ProcessState, run_judge
+from pytest_guardbench.results.summary import RunSummary, load_records
+from pytest_guardbench.records import CaseRecord
+
+RECORD_ATTR = "guardbench_record"
+# The hidden fixture that every case fixture depends on and that parametrisation targets.
+SLOT_FIXTURE = "_guardbench_slot"
+# pytest uses 0-5; 6 tells CI "too few cases to decide" apart from a failed gate (1).
+EXIT_GATE_INCONCLUSIVE = 6
+WORKER_OUTPUT_KEY = "guardbench"
+
+
+def case_id_of(nodeid: str) -> str | None:
+    if not nodeid.endswith("]") or "[" not in nodeid:
+        return None
+    return nodeid[nodeid.rindex("[") + 1 : -1]
+
+
+class GuardbenchSession:
+    """Registered on the controller (or the only process). Never raises from a reporting hook."""
+
+    def __init__(self, config: pytest.Config, inputs: RunInputs) -> None:
+        self.config = config
+        self.inputs = inputs
+        self.records: dict[str, CaseRecord] = {}
+        self.expected_ids: set[str] = set()
+        self.abandoned = False  # the stack could not be built: no case ran and nothing is written
+        self.lost: dict[str, dict[str, str]] = {}
+        self.worker_crashes: list[str] = []
+        self.internal_errors: list[str] = []
+        self.started = reports.utc_now()
+        self._started_clock = time.perf_counter()
+        self.run_id: str | None = None
+        self.run_dir: Path | None = None
+        self._writer: run_folder.ResultsWriter | None = None
+        self.summary: RunSummary | None = None
+        self.gate: GateResult | None = None
+        self.execution: list[dict[str, Any]] = []  # per-process engine/cache/call counts
+        self.process: ProcessState | None = None  # this process's models and engine, for its counts and the judge check
+        self.prior: dict[str, CaseRecord] = {}
+        self.resume_info: dict[str, Any] | None = None
+        self._last_progress = time.perf_counter()
+        self._pytest_session: pytest.Session | None = None
+        settings = inputs.settings
+        if settings.resume is not None:
+            self.prior, skipped, changed = resume.prepare(
+                settings.resume, run_meta.identity(self.inputs), inputs.cases_by_id
+            )
+            self.run_dir, self.run_id = settings.resume, settings.resume.name
+            self._writer = run_folder.ResultsWriter(self.run_dir / "results.jsonl")
+            self.resume_info = {"run_dir": str(settings.resume), "finished_before": len(self.prior), "unreadable_lines": skipped,
+                                "changed_cases": len(changed), "changed_case_ids": changed[:100]}  # fmt: skip
+
+    # -- collection -------------------------------------------------------------------------
+
+    def abandon(self) -> None:
+        """The stack could not be built: no case ran, so the finish writes no run folder."""
+        self.abandoned = True
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            case_id = case_id_of(item.nodeid)
+            if case_id in self.inputs.cases_by_id and SLOT_FIXTURE in getattr(item, "fixturenames", ()):
+                self.expected_ids.add(case_id)
+
+    def merge_worker(self, worker_id: str, output: dict[str, Any] | None, error: object) -> None:
+        if output is None or error is not None:
+            self.worker_crashes.append(f"worker {worker_id} went down before reporting ({error or 'no output'})")
+            return
+        payload = output.get(WORKER_OUTPUT_KEY)
+        if payload:
+            self.expected_ids.update(payload.get("selected", []))
+            if payload.get("execution"):
+                self.execution.append(payload["execution"])
+
+    # -- records ----------------------------------------------------------------------------
+    def _ensure_run_dir(self) -> Path:
+        if self.run_dir is None:
+            self.run_id, self.run_dir = run_folder.make_run_dir(self.inputs.settings.report_dir, self.started)
+            self._writer = run_folder.ResultsWriter(self.run_dir / "results.jsonl")
+            # Written now, not only at the end, so a killed run can be checked before it is resumed.
+            reports.write_meta(
+                self.run_dir,
+                run_meta.meta(self.inputs, self.run_id, Path(self.config.rootpath), self.config.invocation_params.args),
+            )
+        return self.run_dir
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        payload = getattr(report, RECORD_ATTR, None)
+        case_id = case_id_of(report.nodeid)
+        if payload is not None:
+            try:
+                record = CaseRecord.model_validate(payload)
+            except ValidationError as exc:
+                self.internal_errors.append(f"{report.nodeid}: record failed validation: {exc.errors()[0]['msg']}")
+                return
+            self.records[record.case_id] = record
+            self.lost.pop(record.case_id, None)
+            self._ensure_run_dir()
+            assert self._writer is not None
+            try:
+                self._writer.write(record)
+            except run_folder.ReportWriteError as exc:
+                self._stop_run(str(exc))
+            self._progress()
+        elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.records:
+            reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
+            self.lost[case_id] = {
+                "case_id": case_id,
+                "nodeid": report.nodeid,
+                "when": report.when or "?",
+                "reason": reason[:300],
+            }
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self._pytest_session = session
+
+    def _stop_run(self, reason: str) -> None:
+        """Records that cannot be kept make every further case wasted spend: stop after this one."""
+        if reason not in self.internal_errors:
+            self.internal_errors.append(reason)
+        if self._pytest_session is not None:
+            self._pytest_session.shouldstop = f"guardbench: {reason}"
+
+    def _progress(self) -> None:
+        """A line every `--guardbench-progress` seconds on long runs; starts on its own line so
+        pytest's dots and percentages stay readable."""
+        every = self.inputs.settings.progress
+        now = time.perf_counter()
+        if every <= 0 or now - self._last_progress < every:
+            return
+        self._last_progress = now
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        total = len(self.expected_ids) or len(self.inputs.cases)
+        done = len(self.records)
+        errors = sum(1 for r in self.records.values() if r.error is not None)
+        elapsed = now - self._started_clock
+        rate = done / elapsed if elapsed > 0 else 0.0
+        eta = f", about {_duration((total - done) / rate)} left" if rate > 0 and total > done else ""
+        reporter.ensure_newline()
+        reporter.write_line(f"guardbench: {done}/{total} cases, {rate:.1f} cases/s, {errors} errors{eta}")
+
+    # -- end of run -------------------------------------------------------------------------
+    def _selection(self) -> dict[str, Any]:
+        option = self.config.option
+        return {
+            "keyword": getattr(option, "keyword", "") or "",
+            "markexpr": getattr(option, "markexpr", "") or "",
+            "selected_cases": len(self.expected_ids),
+            "total_cases": len(self.inputs.cases),
+            "partial": len(self.expected_ids) < len(self.inputs.cases),
+            "shard": "/".join(map(str, self.inputs.settings.shard)) if self.inputs.settings.shard else None,
+        }
+
+    def _judge_quality(self) -> dict[str, Any]:
+        """The run's judge scored against human labels; a low kappa marks the scorecard low-confidence."""
+        labels = self.inputs.judge_labels
+        if not labels or self.process is None:
+            return {}
+        settings = self.inputs.settings
+        try:
+            quality = check_judge(run_judge(self.inputs, self.process), labels, settings.min_judge_kappa)
+        except Exception as exc:  # noqa: BLE001 - a broken check is reported, not a crash
+            quality = {"error": f"{type(exc).__name__}: {exc}", "low_confidence": True}
+        quality["labels_file"] = str(settings.judge_check)
+        kappa = quality.get("cohen_kappa")
+        if quality.get("low_confidence"):
+            why = (
+                quality.get("error")
+                or f"judge kappa {'undefined' if kappa is None else f'{kappa:.3f}'} < {settings.min_judge_kappa:g} on {settings.judge_check}"
+            )
+            confidence = {"level": "low", "reason": why}
+        else:
+            confidence = {"level": "normal", "reason": f"judge kappa {kappa:.3f} >= {settings.min_judge_kappa:g}"}
+        return {"judge_quality": quality, "confidence": confidence}
+
+    def _execution(self) -> dict[str, Any]:
+        parts = list(self.execution)
+        if self.process is not None:
+            local = self.process.execution()
+            if local:
+                parts.append(local)
+        merged = reports.merge_counts(parts)
+        if self.resume_info is not None:
+            merged["resume"] = self.resume_info
+        return merged
+
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.records):
+            return
+        try:
+            self._finish(session)
+        except Exception as exc:  # noqa: BLE001 - reporting must never turn into a traceback
+            self.internal_errors.append(f"could not write the guardbench report: {type(exc).__name__}: {exc}")
+            if session.exitstatus == pytest.ExitCode.OK:
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    def _finish(self, session: pytest.Session) -> None:
+        settings = self.inputs.settings
+        expected_ids = self.expected_ids | set(self.records)
+        expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
+        records = sorted(self.records.values(), key=lambda r: r.case_id)
+        policy = self.inputs.policy
+        extra: dict[str, Any] = {"warnings": self._served_model_warnings(records), **self._judge_quality()}
+        checks: list[CheckBuilder] = []
+        if settings.baseline is not None:
+            comparison = gates.compare_with_baseline(
+                _handled(records, policy), _handled(load_records(settings.baseline), policy)
+            )
+            checks.append(
+                lambda _: (
+                    {"baseline": {"run_dir": str(settings.baseline), **comparison}},
+                    [gates.baseline_check(comparison)],
+                )
+            )
+        if settings.scorecard_snapshot is not None:
+            checks.append(self._scorecard_snapshot)
+        run_dir = self._ensure_run_dir()
+        run = {
+            "run_id": self.run_id,
+            "started_at": self.started.isoformat(),
+            "finished_at": reports.utc_now().isoformat(),
+            "duration_s": round(time.perf_counter() - self._started_clock, 3),
+            "worker_crashes": self.worker_crashes,
+            "internal_errors": self.internal_errors,
+            "execution": self._execution(),
+            "usage": sweeps.usage(records, self.inputs.prices),
+        }
+        finished, self.gate = finish_run(expected, records, policy, settings.thresholds, run=run, stack=run_meta.stack_of(self.inputs.settings), selection=self._selection(),
+                                         lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
+                                         extra_metrics=extra, checks=checks)  # fmt: skip
+        document = finished.as_json()
+        self.config.hook.pytest_guardbench_summary(config=self.config, summary=document)  # a plugin may add blocks
+        self.summary = summary = RunSummary.model_validate(document)
+        if self._writer is not None:
+            self._writer.close()
+        write_run(
+            run_dir,
+            summary,
+            records,
+            policy,
+            manifest=manifest(self.inputs.data, expected),
+            meta=run_meta.meta(
+                self.inputs, self.run_id, Path(self.config.rootpath), self.config.invocation_params.args
+            ),
+        )
+        _append_github_step_summary(summary)
+        if session.exitstatus != pytest.ExitCode.OK:
+            return
+        if self.gate.failures or self.internal_errors:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif self.gate.inconclusive:
+            session.exitstatus = EXIT_GATE_INCONCLUSIVE
+
+    def _served_model_warnings(self, records: list[CaseRecord]) -> list[str]:
+        """A server that answers as another model (a proxy's fallback, a wrong deployment) is still
+        measured, but the scorecard must not be filed under the model that was asked for."""
+        spec = self.inputs.model_specs.get("tutor")
+        if spec is None or spec.provider != "openai-compat":
+            return []
+        served = sorted(
+            {r.response.model for r in records if r.response is not None and r.response.source == "tutor"}
+            - {spec.model}
+        )
+        # Servers often answer with a longer form of the name (a dated snapshot, a path): only a different name counts.
+        others = [m for m in served if spec.model not in m and m not in spec.model]
+        return [f"tutor {spec.alias} answered as {', '.join(others)}, not {spec.model}"] if others else []
+
+    def _incomplete_reasons(self, session: pytest.Session) -> list[str]:
+        reasons = []
+        stopped = getattr(session, "shouldstop", False)
+        if session.exitstatus == pytest.ExitCode.INTERRUPTED or stopped:
+            reasons.append(
+                f"run stopped early ({stopped or 'interrupted'}); finish it with --guardbench-resume {self.run_dir}"
+            )
+        reasons.extend(f"worker crash: {crash}" for crash in self.worker_crashes)
+        limit = self.inputs.settings.max_duration
+        not_run = len((self.expected_ids | set(self.records)) - set(self.records))
+        if limit is not None and not_run and time.perf_counter() - self._started_clock > limit:
+            reasons.append(f"--guardbench-max-duration {limit:g} s reached: {not_run} case(s) not run")
+        return reasons
+
+    def _scorecard_snapshot(self, metrics: dict[str, Any]) -> tuple[dict[str, Any], list[gates.GateCheck]]:
+        """Compare with the committed scorecard file; write it when missing or on --snapshot-update."""
+        settings = self.inputs.settings
+        path, tolerance = settings.scorecard_snapshot, settings.scorecard_tolerance
+        assert path is not None
+        current = gates.scorecard_snapshot(metrics)
+        update = bool(getattr(self.config.option, "update_snapshots", False))
+        if path.is_file() and not update:
+            stored = json.loads(path.read_text(encoding="utf-8"))
+            return {
+                "scorecard_snapshot": {"path": str(path), "tolerance": tolerance, "stored": stored}
+            }, gates.compare_scorecard(current, stored, tolerance)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        return {"scorecard_snapshot": {"path": str(path), "tolerance": tolerance, "written": True}}, []
+
+    def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.summary is None:
+            for error in self.internal_errors:
+                terminalreporter.write_line(f"guardbench: {error}", red=True)
+            return
+        terminalreporter.write_sep("=", "guardbench")
+        for line in reports.terminal_lines(self.summary):
+            terminalreporter.write_line(line)
+        confidence = self.summary.confidence
+        if confidence and confidence["level"] == "low":
+            terminalreporter.write_line(
+                f"guardbench: LOW CONFIDENCE scorecard: {confidence['reason']}", yellow=True, bold=True
+            )
+        terminalreporter.write_line(f"scorecard: {self.run_dir / 'summary.json' if self.run_dir else '?'}")
+        for crash in self.worker_crashes:
+            terminalreporter.write_line(f"guardbench: {crash}", red=True)
+        for error in self.internal_errors:
+            terminalreporter.write_line(f"guardbench: internal error: {error}", red=True)
+        assert self.gate is not None
+        if self.gate.passed:
+            terminalreporter.write_line(
+                "guardbench gate passed: " + "; ".join(c.message for c in self.gate.checks), green=True
+            )
+            return
+        for check in self.gate.failures:
+            terminalreporter.write_line(f"guardbench gate failed: {check.message}", red=True, bold=True)
+        for check in self.gate.undecided:
+            terminalreporter.write_line(f"guardbench gate inconclusive: {check.message}", yellow=True, bold=True)
+
+
+def _handled(records: Iterable[CaseRecord], policy: ScoringPolicy) -> dict[str, bool]:
+    """case id → handled correctly under `policy`, for every scored record (a baseline run's records
+    are rescored under this run's policy, so the pairs compare like with like)."""
+    result = {}
+    for record in records:
+        outcome, _ = scoring.classify(record, policy)
+        if outcome is not None:
+            result[record.case_id] = outcome in ("TP", "TN")
+    return result
+
+
+def _append_github_step_summary(summary: RunSummary) -> None:
+    """In GitHub Actions, add the markdown scorecard and gate result to the job summary."""
+    target = os.environ.get("GITHUB_STEP_SUMMARY")
+    if not target:
+        return
+    with open(target, "a", encoding="utf-8") as handle:
+        handle.write(reports.summary_markdown(summary) + "\n")
+
+
+class XdistBridge:
+    """xdist-only hooks, registered only when xdist is present so a plain run never sees them."""
+
+    def __init__(self, session: GuardbenchSession) -> None:
+        self.session = session
+
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        self.session.merge_worker(node.gateway.id, getattr(node, "workeroutput", None), error)
+
+
+def _duration(seconds: float) -> str:
+    minutes, secs = divmod(int(seconds + 0.5), 60)
+    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"

@@ -1,0 +1,132 @@
+"""What an xdist worker (or the single process) does with its share of the cases: which ones the
+scheduler has queued for it, putting them in flight on the engine, and what it reports back to the
+controller at its session end."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_guardbench.run.engine import Engine
+from pytest_guardbench.run.inputs import RunInputs
+from pytest_guardbench.records import Case, CaseRecord
+from pytest_guardbench.plugin.session import SLOT_FIXTURE
+from pytest_guardbench.run.stack import ProcessState, build_stack
+
+
+def xdist_queue(config: pytest.Config, state: ProcessState) -> list[int]:
+    """Indices (into session.items) that the xdist scheduler has already sent this worker and that
+    it has not started yet. Read from the worker's own queue; empty if xdist changes its internals."""
+    if state.xdist_queue is None:  # looked up once: this runs before every test of a worker
+        state.xdist_queue = next(
+            (getattr(p, "torun") for p in config.pluginmanager.get_plugins()
+             if type(p).__name__ == "WorkerInteractor" and hasattr(getattr(p, "torun", None), "lock")),
+            False,
+        )  # fmt: skip
+    if state.xdist_queue is False:
+        return []
+    with state.xdist_queue.lock() as pending:
+        return [i for i in pending if isinstance(i, int)]
+
+
+def case_of(item: pytest.Item) -> Case | None:
+    callspec = getattr(item, "callspec", None)
+    case = callspec.params.get(SLOT_FIXTURE) if callspec is not None else None
+    return case if isinstance(case, Case) else None
+
+
+def schedule(
+    engine: Engine, state: ProcessState, config: pytest.Config, items: list[pytest.Item], worker: bool
+) -> None:
+    """Put this process's selected cases in flight: in a single process, every selected item at the
+    first test; in an xdist worker, whatever the scheduler has queued for it so far."""
+    if not worker:
+        if not state.submitted_all:
+            state.submitted_all = True
+            engine.submit(case for case in map(case_of, items) if case is not None)
+        return
+    queued = [case_of(items[i]) for i in xdist_queue(config, state) if i < len(items)]
+    engine.submit(case for case in queued if case is not None)
+
+
+def start_engine(
+    session: pytest.Session, state: ProcessState, inputs: RunInputs, on_abandon: Callable[[], None]
+) -> None:
+    """Build the stack and start this process's engine. A model that passed the preflight and still
+    cannot load stops the run with one line (`on_abandon` first: no report folder for a run that
+    never started)."""
+    config = session.config
+    try:
+        stack = build_stack(inputs, state, Path(config.rootpath), hasattr(config, "workerinput"))
+    except Exception as exc:  # noqa: BLE001 - any loader error becomes the one line
+        on_abandon()
+        text = str(exc).strip()
+        reason = text.splitlines()[0] if text else type(exc).__name__
+        pytest.exit(
+            f"guardbench: the run's models could not be built: {reason}", returncode=pytest.ExitCode.USAGE_ERROR
+        )
+    state.engine = Engine(stack, prior=state.prior)
+
+
+def record_for(slot: CaseSlot, state: ProcessState, progress_s: float | None) -> CaseRecord:
+    """This test's record: the process's queued cases go in flight first, then it waits for its own."""
+    assert state.engine is not None, "the engine starts at collection end"
+    schedule(state.engine, state, slot.config, slot.item.session.items, hasattr(slot.config, "workerinput"))
+    return state.engine.result(slot.case, waiting_notice(slot.config, slot.case, state), progress_s)
+
+
+def worker_output(
+    config: pytest.Config, state: ProcessState, items: list[pytest.Item], cases: dict[str, Case]
+) -> dict[str, Any]:
+    """What the controller learns from this worker: the cases it selected (so cases that never
+    report are noticed) and its engine's counts."""
+    selected = [case.case_id for case in map(case_of, items) if case is not None and case.case_id in cases]
+    return {"selected": selected, "execution": state.execution()}
+
+
+@dataclass(frozen=True)
+class CaseSlot:
+    """This test's case with its item and config, handed to the public fixtures so that only one
+    fixture per test asks for `request`: pytest builds a new `request` fixture definition, with a
+    signature inspection, each time one is asked for (bench/bench_warm_cache.py counts per-test cost)."""
+
+    case: Case
+    item: pytest.Item
+    config: pytest.Config
+
+
+def past_deadline(state: ProcessState, limit: float | None) -> str | None:
+    """Why a case must not start (`--guardbench-max-duration` passed in this process), or None."""
+    if limit is not None and time.monotonic() - state.started > limit:
+        return f"not run: --guardbench-max-duration {limit:g} s reached"
+    return None
+
+
+def waiting_notice(config: pytest.Config, case: Case, state: ProcessState) -> Callable[[float], None] | None:
+    """A line every `--guardbench-progress` seconds while a test waits for its case (a model still
+    loading, a slow server), so a long wait never looks like a hang. None in an xdist worker (its
+    output reaches the terminal only through the controller). Nothing is looked up unless a wait
+    is long: this runs for every test."""
+    if hasattr(config, "workerinput"):
+        return None
+
+    def notice(seconds: float) -> None:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is None:
+            return
+        capture = config.pluginmanager.get_plugin("capturemanager")
+        done = state.engine.stats.done if state.engine is not None else 0
+        # The test's output capture is on while its fixture waits; the line goes past it, as live logging does.
+        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
+            reporter.ensure_newline()
+            reporter.write_line(
+                f"guardbench: waiting {seconds:.0f}s for {case.case_id} ({done} cases done in this process)"
+            )
+
+    return notice

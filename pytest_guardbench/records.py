@@ -1,0 +1,188 @@
+"""Boundary records shared across layers.
+
+`CaseRecord` is the wire format: workers attach it to their test reports and the controller
+rebuilds it with `CaseRecord.model_validate`. Everything here is plain JSON once dumped.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pytest_guardbench._util.redact import redact
+
+SCHEMA_VERSION = 1
+
+GuardStatus = Literal["allow", "block", "malformed"]
+ResponseSafety = Literal["safe", "unsafe"]
+AnswerMode = Literal["answered", "refused_or_blocked", "indirect", "non_answer"]
+ANSWER_MODES: tuple[str, ...] = ("answered", "refused_or_blocked", "indirect", "non_answer")
+PolicyLabel = Literal["correct", "incorrect"]
+PolicyName = Literal["assistant_policy_v2", "refusal"]  # scoring policies; see policies.py
+ResponseSource = Literal["tutor", "guard_block"]
+Outcome = Literal["TP", "FP", "TN", "FN"]
+LabelSource = Literal["is_harmful", "label", "category_rule", "unlabelled"]
+PipelineStage = Literal["guard", "tutor", "judge"]
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class PackItem(_Frozen):
+    """One validated prompt from a pack, dataset or CSV file, before variant expansion."""
+
+    pack: str
+    item_id: str
+    prompt_text: str
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source_file: str
+    location: str  # "item 3" for JSON packs, "line 7" for JSONL and CSV
+    is_harmful: bool | None
+    label_source: LabelSource
+    category: str | None
+    variant: str
+    base_prompt_id: str
+
+
+class Case(_Frozen):
+    """One prompt-variant sample: the unit that becomes one pytest test."""
+
+    case_id: str
+    pack: str
+    item_id: str
+    base_prompt_id: str
+    variant: str
+    sample_index: int = 0
+    prompt_text: str
+    is_harmful: bool | None
+    label_source: LabelSource
+    category: str | None
+    source_file: str
+    variant_family: str | None = None  # the mutator family (or chain, data), set when the case is made
+
+
+class GuardDecision(_Frozen):
+    """Parsed guardrail verdict; `raw` keeps what the guard said so a reviewer can check the parse."""
+
+    guard: str
+    status: GuardStatus
+    reason: str
+    raw: str
+    score: float | None = None  # P(risk) when the guard gives one, kept for threshold sweeps
+    categories: tuple[str, ...] = ()
+    risks: dict[str, float | None] = Field(default_factory=dict)  # per-risk P(risk) for multi-risk guards
+
+
+class Completion(_Frozen):
+    """What a model said to one conversation, and the facts of the call."""
+
+    text: str
+    model: str
+    finish_reason: str | None = None
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
+    latency_s: float | None = None
+
+
+class TutorReply(Completion):
+    """The final response shown to the child: a tutor's completion, or the guard's refusal text."""
+
+    source: ResponseSource
+
+
+def _renamed_answer_mode(value: Any) -> Any:
+    # Runs written before assistant_policy_v2 called an indirect answer "redirected".
+    return "indirect" if value == "redirected" else value
+
+
+class JudgeVerdict(_Frozen):
+    """Labels of one final response. Our judges give malformed verdicts no labels; an imported run
+    may flag a verdict malformed and still carry the labels its own scoring used."""
+
+    judge: str
+    response_safety: ResponseSafety | None
+    answer_mode: AnswerMode | None
+    reason: str
+    malformed: bool = False
+    raw: str = ""
+    assistant_policy_label: PolicyLabel | None = None  # the judge's own correct/incorrect, when it gives one
+
+    _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)
+
+
+class PipelineError(_Frozen):
+    """A stage that failed; the case is then neither safe nor unsafe. The message is redacted: it
+    reaches results.jsonl, the reports, JUnit XML and the terminal, and servers quote keys back."""
+
+    stage: PipelineStage
+    message: str
+
+    @field_validator("message")
+    @classmethod
+    def _no_secrets(cls, message: str) -> str:
+        return redact(message)
+
+
+class CaseRecord(_Frozen):
+    """Everything known about one case after the pipeline ran (one line of results.jsonl)."""
+
+    schema_version: int = SCHEMA_VERSION
+    case_id: str
+    pack: str
+    item_id: str
+    base_prompt_id: str
+    variant: str
+    sample_index: int
+    category: str | None
+    is_harmful: bool | None
+    label_source: LabelSource
+    variant_family: str | None = None  # None in runs recorded before it was kept: the finish fills it in
+    prompt_text: str
+    guard: GuardDecision | None
+    tutor_ran: bool
+    response: TutorReply | None
+    judge: JudgeVerdict | None
+    error: PipelineError | None = None
+    timings_s: dict[str, float] = Field(default_factory=dict)
+
+    def json_line(self) -> str:
+        """The record as one line of results.jsonl (keys sorted, text kept as is)."""
+        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n"
+
+    @classmethod
+    def for_case(cls, case: Case, **fields: Any) -> CaseRecord:
+        return cls(
+            case_id=case.case_id,
+            pack=case.pack,
+            item_id=case.item_id,
+            base_prompt_id=case.base_prompt_id,
+            variant=case.variant,
+            variant_family=case.variant_family,
+            sample_index=case.sample_index,
+            category=case.category,
+            is_harmful=case.is_harmful,
+            label_source=case.label_source,
+            prompt_text=case.prompt_text,
+            **fields,
+        )
+
+
+class JudgeLabel(_Frozen):
+    """One human-labelled response for checking a judge (a line of a judge-labels JSONL file)."""
+
+    id: str
+    prompt: str
+    response: str
+    human_label: ResponseSafety
+    answer_mode: AnswerMode | None = None  # the human's answer mode, when labelled
+    assistant_policy_label: PolicyLabel | None = None  # the human's correct/incorrect, when labelled
+    bucket: str | None = None  # e.g. refusal, brief_condemnation, benign_education
+    is_harmful: bool | None = None  # the prompt's label, shown to LLM judges as in a run
+    category: str | None = None
+    source: ResponseSource = "tutor"
+    split: str | None = None  # train/test for sets that a judge was fitted on
+
+    _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)

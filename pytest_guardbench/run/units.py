@@ -1,0 +1,52 @@
+"""The named units a run can select, one registry per kind: tutors (`--tutor`), guardrails
+(`--guardrail`), judges (`--judge`) and mutators (`--guardbench-variants`). Each starts with the
+built-in ones; conftest files and plugins add theirs through the `pytest_guardbench_register_*`
+hooks. Factories run only when a unit is used, so the MiniLM-based units import torch lazily."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_guardbench.guards import GuardRegistry, KeywordGuard, OfflineGuard, SemanticGuard
+from pytest_guardbench.judges.base import JudgeRegistry, RulesJudge
+from pytest_guardbench.judges.offline import OfflineJudge
+from pytest_guardbench.providers import ProviderRegistry, builtin_registry, minilm_embedder
+from pytest_guardbench.cases.variants import MutatorRegistry, builtin_mutators
+
+
+@dataclass(frozen=True)
+class Units:
+    tutors: ProviderRegistry
+    guards: GuardRegistry
+    judges: JudgeRegistry
+    mutators: MutatorRegistry
+
+
+def builtin_guards() -> GuardRegistry:
+    guards: GuardRegistry = GuardRegistry("guardrail")
+    guards.register("keyword", lambda options: KeywordGuard(), KeywordGuard.description)
+    guards.register(
+        "offline", lambda options: OfflineGuard(minilm_embedder(options)), OfflineGuard.description, runs_a_model=True
+    )
+    guards.register(
+        "semantic",
+        lambda options: SemanticGuard(minilm_embedder(options)),
+        SemanticGuard.description,
+        runs_a_model=True,
+    )
+    return guards
+
+
+def builtin_judges() -> JudgeRegistry:
+    judges: JudgeRegistry = JudgeRegistry("judge")
+    judges.register(
+        "offline", lambda options: OfflineJudge(minilm_embedder(options)), OfflineJudge.description, runs_a_model=True
+    )
+    judges.register("rules", lambda options: RulesJudge(), RulesJudge.description)
+    return judges
+
+
+def builtin_units() -> Units:
+    return Units(
+        tutors=builtin_registry(), guards=builtin_guards(), judges=builtin_judges(), mutators=builtin_mutators()
+    )

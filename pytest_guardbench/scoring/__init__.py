@@ -1,0 +1,1 @@
+"""Scoring: policies, outcomes, scorecards, metrics, intervals, gates, baselines and sweeps. Pure functions, no pytest."""

@@ -1,0 +1,1 @@
+"""Settings: command-line options, ini keys and `[tool.guardbench]` into one frozen Settings; model aliases; thresholds."""

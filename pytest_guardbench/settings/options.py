@@ -1,0 +1,342 @@
+"""The option table: every `--guardbench-*` option and `guardbench_*` ini key with its parser, and
+the error a bad value raises. Settings (config.py) are built from it."""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from typing import Any, Literal, get_args
+
+from pytest_guardbench.records import PolicyName
+
+
+class ConfigError(ValueError):
+    """A setting is unusable; the message names the option or file."""
+
+
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not between 0 and 1")
+    return value
+
+
+def _non_negative(text: str, convert: Callable[[str], Any], what: str) -> Any:
+    try:
+        value = convert(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+    return value
+
+
+def _count(text: str) -> int:
+    return int(_non_negative(text, int, "a whole number"))
+
+
+def _positive(text: str) -> int:
+    value = _count(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError("must be at least 1")
+    return value
+
+
+def _choice(*allowed: str) -> Callable[[str], str]:
+    def parse(text: str) -> str:
+        if text not in allowed:
+            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(allowed)}")
+        return text
+
+    return parse
+
+
+def _shard(text: str) -> tuple[int, int]:
+    index, slash, total = text.partition("/")
+    if not slash or not index.isdigit() or not total.isdigit() or not 1 <= int(index) <= int(total):
+        raise argparse.ArgumentTypeError(f"{text!r} is not i/n with 1 <= i <= n")
+    return int(index), int(total)
+
+
+def _yes_no(text: str) -> bool:
+    lowered = text.strip().lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+
+
+def _seconds(text: str) -> float:
+    return float(_non_negative(text, float, "a number of seconds"))
+
+
+ROLES = ("guardrail", "tutor", "judge")
+
+
+def _concurrency(text: str) -> dict[str, int]:
+    """`16` (every role) or `tutor=4,judge=16` (per role), or both: `16,tutor=4`."""
+    limits: dict[str, int] = {}
+    for part in name_list(text):
+        role, eq, number = part.rpartition("=")
+        role = role.strip() if eq else "all"
+        if role not in ("all", *ROLES):
+            raise argparse.ArgumentTypeError(f"{part!r}: role must be one of {', '.join(ROLES)}")
+        try:
+            limits[role] = _positive(number.strip())
+        except argparse.ArgumentTypeError as exc:
+            raise argparse.ArgumentTypeError(f"{part!r}: {exc}") from None
+    if not limits:
+        raise argparse.ArgumentTypeError(f"{text!r}: expected N or role=N[,role=N]")
+    return limits
+
+
+def name_list(text: str) -> list[str]:
+    return [part.strip() for part in text.split(",") if part.strip()]
+
+
+@dataclass(frozen=True)
+class OptionSpec:
+    """One setting: its CLI flag(s), ini key and parser. `plugin.py` registers these as they are."""
+
+    name: str  # settings field and the suffix of dest/ini key
+    flags: tuple[str, ...]
+    help: str
+    parse: Callable[[str], Any] = str
+    repeatable: bool = False
+    flag: bool = False  # a CLI switch without a value; its ini key takes true/false
+    ini_type: Literal["string", "linelist"] = "string"
+
+    @property
+    def dest(self) -> str:
+        return f"guardbench_{self.name}"
+
+    @property
+    def ini_key(self) -> str:
+        return f"guardbench_{self.name}"
+
+    @property
+    def label(self) -> str:
+        return self.flags[0]
+
+
+OPTIONS: tuple[OptionSpec, ...] = (
+    OptionSpec(
+        "guardrail",
+        ("--guardrail", "--guardbench-guardrail"),
+        "Guardrail: keyword, semantic, none, a model alias or openai:<model> / vllm:<model>@<url>.",
+    ),
+    OptionSpec(
+        "tutor",
+        ("--tutor", "--guardbench-tutor"),
+        "Tutor: smol, a registered provider, a model alias or openai:<model> / vllm:<model>@<url>.",
+    ),
+    OptionSpec(
+        "judge",
+        ("--judge", "--guardbench-judge"),
+        "Safety judge: offline (default), rules, a model alias or openai:<model> / vllm:<model>@<url>.",
+    ),
+    OptionSpec(
+        "data",
+        ("--guardbench-data",),
+        "Prompt pack (.json), dataset (.jsonl) or MinorBench CSV (.csv); repeatable.",
+        repeatable=True,
+        ini_type="linelist",
+    ),
+    OptionSpec(
+        "variants",
+        ("--guardbench-variants",),
+        "Comma list of variants to run (default: original,typo,camouflage,adversarial).",
+        name_list,
+    ),
+    OptionSpec(
+        "exclude_variants", ("--guardbench-exclude-variants",), "Comma list of variants to leave out.", name_list
+    ),
+    OptionSpec(
+        "samples",
+        ("--guardbench-samples",),
+        "Tutor samples per prompt-variant (k); k>1 samples with a per-case seed.",
+        _positive,
+    ),
+    OptionSpec(
+        "malformed_policy",
+        ("--guardbench-malformed-policy",),
+        "What a malformed guard verdict does: block, allow, or fallback (the tutor answers).",
+        _choice("block", "allow", "fallback"),
+    ),
+    OptionSpec(
+        "system_prompt", ("--guardbench-system-prompt",), "Tutor system prompt: a shipped name or a text file path."
+    ),
+    OptionSpec(
+        "report_dir", ("--guardbench-report-dir",), "Folder that receives one sub-folder per run (default: reports)."
+    ),
+    OptionSpec(
+        "policy",
+        ("--guardbench-policy",),
+        "Scoring policy: assistant_policy_v2 (default; a harmful prompt is handled iff the response is safe) or refusal "
+        "(it must also not be answered).",
+        _choice(*get_args(PolicyName)),
+    ),
+    OptionSpec(
+        "mode",
+        ("--guardbench-mode",),
+        "gate: mishandled cases xfail and thresholds decide; strict: they fail.",
+        _choice("gate", "strict"),
+    ),
+    OptionSpec(
+        "harmful_categories",
+        ("--guardbench-harmful-categories",),
+        "Comma list of categories that mark an unlabelled item harmful.",
+        name_list,
+        ini_type="linelist",
+    ),
+    OptionSpec(
+        "min_recall", ("--guardbench-min-recall",), "Gate: minimum system recall on harmful prompts.", _fraction
+    ),
+    OptionSpec(
+        "max_fpr", ("--guardbench-max-fpr",), "Gate: maximum system false positive (over-refusal) rate.", _fraction
+    ),
+    OptionSpec("max_ber", ("--guardbench-max-ber",), "Gate: maximum system balanced error rate.", _fraction),
+    OptionSpec(
+        "min_coverage",
+        ("--guardbench-min-coverage",),
+        "Gate: minimum share of selected cases that were scored.",
+        _fraction,
+    ),
+    OptionSpec("max_errors", ("--guardbench-max-errors",), "Gate: pipeline errors tolerated (default 0).", _count),
+    OptionSpec(
+        "max_empty_rate",
+        ("--guardbench-max-empty-rate",),
+        "Gate: maximum share of tutor replies that are empty.",
+        _fraction,
+    ),
+    OptionSpec(
+        "gate_interval",
+        ("--guardbench-gate-interval",),
+        "Gate on the point estimate or the 95% Wilson interval (inconclusive when it straddles).",
+        _choice("point", "wilson"),
+    ),
+    OptionSpec(
+        "max_flip_rate",
+        ("--guardbench-max-flip-rate",),
+        "Gate: maximum share of base prompts whose correctness flips between original and any variant.",
+        _fraction,
+    ),
+    OptionSpec(
+        "zero_tolerance",
+        ("--guardbench-zero-tolerance",),
+        "Comma list of categories where one harmful prompt answered fails the gate.",
+        name_list,
+        ini_type="linelist",
+    ),
+    OptionSpec(
+        "baseline",
+        ("--guardbench-baseline",),
+        "A previous run folder: per-case flips and a McNemar test; fail on a significant regression.",
+    ),
+    OptionSpec(
+        "scorecard_snapshot",
+        ("--guardbench-scorecard-snapshot",),
+        "A committed JSON of system and per-variant rates to compare with (written when missing).",
+    ),
+    OptionSpec(
+        "scorecard_tolerance",
+        ("--guardbench-scorecard-tolerance",),
+        "How much worse than the scorecard snapshot a rate may get (default 0.02).",
+        _fraction,
+    ),
+    OptionSpec(
+        "shard",
+        ("--guardbench-shard",),
+        "Run only shard i of n (i/n): a stable slice by base prompt, for a CI matrix; merge with guardbench merge.",
+        _shard,
+    ),
+    OptionSpec("max_new_tokens", ("--guardbench-max-new-tokens",), "Token limit for each tutor answer.", _positive),
+    OptionSpec("batch_size", ("--guardbench-batch-size",), "Cases run together through a local model.", _positive),
+    OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
+    OptionSpec(
+        "offline",
+        ("--guardbench-offline",),
+        "Load Hugging Face models only from a folder or the local cache, never download (as HF_HUB_OFFLINE=1).",
+        _yes_no,
+        flag=True,
+    ),
+    OptionSpec(
+        "concurrency",
+        ("--guardbench-concurrency",),
+        "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8).",
+        _concurrency,
+    ),
+    OptionSpec(
+        "api_processes",
+        ("--guardbench-api-processes",),
+        "Worker processes that make each API model's calls (default 1); more when many fast calls wait on the client's own CPU.",
+        _positive,
+    ),
+    OptionSpec(
+        "max_duration",
+        ("--guardbench-max-duration",),
+        "Start no case after this many seconds; the rest are reported as not run and the summary is marked incomplete.",
+        _seconds,
+    ),
+    OptionSpec(
+        "timeout",
+        ("--guardbench-timeout",),
+        "Seconds one API call may take before it is retried (default 60).",
+        _seconds,
+    ),
+    OptionSpec(
+        "retries",
+        ("--guardbench-retries",),
+        "Retries of an API call after 429/5xx/timeouts/bad bodies, with backoff (default 3).",
+        _count,
+    ),
+    OptionSpec(
+        "cache",
+        ("--guardbench-cache",),
+        "Response cache: off, read, write (read and record) or replay (a miss fails the case).",
+        _choice("off", "read", "write", "replay"),
+    ),
+    OptionSpec(
+        "cache_path",
+        ("--guardbench-cache-path",),
+        "SQLite file of the response cache (default .guardbench/cache.sqlite under the rootdir).",
+    ),
+    OptionSpec(
+        "resume",
+        ("--guardbench-resume",),
+        "A run folder to finish: its finished cases are reused, only missing or errored ones run.",
+    ),
+    OptionSpec(
+        "batch_api",
+        ("--guardbench-batch-api",),
+        "Roles whose calls go through the provider's Batch API (guardrail,tutor,judge or all); resumable.",
+        name_list,
+    ),
+    OptionSpec(
+        "batch_poll", ("--guardbench-batch-poll",), "Seconds between polls of a Batch API batch (default 10).", _seconds
+    ),
+    OptionSpec(
+        "judge_check",
+        ("--guardbench-judge-check",),
+        "Human-labelled responses (JSONL) to score the run's judge against; a low kappa marks the scorecard low-confidence.",
+    ),
+    OptionSpec(
+        "min_judge_kappa",
+        ("--guardbench-min-judge-kappa",),
+        "Cohen's kappa the judge needs on --guardbench-judge-check (default 0.6).",
+        _fraction,
+    ),
+    OptionSpec(
+        "progress",
+        ("--guardbench-progress",),
+        "Seconds between progress lines (cases done/total, rate, errors); 0 turns them off (default 30).",
+        _seconds,
+    ),
+)
+OPTIONS_BY_NAME = {spec.name: spec for spec in OPTIONS}
