@@ -19,13 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import Case, JudgeLabel, LabelSource, PackItem
 
 CSV_COLUMNS = ("PromptID", "Prompt", "Category", "Subcategory")
-
-
-class DataError(ValueError):
-    """Bad input data; the message is one line: `<file>: <where>: <what is wrong>`."""
 
 
 class SourceInfo(BaseModel):

@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.cases.mutators import BUILTIN_MUTATORS, FAMILIES, Mutator
 from pytest_guardbench._util.registry import Registry
 from pytest_guardbench.records import Case, PackItem
@@ -83,7 +84,7 @@ def _known(name: str, mutators: Mapping[str, Mutator]) -> bool:
     )
 
 
-class VariantError(ValueError):
+class VariantError(UsageError):
     """A requested variant is neither a mutator nor present in the data."""
 
 

@@ -17,7 +17,7 @@ from pytest_guardbench.records import JudgeLabel
 from pytest_guardbench.scoring.scorecard import fmt_rate
 
 
-class LabellingMismatch(ValueError):
+class LabellingMismatch(DataError):
     """The two files do not label the same responses."""
 
 

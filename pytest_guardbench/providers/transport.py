@@ -15,6 +15,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.providers.base import Completion, GenerationParams, Message, ProviderError
 from pytest_guardbench.providers.limits import AdaptiveLimit
 
@@ -42,7 +43,7 @@ class CircuitOpen(ProviderError):
     """A call refused by the open circuit breaker: never sent, so not another failure of the server."""
 
 
-class Retryable(Exception):
+class Retryable(GuardbenchError):
     """A failed attempt worth repeating; carries the server's Retry-After when it sent one."""
 
     def __init__(self, message: str, retry_after: str | None = None, rate_limited: bool = False) -> None:

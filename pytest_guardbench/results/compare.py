@@ -9,6 +9,7 @@ import io
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.results.summary import RunSummary
 from pytest_guardbench.scoring.scorecard import fmt_rate
 
@@ -24,7 +25,7 @@ METRICS: dict[str, tuple[str, str, bool]] = {
 ALL = "(all)"
 
 
-class CompareError(ValueError):
+class CompareError(UsageError):
     """The runs cannot be compared; the message names the run and the reason."""
 
 

@@ -9,6 +9,7 @@ import secrets
 from datetime import datetime
 from pathlib import Path
 
+from pytest_guardbench.errors import RunFolderError
 from pytest_guardbench.records import CaseRecord
 
 
@@ -29,7 +30,7 @@ def make_run_dir(report_dir: Path, now: datetime) -> tuple[str, Path]:
         return run_id, run_dir
 
 
-class ReportWriteError(OSError):
+class ReportWriteError(RunFolderError, OSError):
     """The run folder cannot take another record (a full disk, a folder gone read-only)."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pytest_guardbench.errors import RunFolderError
 from pytest_guardbench.records import Case, CaseRecord
 
 RESUME_BASE = "resume_base.jsonl"
@@ -22,7 +23,7 @@ RESUME_BASE = "resume_base.jsonl"
 IDENTITY_KEYS = ("stack", "models", "system_prompt_sha256", "refusal_text_sha256")
 
 
-class ResumeError(ValueError):
+class ResumeError(RunFolderError, ValueError):
     """The folder cannot be resumed; the message names it and says why."""
 
 

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.records import JudgeVerdict, PolicyName
 
 DEFAULT_POLICY: PolicyName = "assistant_policy_v2"
 
 
-class PolicyError(ValueError):
+class PolicyError(UsageError):
     """An unknown policy name, or two runs scored under different policies."""
 
 

@@ -9,10 +9,11 @@ from dataclasses import dataclass
 
 from typing import Any, Literal, get_args
 
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.records import PolicyName
 
 
-class ConfigError(ValueError):
+class ConfigError(UsageError):
     """A setting is unusable; the message names the option or file."""
 
 
