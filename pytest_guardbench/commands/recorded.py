@@ -25,7 +25,8 @@ from pytest_guardbench.results.summary import load_records
 from pytest_guardbench.run.folder import ResultsWriter
 from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.results.minor_bench import load_seed_results
-from pytest_guardbench.run.stack import resolve_role, standalone_judge
+from pytest_guardbench.run.judge_factory import standalone_judge
+from pytest_guardbench.run.roles import resolve_role
 from pytest_guardbench.run.units import builtin_judges
 from pytest_guardbench.settings.options import ConfigError
 from pytest_guardbench.cases.variants import expand

@@ -15,14 +15,10 @@ from pytest_guardbench.settings.options import OPTIONS, ConfigError
 from pytest_guardbench.cases.sources import DataError, label_conflict_warning
 from pytest_guardbench.run.resume import ResumeError, load_base
 from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.run.stack import (
-    ProcessState,
-    header_line,
-    listing,
-    load_inputs,
-    preflight,
-)
-from pytest_guardbench.run.inputs import RunInputs
+from pytest_guardbench.run.inputs import RunInputs, load_inputs
+from pytest_guardbench.run.preflight import preflight
+from pytest_guardbench.run.process import ProcessState
+from pytest_guardbench.plugin.terminal import header_line, listing
 from pytest_guardbench.run.units import builtin_units
 from pytest_guardbench.plugin.session import (
     RECORD_ATTR,

@@ -22,7 +22,8 @@ from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.judges.base import check_judge
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.run.inputs import RunInputs
-from pytest_guardbench.run.stack import ProcessState, run_judge
+from pytest_guardbench.run.judge_factory import run_judge
+from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.results.summary import RunSummary, load_records
 from pytest_guardbench.records import CaseRecord
 

@@ -17,7 +17,8 @@ from pytest_guardbench.run.engine import Engine
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.plugin.session import SLOT_FIXTURE
-from pytest_guardbench.run.stack import ProcessState, build_stack
+from pytest_guardbench.run.process import ProcessState
+from pytest_guardbench.run.stack import build_stack
 
 
 def xdist_queue(config: pytest.Config, state: ProcessState) -> list[int]:

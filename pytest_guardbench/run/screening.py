@@ -31,13 +31,10 @@ from pytest_guardbench.providers import GenerationParams, ProviderOptions, chat_
 from pytest_guardbench.providers.cache import ResponseCache
 from pytest_guardbench.providers.hub import offline_requested
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.run.stack import (
-    ProcessState,
-    build_guard,
-    cached,
-    resolve_role,
-    stage_limits,
-)
+from pytest_guardbench.run.guard_factory import build_guard
+from pytest_guardbench.run.process import ProcessState
+from pytest_guardbench.run.roles import resolve_role
+from pytest_guardbench.run.stack import stage_limits
 from pytest_guardbench.scoring.sweeps import sweep
 from pytest_guardbench.run.units import builtin_units
 from pytest_guardbench.cases.variants import VariantError, expand
@@ -171,7 +168,7 @@ def run_screen(args: argparse.Namespace, root: Path) -> dict[str, Any]:
     def model() -> Any:
         assert spec is not None
         state.models["guardrail"] = chat_provider_for(spec, options)
-        return cached(state, state.models["guardrail"], "guardrail")
+        return state.cached(state.models["guardrail"], "guardrail")
 
     try:
         guard = build_guard(args.guardrail, spec, options, model, guards)
