@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pytest_guardbench.cases.sources import load_judge_labels
 from pytest_guardbench.judges.base import JudgeInput
-from pytest_guardbench.judges.base import RulesJudge
+from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.judges.offline import OfflineJudge
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 

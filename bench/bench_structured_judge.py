@@ -15,7 +15,8 @@ from pathlib import Path
 
 from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench.cases.sources import load_judge_labels
-from pytest_guardbench.judges.base import LLMJudge, check_judge
+from pytest_guardbench.judges.llm import LLMJudge
+from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench.providers import openai_compat_provider
 
 ROOT = Path(__file__).resolve().parent.parent

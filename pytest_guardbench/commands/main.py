@@ -191,7 +191,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _judge_quality(args: argparse.Namespace) -> int:
     from pytest_guardbench.cases.sources import load_judge_labels
-    from pytest_guardbench.judges.base import check_judge
+    from pytest_guardbench.judges.quality import check_judge
 
     try:
         labels = load_judge_labels(Path(args.labels))

@@ -17,7 +17,8 @@ from typing import Any
 from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.cases.sources import load_sources, slug
 from pytest_guardbench.results.finish import finish_run, write_run
-from pytest_guardbench.judges.base import Judge, JudgeInput, LLMJudge
+from pytest_guardbench.judges.base import Judge, JudgeInput
+from pytest_guardbench.judges.llm import LLMJudge
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
 from pytest_guardbench.results.artifacts import carried_reasons

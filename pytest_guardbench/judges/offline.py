@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.judges.base import JudgeInput, harm_sentence_count
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.judges.rules import harm_sentence_count
 from pytest_guardbench._util.lexicon import too_long
 from pytest_guardbench._util.logistic import LogisticHead
 from pytest_guardbench.providers.base import Embedder

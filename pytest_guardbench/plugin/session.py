@@ -19,7 +19,7 @@ from pytest_guardbench.scoring import gates, scorecard as scoring, sweeps
 from pytest_guardbench.results.finish import CheckBuilder, finish_run, write_run
 from pytest_guardbench.cases.sources import manifest
 from pytest_guardbench.scoring.gates import GateResult
-from pytest_guardbench.judges.base import check_judge
+from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.judge_factory import run_judge

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.judges.base import Judge, JudgeRegistry, LLMJudge
+from pytest_guardbench.judges.base import Judge, JudgeRegistry
+from pytest_guardbench.judges.llm import LLMJudge
 from pytest_guardbench.providers import ProviderOptions, chat_provider_for
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.process import ProcessState

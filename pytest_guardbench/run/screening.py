@@ -22,7 +22,7 @@ from pytest_guardbench.settings.config import DEFAULT_VARIANTS, MINORBENCH_HARMF
 from pytest_guardbench.cases.sources import DataError, check_unique_cases, load_sources
 from pytest_guardbench.run.engine import run_cases
 from pytest_guardbench.scoring.intervals import wilson_interval
-from pytest_guardbench.judges.base import RulesJudge
+from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.settings.options import ConfigError, name_list
 from pytest_guardbench.run.pipeline import INSTANT, Stack, StageLimits

@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_guardbench.guards import GuardRegistry, KeywordGuard, OfflineGuard, SemanticGuard
-from pytest_guardbench.judges.base import JudgeRegistry, RulesJudge
+from pytest_guardbench.judges.base import JudgeRegistry
+from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.judges.offline import OfflineJudge
 from pytest_guardbench.providers import ProviderRegistry, builtin_registry, minilm_embedder
 from pytest_guardbench.cases.variants import MutatorRegistry, builtin_mutators

@@ -7,7 +7,8 @@ import pytest
 
 from pytest_guardbench.settings.model_specs import ModelSpec, parse_model_spec
 from pytest_guardbench.guards import LLMGuard
-from pytest_guardbench.judges.base import JudgeInput, LLMJudge
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.judges.llm import LLMJudge
 from pytest_guardbench.run.engine import run_cases
 from pytest_guardbench.run.pipeline import Stack
 from pytest_guardbench.providers import GenerationParams, ProviderError, openai_compat_provider
@@ -95,7 +96,7 @@ def test_rate_limit_with_retry_after_is_retried(provider_for, openai_stub):
 
 
 def test_failed_call_becomes_an_error_record_not_a_verdict(provider_for):
-    from pytest_guardbench.judges.base import RulesJudge
+    from pytest_guardbench.judges.rules import RulesJudge
 
     tutor = provider_for(max_retries=0)
     stack = Stack(

@@ -11,7 +11,8 @@ import pytest
 
 from tests.training_scripts import check_committed_head
 from pytest_guardbench.cases.sources import load_judge_labels
-from pytest_guardbench.judges.base import Judge, JudgeInput, check_judge
+from pytest_guardbench.judges.base import Judge, JudgeInput
+from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench.judges.offline import HEAD_FILE, OfflineJudge, load_heads
 from pytest_guardbench.providers import ProviderOptions
 from pytest_guardbench.run.units import builtin_judges
