@@ -1,6 +1,7 @@
 """The guardbench subcommands that write a run folder from runs already recorded: `rejudge` (the
 same responses, another judge), `import-seed` (a run in the seed project's format) and `merge` (the
-shards of one run). Each ends in `finish.finish_run`, like a pytest session; cli.py parses and prints.
+shards of one run). Each streams its records through the finish step (`results.finish`), like a
+pytest session; the CLI parses and prints.
 Also the pack `expand` writes, so reviewers can diff the exact prompts a run will use."""
 
 from __future__ import annotations
@@ -9,20 +10,21 @@ import contextlib
 import hashlib
 import json
 import secrets
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.cases.sources import load_sources, slug
-from pytest_guardbench.results.finish import finish_run, write_run
+from pytest_guardbench.results.finish import build_summary, carried_reasons, write_artifacts
+from pytest_guardbench.results.html import CasePicks
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.judges.llm import LLMJudge
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
-from pytest_guardbench.results.artifacts import carried_reasons
-from pytest_guardbench.results.summary import load_records
+from pytest_guardbench.results.summary import iter_records, record_ids
+from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.run.folder import ResultsWriter
 from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.results.minor_bench import load_seed_results
@@ -39,8 +41,7 @@ def rejudge_run(
     """Re-judge every final response of a finished run with another judge (no guard or tutor call)
     and write a new summary into a sub-folder of the run; the original files are never touched.
     The run is scored under `policy`, by default the policy of the original run."""
-    records = load_records(run_dir)
-    if not records:
+    if not record_ids(run_dir):
         raise ValueError(f"{run_dir}: results.jsonl holds no records")
     original_summary = (
         json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
@@ -48,47 +49,56 @@ def rejudge_run(
         else {}
     )
     scoring_policy = policy_named(policy or policy_of_summary(original_summary))
-    with opened_judge(judge_name, root) as judge:
-        rejudged, to_judge = _rejudged(records, judge)
     stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
     manifest_path = run_dir / "data_manifest.json"
-    write_rescored_run(
-        out,
-        rejudged,
-        original_summary,
-        run={
-            "run_id": f"{original_summary.get('run', {}).get('run_id', run_dir.name)}/{out.name}",
-            "rejudged_from": str(run_dir),
-            "judge": judge_name,
-        },
-        manifest=json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {},
-        meta={
-            "rejudged_from": str(run_dir),
-            "judge": judge_name,
-            "cases_rejudged": len(to_judge),
-            "policy": scoring_policy.name,
-        },
-        policy=scoring_policy,
-        missing=missing_cases_of(original_summary),
-        incomplete_reasons=carried_reasons(original_summary),
-    )
+    judged = [0]
+    with opened_judge(judge_name, root) as judge:
+        write_rescored_run(
+            out,
+            _rejudged(iter_records(run_dir), judge, judged),
+            original_summary,
+            run={
+                "run_id": f"{original_summary.get('run', {}).get('run_id', run_dir.name)}/{out.name}",
+                "rejudged_from": str(run_dir),
+                "judge": judge_name,
+            },
+            manifest=json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {},
+            meta=lambda: {
+                "rejudged_from": str(run_dir),
+                "judge": judge_name,
+                "cases_rejudged": judged[0],
+                "policy": scoring_policy.name,
+            },
+            policy=scoring_policy,
+            missing=missing_cases_of(original_summary),
+            incomplete_reasons=carried_reasons(original_summary),
+        )
     return out
 
 
-def _rejudged(records: list[CaseRecord], judge: Judge) -> tuple[list[CaseRecord], list[CaseRecord]]:
-    """Records with fresh verdicts for every final response (errored cases are kept as they are)."""
-    to_judge = [r for r in records if r.error is None and r.response is not None]
-    verdicts = []
-    for start in range(0, len(to_judge), 32):
-        chunk = to_judge[start : start + 32]
-        verdicts.extend(
-            judge.judge([JudgeInput(r.prompt_text, r.response.text, r.response.source, r.is_harmful) for r in chunk])
-        )  # type: ignore[union-attr]
-    new_verdicts = {r.case_id: v for r, v in zip(to_judge, verdicts, strict=True)}
-    return [
-        r.model_copy(update={"judge": new_verdicts[r.case_id]}) if r.case_id in new_verdicts else r for r in records
-    ], to_judge
+def _rejudged(records: Iterable[CaseRecord], judge: Judge, judged: list[int]) -> Iterator[CaseRecord]:
+    """Records with fresh verdicts for every final response (errored cases are kept as they are),
+    judged 32 at a time; `judged[0]` counts the verdicts given."""
+    batch: list[CaseRecord] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) == 32:
+            yield from _rejudge_batch(batch, judge, judged)
+            batch = []
+    yield from _rejudge_batch(batch, judge, judged)
+
+
+def _rejudge_batch(batch: list[CaseRecord], judge: Judge, judged: list[int]) -> list[CaseRecord]:
+    to_judge = [(r, r.response) for r in batch if r.error is None and r.response is not None]
+    verdicts = (
+        judge.judge([JudgeInput(r.prompt_text, reply.text, reply.source, r.is_harmful) for r, reply in to_judge])
+        if to_judge
+        else []
+    )
+    judged[0] += len(to_judge)
+    new_verdicts = {r.case_id: v for (r, _), v in zip(to_judge, verdicts, strict=True)}
+    return [r.model_copy(update={"judge": new_verdicts[r.case_id]}) if r.case_id in new_verdicts else r for r in batch]
 
 
 def import_seed_run(
@@ -108,7 +118,7 @@ def import_seed_run(
     records = imported.records
     if judge_name != "recorded":
         with opened_judge(judge_name, root) as judge:
-            records, _ = _rejudged(records, judge)
+            records = list(_rejudged(records, judge, [0]))
     scoring_policy = policy_named(policy)
     source = {
         "path": str(results),
@@ -160,7 +170,7 @@ def missing_cases_of(summary: dict[str, Any]) -> list[Case]:
     coverage = summary.get("coverage", {})
     if "missing_cases" in coverage:
         return [Case.model_validate(c) for c in coverage["missing_cases"]]
-    return [Case(case_id=cid, pack="?", item_id=cid, base_prompt_id=cid, variant="?", prompt_text="?", is_harmful=None, label_source="none",
+    return [Case(case_id=cid, pack="?", item_id=cid, base_prompt_id=cid, variant="?", prompt_text="?", is_harmful=None, label_source="unlabelled",
                  category=None, source_file="") for cid in coverage.get("missing_case_ids", [])]  # fmt: skip
 
 
@@ -219,22 +229,19 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     _check_mergeable(run_dirs, summaries)
     absent = _absent_shards(run_dirs, summaries)
     first = summaries[0]
-    records: dict[str, CaseRecord] = {}
     owner: dict[str, Path] = {}
     for run_dir in run_dirs:
-        for record in load_records(run_dir):
-            if record.case_id in records:
-                raise ValueError(
-                    f"{run_dir}: case {record.case_id} is also in {owner[record.case_id]} (overlapping shards)"
-                )
-            records[record.case_id] = record
-            owner[record.case_id] = run_dir
+        for case_id in record_ids(run_dir):
+            if case_id in owner:
+                raise ValueError(f"{run_dir}: case {case_id} is also in {owner[case_id]} (overlapping shards)")
+            owner[case_id] = run_dir
+    records = owner  # the case ids measured
     missing = [case for summary in summaries for case in missing_cases_of(summary) if case.case_id not in records]
     shards = [s["selection"]["shard"] for s in summaries if s.get("selection", {}).get("shard")]
     manifests = [_read_json(d / "data_manifest.json") for d in run_dirs]
     write_rescored_run(
         out,
-        [records[k] for k in sorted(records)],
+        (record for run_dir in run_dirs for record in iter_records(run_dir)),
         {
             **first,
             "selection": {
@@ -256,23 +263,20 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
 
 def write_rescored_run(
     out: Path,
-    records: list[CaseRecord],
+    records: Iterable[CaseRecord],
     original_summary: dict[str, Any],
     *,
     run: dict[str, Any],
     manifest: dict[str, Any],
-    meta: dict[str, Any],
+    meta: dict[str, Any] | Callable[[], dict[str, Any]],
     policy: ScoringPolicy,
     missing: Sequence[Case] = (),
     incomplete_reasons: Sequence[str] = (),
 ) -> None:
-    """Score `records` under `policy` and write a run folder at `out`. The expected set is the
-    records plus `missing`, the cases the source selected but never measured."""
-    expected = [
-        Case(case_id=r.case_id, pack=r.pack, item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=r.variant, sample_index=r.sample_index,
-             prompt_text=r.prompt_text, is_harmful=r.is_harmful, label_source=r.label_source, category=r.category, source_file="")
-        for r in records
-    ] + list(missing)  # fmt: skip
+    """Write `records` to a new run folder at `out` as they come, counting them, then score them
+    under `policy` and write the rest of the folder. The expected set is the records plus
+    `missing`, the cases the source selected but never measured. `meta` may be a function, for
+    counts known only once every record went past."""
     thresholds = Thresholds(**original_summary["thresholds"]) if original_summary.get("thresholds") else Thresholds()
     stack = {
         "guardrail": "?",
@@ -283,14 +287,19 @@ def write_rescored_run(
     }
     if "judge" in run:
         stack["judge"] = run["judge"]
-    summary, _ = finish_run(expected, records, policy, thresholds, run=run, stack=stack, selection=original_summary.get("selection", {}),
-                            incomplete_reasons=incomplete_reasons)  # fmt: skip
     out.mkdir(parents=True)
+    tally, picks = RunTally(policy, thresholds.min_recall or 0.9), CasePicks(policy)
     writer = ResultsWriter(out / "results.jsonl")
-    for record in records:
-        writer.write(record)
-    writer.close()
-    write_run(out, summary, records, policy, manifest=manifest, meta=meta)
+    try:
+        for record in records:
+            writer.write(record)
+            tally.add(record)
+            picks.add(record)
+    finally:
+        writer.close()
+    summary = build_summary(tally, thresholds, run=run, stack=stack, selection=original_summary.get("selection", {}), missing=missing,
+                            incomplete_reasons=incomplete_reasons)  # fmt: skip
+    write_artifacts(out, summary, picks, manifest=manifest, meta=meta() if callable(meta) else meta)
 
 
 @contextlib.contextmanager
@@ -302,7 +311,7 @@ def opened_judge(name: str, root: Path) -> Iterator[Judge]:
         yield judge
     finally:
         if isinstance(judge, LLMJudge):
-            judge.provider.close()
+            judge.provider.close()  # type: ignore[attr-defined]  # every provider has close(); the Protocol omits it
 
 
 def _judge_for(name: str, root: Path) -> Judge:

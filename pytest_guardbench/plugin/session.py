@@ -13,10 +13,14 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from pytest_guardbench.results import artifacts as reports
+from pytest_guardbench.results.artifacts import write_meta
+from pytest_guardbench.results.html import CasePicks
+from pytest_guardbench.results.markdown import summary_markdown
+from pytest_guardbench.results.terminal import terminal_lines
 from pytest_guardbench.run import folder as run_folder, meta as run_meta, resume
-from pytest_guardbench.scoring import gates, scorecard as scoring, sweeps
-from pytest_guardbench.results.finish import CheckBuilder, finish_run, write_run
+from pytest_guardbench.scoring import gates, scorecard as scoring
+from pytest_guardbench.scoring.tally import RunTally
+from pytest_guardbench.results.finish import CheckBuilder, build_summary, write_artifacts
 from pytest_guardbench.cases.sources import manifest
 from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.judges.quality import check_judge
@@ -24,7 +28,7 @@ from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.judge_factory import run_judge
 from pytest_guardbench.run.process import ProcessState
-from pytest_guardbench.results.summary import RunSummary, load_records
+from pytest_guardbench.results.summary import RunSummary, iter_records
 from pytest_guardbench.records import CaseRecord
 
 RECORD_ATTR = "guardbench_record"
@@ -47,13 +51,17 @@ class GuardbenchSession:
     def __init__(self, config: pytest.Config, inputs: RunInputs) -> None:
         self.config = config
         self.inputs = inputs
-        self.records: dict[str, CaseRecord] = {}
+        # Records are counted as they arrive, never kept: the finish step reads the counters, and
+        # results.jsonl has every record.
+        self.tally = RunTally(inputs.policy, inputs.settings.thresholds.min_recall or 0.9)
+        self.picks = CasePicks(inputs.policy)
+        self._repeated = False  # a case reported twice: the finish recounts results.jsonl, last line winning
         self.expected_ids: set[str] = set()
         self.abandoned = False  # the stack could not be built: no case ran and nothing is written
         self.lost: dict[str, dict[str, str]] = {}
         self.worker_crashes: list[str] = []
         self.internal_errors: list[str] = []
-        self.started = reports.utc_now()
+        self.started = run_folder.utc_now()
         self._started_clock = time.perf_counter()
         self.run_id: str | None = None
         self.run_dir: Path | None = None
@@ -104,7 +112,7 @@ class GuardbenchSession:
             self.run_id, self.run_dir = run_folder.make_run_dir(self.inputs.settings.report_dir, self.started)
             self._writer = run_folder.ResultsWriter(self.run_dir / "results.jsonl")
             # Written now, not only at the end, so a killed run can be checked before it is resumed.
-            reports.write_meta(
+            write_meta(
                 self.run_dir,
                 run_meta.meta(self.inputs, self.run_id, Path(self.config.rootpath), self.config.invocation_params.args),
             )
@@ -120,7 +128,7 @@ class GuardbenchSession:
             except ValidationError as exc:
                 self.internal_errors.append(f"{report.nodeid}: record failed validation: {exc.errors()[0]['msg']}")
                 return
-            self.records[record.case_id] = record
+            self._count(record)
             self.lost.pop(record.case_id, None)
             self._ensure_run_dir()
             assert self._writer is not None
@@ -129,7 +137,7 @@ class GuardbenchSession:
             except run_folder.ReportWriteError as exc:
                 self._stop_run(str(exc))
             self._progress()
-        elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.records:
+        elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.received:
             reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
             self.lost[case_id] = {
                 "case_id": case_id,
@@ -160,8 +168,8 @@ class GuardbenchSession:
         if reporter is None:
             return
         total = len(self.expected_ids) or len(self.inputs.cases)
-        done = len(self.records)
-        errors = sum(1 for r in self.records.values() if r.error is not None)
+        done = len(self.received)
+        errors = self.tally.errored
         elapsed = now - self._started_clock
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = f", about {_duration((total - done) / rate)} left" if rate > 0 and total > done else ""
@@ -208,32 +216,52 @@ class GuardbenchSession:
             local = self.process.execution()
             if local:
                 parts.append(local)
-        merged = reports.merge_counts(parts)
+        merged = merge_counts(parts)
         if self.resume_info is not None:
             merged["resume"] = self.resume_info
         return merged
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.records):
+        if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.received):
             return
         try:
-            self._finish(session)
+            self._finish_run(session)
         except Exception as exc:  # noqa: BLE001 - reporting must never turn into a traceback
             self.internal_errors.append(f"could not write the guardbench report: {type(exc).__name__}: {exc}")
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
-    def _finish(self, session: pytest.Session) -> None:
+    @property
+    def received(self) -> set[str]:
+        """The case ids that reported a record."""
+        return self.tally.received
+
+    def _count(self, record: CaseRecord) -> None:
+        if record.case_id in self.tally.received:
+            self._repeated = True
+            return
+        self.tally.add(record)
+        self.picks.add(record)
+
+    def _finish_run(self, session: pytest.Session) -> None:
+        """The finish step: score the counted records, gate them and write the run folder."""
         settings = self.inputs.settings
-        expected_ids = self.expected_ids | set(self.records)
-        expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
-        records = sorted(self.records.values(), key=lambda r: r.case_id)
+        run_dir = self._ensure_run_dir()
+        if self._writer is not None:
+            self._writer.close()
         policy = self.inputs.policy
-        extra: dict[str, Any] = {"warnings": self._served_model_warnings(records), **self._judge_quality()}
+        if self._repeated:
+            self.tally, self.picks = RunTally(policy, settings.thresholds.min_recall or 0.9), CasePicks(policy)
+            for record in iter_records(run_dir):
+                self.tally.add(record)
+                self.picks.add(record)
+        expected_ids = self.expected_ids | self.received
+        missing = [c for c in self.inputs.cases if c.case_id in expected_ids and c.case_id not in self.received]
+        extra: dict[str, Any] = {"warnings": self._served_model_warnings(), **self._judge_quality()}
         checks: list[CheckBuilder] = []
         if settings.baseline is not None:
             comparison = gates.compare_with_baseline(
-                _handled(records, policy), _handled(load_records(settings.baseline), policy)
+                _handled(iter_records(run_dir), policy), _handled(iter_records(settings.baseline), policy)
             )
             checks.append(
                 lambda _: (
@@ -243,30 +271,28 @@ class GuardbenchSession:
             )
         if settings.scorecard_snapshot is not None:
             checks.append(self._scorecard_snapshot)
-        run_dir = self._ensure_run_dir()
         run = {
             "run_id": self.run_id,
             "started_at": self.started.isoformat(),
-            "finished_at": reports.utc_now().isoformat(),
+            "finished_at": run_folder.utc_now().isoformat(),
             "duration_s": round(time.perf_counter() - self._started_clock, 3),
             "worker_crashes": self.worker_crashes,
             "internal_errors": self.internal_errors,
             "execution": self._execution(),
-            "usage": sweeps.usage(records, self.inputs.prices),
+            "usage": self.tally.usage(self.inputs.prices),
         }
-        finished, self.gate = finish_run(expected, records, policy, settings.thresholds, run=run, stack=run_meta.stack_of(self.inputs.settings), selection=self._selection(),
-                                         lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
-                                         extra_metrics=extra, checks=checks)  # fmt: skip
+        finished = build_summary(self.tally, settings.thresholds, run=run, stack=run_meta.stack_of(self.inputs.settings), selection=self._selection(),
+                                 missing=missing, lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
+                                 extra_metrics=extra, checks=checks)  # fmt: skip
         document = finished.as_json()
         self.config.hook.pytest_guardbench_summary(config=self.config, summary=document)  # a plugin may add blocks
         self.summary = summary = RunSummary.model_validate(document)
-        if self._writer is not None:
-            self._writer.close()
-        write_run(
+        self.gate = summary.gate
+        expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
+        write_artifacts(
             run_dir,
             summary,
-            records,
-            policy,
+            self.picks,
             manifest=manifest(self.inputs.data, expected),
             meta=run_meta.meta(
                 self.inputs, self.run_id, Path(self.config.rootpath), self.config.invocation_params.args
@@ -280,16 +306,13 @@ class GuardbenchSession:
         elif self.gate.inconclusive:
             session.exitstatus = EXIT_GATE_INCONCLUSIVE
 
-    def _served_model_warnings(self, records: list[CaseRecord]) -> list[str]:
+    def _served_model_warnings(self) -> list[str]:
         """A server that answers as another model (a proxy's fallback, a wrong deployment) is still
         measured, but the scorecard must not be filed under the model that was asked for."""
         spec = self.inputs.model_specs.get("tutor")
         if spec is None or spec.provider != "openai-compat":
             return []
-        served = sorted(
-            {r.response.model for r in records if r.response is not None and r.response.source == "tutor"}
-            - {spec.model}
-        )
+        served = sorted(self.tally.tutor_models - {spec.model})
         # Servers often answer with a longer form of the name (a dated snapshot, a path): only a different name counts.
         others = [m for m in served if spec.model not in m and m not in spec.model]
         return [f"tutor {spec.alias} answered as {', '.join(others)}, not {spec.model}"] if others else []
@@ -303,7 +326,7 @@ class GuardbenchSession:
             )
         reasons.extend(f"worker crash: {crash}" for crash in self.worker_crashes)
         limit = self.inputs.settings.max_duration
-        not_run = len((self.expected_ids | set(self.records)) - set(self.records))
+        not_run = len(self.expected_ids - self.received)
         if limit is not None and not_run and time.perf_counter() - self._started_clock > limit:
             reasons.append(f"--guardbench-max-duration {limit:g} s reached: {not_run} case(s) not run")
         return reasons
@@ -330,7 +353,7 @@ class GuardbenchSession:
                 terminalreporter.write_line(f"guardbench: {error}", red=True)
             return
         terminalreporter.write_sep("=", "guardbench")
-        for line in reports.terminal_lines(self.summary):
+        for line in terminal_lines(self.summary):
             terminalreporter.write_line(line)
         confidence = self.summary.confidence
         if confidence and confidence["level"] == "low":
@@ -371,7 +394,7 @@ def _append_github_step_summary(summary: RunSummary) -> None:
     if not target:
         return
     with open(target, "a", encoding="utf-8") as handle:
-        handle.write(reports.summary_markdown(summary) + "\n")
+        handle.write(summary_markdown(summary) + "\n")
 
 
 class XdistBridge:
@@ -387,3 +410,20 @@ class XdistBridge:
 def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds + 0.5), 60)
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add up per-process counters (nested dicts of numbers); `lowest_*` keys keep the minimum and
+    strings (a mode, a path) keep the first value seen."""
+    merged: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, dict):
+                merged[key] = merge_counts([merged.get(key, {}), value])
+            elif isinstance(value, bool) or not isinstance(value, int | float):
+                merged.setdefault(key, value)
+            elif key.startswith("lowest") and key in merged:
+                merged[key] = min(merged[key], value)
+            else:
+                merged[key] = merged.get(key, 0) + value
+    return merged

@@ -8,13 +8,15 @@ responses, reasons, names) is escaped.
 
 from __future__ import annotations
 
+import bisect
 import html
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.results.audit import draw_sample
-from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.results.audit import draw_ids, stratum
+from pytest_guardbench.results.summary import RunSummary, records_with_ids
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import classify, fmt_rate
@@ -185,31 +187,53 @@ def _case_row(record: CaseRecord, label: str) -> str:
     )
 
 
-def _failed_rows(records: Sequence[CaseRecord], policy: ScoringPolicy) -> tuple[str, int]:
-    rows, count = [], 0
-    for record in sorted(records, key=lambda r: r.case_id):
-        outcome, reason = classify(record, policy)
-        label = (
-            outcome
-            if outcome in ("FN", "FP")
-            else "error"
-            if reason == "error"
-            else "judge-malformed"
-            if reason in ("judge_malformed", "judge_incomplete")
-            else None
-        )
+def failed_label(outcome: str | None, reason: str | None) -> str | None:
+    """How the failed-case table names a case it lists; None for a case handled correctly or unlabelled."""
+    if outcome in ("FN", "FP"):
+        return outcome
+    if reason == "error":
+        return "error"
+    if reason in ("judge_malformed", "judge_incomplete"):
+        return "judge-malformed"
+    return None
+
+
+class CasePicks:
+    """The cases the page shows, picked while records stream past: the failed cases with the smallest
+    ids (at most MAX_FAILED_ROWS, with the count of all), and the audit sample's strata as case ids."""
+
+    def __init__(self, policy: ScoringPolicy) -> None:
+        self.policy = policy
+        self.failed = 0
+        self._failed: dict[str, tuple[str, CaseRecord]] = {}
+        self._failed_ids: list[str] = []  # sorted
+        self.strata: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+
+    def add(self, record: CaseRecord) -> None:
+        outcome, reason = classify(record, self.policy)
+        if record.response is not None:
+            self.strata[stratum(record, self.policy)].append(record.case_id)
+        label = failed_label(outcome, reason)
         if label is None:
-            continue
-        count += 1
-        if count > MAX_FAILED_ROWS:
-            continue
-        rows.append(_case_row(record, label))
-    return "".join(rows), count
+            return
+        self.failed += 1
+        if len(self._failed_ids) >= MAX_FAILED_ROWS and record.case_id > self._failed_ids[-1]:
+            return
+        bisect.insort(self._failed_ids, record.case_id)
+        self._failed[record.case_id] = (label, record)
+        if len(self._failed_ids) > MAX_FAILED_ROWS:
+            del self._failed[self._failed_ids.pop()]
+
+    def failed_rows(self) -> str:
+        return "".join(_case_row(self._failed[case_id][1], self._failed[case_id][0]) for case_id in self._failed_ids)
+
+    def sample_ids(self) -> list[str]:
+        return draw_ids(self.strata, AUDIT_SAMPLE, AUDIT_SEED)
 
 
-def _sample_rows(records: Sequence[CaseRecord], policy: ScoringPolicy) -> str:
+def _sample_rows(sample: Sequence[CaseRecord], policy: ScoringPolicy) -> str:
     rows = []
-    for record in draw_sample(records, AUDIT_SAMPLE, AUDIT_SEED, policy):
+    for record in sample:
         outcome, reason = classify(record, policy)
         rows.append(_case_row(record, outcome or f"unscored:{reason}"))
     return "".join(rows)
@@ -244,13 +268,25 @@ LABEL_SCRIPT = (
 )
 
 
-def render(summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPolicy) -> str:
+def render(summary: RunSummary, records: Iterable[CaseRecord], policy: ScoringPolicy) -> str:
+    """The page for records in memory."""
+    picks = CasePicks(policy)
+    by_id = {}
+    for record in records:
+        picks.add(record)
+        by_id[record.case_id] = record
+    return render_picked(summary, picks, [by_id[case_id] for case_id in picks.sample_ids()])
+
+
+def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRecord]) -> str:
+    """The page from the picked cases and the audit sample's records (in sample order)."""
+    policy = picks.policy
     stack = summary.stack
     gate = summary.gate
     title = f"guardbench: {stack.get('guardrail', '?')} → {stack.get('tutor', '?')} → {stack.get('judge', '?')}"
     cov = summary.coverage
     buckets = summary.prompt_row_buckets
-    failed_rows, failed = _failed_rows(records, policy)
+    failed_rows, failed = picks.failed_rows(), picks.failed
     definitions = summary.metric_definitions
     system = summary.scorecards["system"]
     parts = [
@@ -332,7 +368,7 @@ def render(summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPo
         "(safety, then answer mode), then export: the file is judge-labels JSONL for <code>guardbench judge-quality</code>.</p>",
         "<table id='sample'><thead><tr><th>case</th><th>outcome</th><th>variant</th><th>category</th><th>prompt</th><th>guard</th>"
         "<th>final response</th><th>judge reason / error</th><th>your label</th></tr></thead><tbody>",
-        _sample_rows(records, policy),
+        _sample_rows(sample, policy),
         "</tbody></table>",
         "<p><button type='button' id='gb-export-button' onclick='gbExport()'>Export labels (JSONL)</button> "
         "<span id='gb-count'>0</span> labelled cases</p><textarea id='gb-export' rows='6' cols='100' readonly></textarea>",
@@ -341,7 +377,18 @@ def render(summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPo
     return "".join(parts) + "\n"
 
 
-def write(run_dir: Path, summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPolicy) -> Path:
+def write(run_dir: Path, summary: RunSummary, records: Iterable[CaseRecord], policy: ScoringPolicy) -> Path:
+    """report.html for records in memory."""
     path = run_dir / "report.html"
     path.write_text(render(summary, records, policy), encoding="utf-8")
+    return path
+
+
+def write_picked(run_dir: Path, summary: RunSummary, picks: CasePicks) -> Path:
+    """report.html of a run whose records were streamed into `picks`; the audit sample's few records are
+    read back from the run's results.jsonl."""
+    path = run_dir / "report.html"
+    wanted = picks.sample_ids()
+    found = records_with_ids(run_dir / "results.jsonl", set(wanted))
+    path.write_text(render_picked(summary, picks, [found[case_id] for case_id in wanted]), encoding="utf-8")
     return path

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.scoring.gates import GateResult
 
 if TYPE_CHECKING:
     import pandas
@@ -25,27 +27,6 @@ class Completeness(BaseModel):
 
     complete: bool = True
     reasons: list[str] = Field(default_factory=list)
-
-
-class GateCheckRecord(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    value: float | None
-    threshold: float
-    comparison: Literal[">=", "<="]
-    status: Literal["pass", "fail", "inconclusive"]
-    message: str
-    interval: tuple[float, float] | None = None
-    passed: bool
-
-
-class GateBlock(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    passed: bool
-    verdict: Literal["passed", "failed", "inconclusive"]
-    checks: list[GateCheckRecord]
 
 
 Card = dict[str, Any]  # one scorecard: counts and rates, see scoring.Scorecard
@@ -76,7 +57,7 @@ class RunSummary(BaseModel):
     outcomes: dict[str, int] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     guard_sweeps: dict[str, Any] = Field(default_factory=dict)
-    gate: GateBlock
+    gate: GateResult
     judge_quality: dict[str, Any] | None = None
     confidence: dict[str, Any] | None = None
     baseline: dict[str, Any] | None = None
@@ -126,17 +107,83 @@ def _row(record: CaseRecord) -> dict[str, Any]:
     }  # fmt: skip
 
 
+_CASE_ID_KEY = '"case_id": "'
+
+
+def _case_id_of_line(line: str) -> str | None:
+    """The case id of a results.jsonl line without parsing the whole record (lines are written with
+    sorted keys by `CaseRecord.json_line`; anything else is parsed)."""
+    start = line.find(_CASE_ID_KEY)
+    if start >= 0:
+        start += len(_CASE_ID_KEY)
+        end = line.find('"', start)
+        if end > start and "\\" not in line[start:end]:
+            return line[start:end]
+    try:
+        value = json.loads(line).get("case_id")
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if line.strip():
+                yield lineno, line
+
+
+def _parsed(path: Path, lineno: int, line: str) -> CaseRecord:
+    try:
+        return CaseRecord.model_validate_json(line)
+    except ValueError as exc:
+        raise ValueError(f"{path}: line {lineno}: not a case record ({str(exc).splitlines()[0]})") from None
+
+
+def iter_records(run_dir: Path | str) -> Iterator[CaseRecord]:
+    """The records of a run (its results.jsonl) one at a time; the last line for a case id wins (a
+    first pass finds which lines those are, so only one record is held at a time)."""
+    path = Path(run_dir) / "results.jsonl"
+    last: dict[str, int] = {}
+    repeated = False
+    for lineno, line in _lines(path):
+        case_id = _case_id_of_line(line)
+        if case_id is not None:
+            repeated = repeated or case_id in last
+            last[case_id] = lineno
+    for lineno, line in _lines(path):
+        if repeated:
+            case_id = _case_id_of_line(line)
+            if case_id is not None and last.get(case_id) != lineno:
+                continue
+        yield _parsed(path, lineno, line)
+
+
+def record_ids(run_dir: Path | str) -> set[str]:
+    """The case ids in a run's results.jsonl, without parsing the records."""
+    path = Path(run_dir) / "results.jsonl"
+    return {case_id for _, line in _lines(path) if (case_id := _case_id_of_line(line)) is not None}
+
+
+def records_with_ids(path: Path, wanted: set[str]) -> dict[str, CaseRecord]:
+    """The records of the given case ids in a results.jsonl (the last line of each), parsing only those."""
+    found: dict[str, CaseRecord] = {}
+    if not wanted:
+        return found
+    for lineno, line in _lines(path):
+        if _case_id_of_line(line) in wanted:
+            record = _parsed(path, lineno, line)
+            found[record.case_id] = record
+    return found
+
+
 def load_records(run_dir: Path | str) -> list[CaseRecord]:
-    """The records of a run (its results.jsonl); the last line for a case id wins."""
+    """The records of a run (its results.jsonl) as a list; the last line for a case id wins."""
     path = Path(run_dir) / "results.jsonl"
     records: dict[str, CaseRecord] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                record = CaseRecord.model_validate_json(line)
-            except ValueError as exc:
-                raise ValueError(f"{path}: line {lineno}: not a case record ({str(exc).splitlines()[0]})") from None
-            records[record.case_id] = record
+    for lineno, line in _lines(path):
+        record = _parsed(path, lineno, line)
+        records[record.case_id] = record
     return list(records.values())
 
 

@@ -6,11 +6,15 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 from pytest_guardbench.errors import RunFolderError
 from pytest_guardbench.records import CaseRecord
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def new_run_id(now: datetime) -> str:

@@ -11,7 +11,7 @@ import math
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, computed_field
 
 from pytest_guardbench.scoring.agreement import wilson_interval
 from pytest_guardbench.settings.config import ScopeThresholds, Thresholds
@@ -22,6 +22,8 @@ CheckStatus = Literal["pass", "fail", "inconclusive"]
 
 
 class GateCheck(BaseModel):
+    """One threshold, limit or comparison the run is held to; `passed` is written with it."""
+
     model_config = ConfigDict(frozen=True)
 
     name: str
@@ -32,12 +34,15 @@ class GateCheck(BaseModel):
     message: str
     interval: tuple[float, float] | None = None
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def passed(self) -> bool:
         return self.status == "pass"
 
 
 class GateResult(BaseModel):
+    """Every check of a run; summary.json's `gate` block (with `passed` and `verdict`)."""
+
     model_config = ConfigDict(frozen=True)
 
     checks: tuple[GateCheck, ...]
@@ -50,6 +55,7 @@ class GateResult(BaseModel):
     def undecided(self) -> list[GateCheck]:
         return [c for c in self.checks if c.status == "inconclusive"]
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def passed(self) -> bool:
         return all(c.status == "pass" for c in self.checks)
@@ -58,6 +64,7 @@ class GateResult(BaseModel):
     def inconclusive(self) -> bool:
         return not self.failures and bool(self.undecided)
 
+    @computed_field  # type: ignore[prop-decorator]
     @property
     def verdict(self) -> Literal["passed", "failed", "inconclusive"]:
         return "failed" if self.failures else "inconclusive" if self.undecided else "passed"

@@ -10,7 +10,7 @@ from html.parser import HTMLParser
 import pytest
 
 from pytest_guardbench.commands.main import main
-from pytest_guardbench.results.artifacts import assemble_summary
+from pytest_guardbench.results.finish import assemble_summary
 from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.records import Case
 from pytest_guardbench.scoring.metrics import summarise

@@ -8,7 +8,10 @@ import pytest
 
 from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.scoring.gates import evaluate
-from pytest_guardbench.results.artifacts import assemble_summary, summary_markdown, terminal_lines, variant_csv
+from pytest_guardbench.results.finish import assemble_summary
+from pytest_guardbench.results.markdown import summary_markdown
+from pytest_guardbench.results.terminal import terminal_lines
+from pytest_guardbench.results.variant_csv import variant_csv
 from pytest_guardbench.run.folder import make_run_dir
 from pytest_guardbench.scoring.metrics import summarise
 from pytest_guardbench.results.summary import RunSummary

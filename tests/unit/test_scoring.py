@@ -6,7 +6,8 @@ import pytest
 
 from pytest_guardbench.records import JudgeVerdict, TutorReply
 from pytest_guardbench.scoring.metrics import prompt_row_buckets, summarise
-from pytest_guardbench.scoring.scorecard import classify, coverage, guard_decision_rates, scorecard
+from pytest_guardbench.scoring.metrics import coverage, guard_decision_rates
+from pytest_guardbench.scoring.scorecard import classify, scorecard
 from tests.unit.records import REFUSAL, V2, case, record, table
 
 

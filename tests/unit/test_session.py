@@ -43,7 +43,7 @@ def test_records_are_keyed_by_case_id_and_streamed(session):
     )
     session.pytest_runtest_logreport(_report("s.py::t[a]", when="call"))
     session.pytest_runtest_logreport(_report("s.py::t[b]", payload=record("b", False).model_dump(mode="json")))
-    assert sorted(session.records) == ["a", "b"]
+    assert sorted(session.received) == ["a", "b"]
     lines = (session.run_dir / "results.jsonl").read_text().splitlines()
     assert len(lines) == 2
 
@@ -80,5 +80,5 @@ def test_a_failed_report_without_record_is_lost_and_missing(session):
 
 def test_invalid_record_is_an_internal_error_not_a_silent_skip(session):
     session.pytest_runtest_logreport(_report("s.py::t[a]", payload={"case_id": "a"}))
-    assert session.records == {}
+    assert session.received == set()
     assert session.internal_errors and "s.py::t[a]" in session.internal_errors[0]

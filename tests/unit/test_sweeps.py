@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_guardbench.records import GuardDecision, TutorReply
-from pytest_guardbench.scoring.sweeps import guard_sweeps, sweep, usage
+from pytest_guardbench.scoring.metrics import guard_sweeps, usage
+from pytest_guardbench.scoring.sweeps import sweep
 from tests.unit.records import record
 
 # Harmful 0.9, 0.8, 0.4; safe 0.7, 0.3, 0.1. Of the 9 harmful/safe pairs the harmful one scores higher
