@@ -47,7 +47,7 @@ def _parse_json_decision(text: str, raw: str, guard: str) -> GuardDecision:
 
 
 @runtime_checkable
-class Guardrail(Protocol):
+class Guard(Protocol):
     """Screens user prompts. `screen` returns one raw verdict text per prompt, in order."""
 
     name: str

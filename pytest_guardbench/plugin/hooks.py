@@ -58,7 +58,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         dest="guardbench_list",
         default=False,
-        help="List variants, guardrails, tutors, judges and system prompts, then exit.",
+        help="List variants, guards, tutors, judges and system prompts, then exit.",
     )
 
 
@@ -187,7 +187,7 @@ def guardbench_record(_guardbench_slot: CaseSlot) -> CaseRecord:
 
 @pytest.fixture
 def guardbench_guard_decision(guardbench_record: CaseRecord) -> GuardDecision | None:
-    """The parsed guardrail decision, or None when the run has no guardrail."""
+    """The parsed guard decision, or None when the run has no guard."""
     return guardbench_record.guard
 
 

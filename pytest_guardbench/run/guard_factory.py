@@ -11,7 +11,7 @@ from pytest_guardbench.guards import (
     WILDGUARD_FORMAT,
     GraniteGuardianAdapter,
     GuardRegistry,
-    Guardrail,
+    Guard,
     LlamaGuardAdapter,
     LLMGuard,
     ModerationAdapter,
@@ -30,11 +30,11 @@ def build_guard(
     options: ProviderOptions,
     model: Callable[[], Any],
     guards: GuardRegistry,
-) -> Guardrail | None:
+) -> Guard | None:
     """A registered guard by name (`none`: no guard), or a model guard from its alias or spec."""
     if spec is None:
         return None if name == "none" else guards.build(name, options)
-    adapters: dict[str, Callable[[Any], Guardrail]] = {
+    adapters: dict[str, Callable[[Any], Guard]] = {
         "granite-guardian": lambda m: granite_adapter(spec, m),
         "llama-guard": lambda m: LlamaGuardAdapter(m, name=spec.alias),
         "wildguard": lambda m: WildGuardAdapter(

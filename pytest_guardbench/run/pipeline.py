@@ -1,4 +1,4 @@
-"""The stages of one case: guardrail → decision parser → router → tutor (or refusal text) → judge.
+"""The stages of one case: guard → decision parser → router → tutor (or refusal text) → judge.
 
 Each stage function takes a batch of drafts and never raises for a model failure: a failing stage
 becomes `Draft.error` and then `CaseRecord.error`, which is scored as neither safe nor unsafe.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pytest_guardbench.settings.config import MalformedPolicy
-from pytest_guardbench.guards import Guardrail
+from pytest_guardbench.guards import Guard
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.providers.base import CacheMiss, ChatProvider, GenerationParams, Message
 from pytest_guardbench.records import (
@@ -57,7 +57,7 @@ def api_limits(concurrency: int) -> StageLimits:
 class Stack:
     """The built components of one run. `tutor` is a callable so a run where every prompt is blocked never loads it."""
 
-    guard: Guardrail | None
+    guard: Guard | None
     tutor: Callable[[], ChatProvider]
     judge: Judge
     system_prompt: str

@@ -1,4 +1,4 @@
-"""The named units a run can select, one registry per kind: tutors (`--tutor`), guardrails
+"""The named units a run can select, one registry per kind: tutors (`--tutor`), guards
 (`--guardrail`), judges (`--judge`) and mutators (`--guardbench-variants`). Each starts with the
 built-in ones; conftest files and plugins add theirs through the `pytest_guardbench_register_*`
 hooks. Factories run only when a unit is used, so the MiniLM-based units import torch lazily."""

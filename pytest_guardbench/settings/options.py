@@ -130,7 +130,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "guardrail",
         ("--guardrail", "--guardbench-guardrail"),
-        "Guardrail: keyword, semantic, none, a model alias or openai:<model> / vllm:<model>@<url>.",
+        "Guard: keyword, semantic, none, a model alias or openai:<model> / vllm:<model>@<url>.",
     ),
     OptionSpec(
         "tutor",
