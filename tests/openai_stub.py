@@ -13,7 +13,9 @@ name contains `plain-only`. Every request is recorded.
 how many times the same body was seen, so a retry of a faulted call is decided afresh and a run
 is reproducible whatever order the calls arrive in: 429 with Retry-After, 500, 503, an answer
 slower than the client's timeout, a dropped connection, a body cut short, a non-JSON body, and an
-empty `choices`. `latency_s` delays every answer (benchmarks).
+empty `choices`. `latency_s` delays every answer (benchmarks). `hold()` keeps every chat
+completion but the preflight's waiting until `release()`, for tests that need to see what a run does
+while a call is in flight without guessing how long that takes.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class _QuietServer(ThreadingHTTPServer):
         pass  # injected drops make the handler's own final flush fail; that is the point of them
 
 
+HOLD_LIMIT_S = 60.0
 FAULT_KINDS = ("429", "500", "503", "slow", "drop", "truncated", "not_json", "no_choices")
 
 
@@ -61,6 +64,8 @@ class OpenAIStub:
         self._seen_429: set[str] = set()
         self._seen_bodies: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._released = threading.Event()
+        self._released.set()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -116,6 +121,9 @@ class OpenAIStub:
                     return
                 if stub._model_fault(self, body, preflight):
                     return
+                if not preflight:
+                    # Bounded so a test that fails before releasing cannot leave the server stuck.
+                    stub._released.wait(HOLD_LIMIT_S)
                 if stub.latency_s:
                     time.sleep(stub.latency_s)
                 if stub._inject(self, body):
@@ -145,7 +153,15 @@ class OpenAIStub:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
+    def hold(self) -> None:
+        """Chat completions (not the preflight) wait from now on until `release()`."""
+        self._released.clear()
+
+    def release(self) -> None:
+        self._released.set()
+
     def close(self) -> None:
+        self.release()
         self._server.shutdown()
         self._server.server_close()
 

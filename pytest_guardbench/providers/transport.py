@@ -11,7 +11,7 @@ import concurrent.futures
 import re
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -183,11 +183,12 @@ class Fleet:
     endpoints: list[Endpoint]
     failures_to_drop: int = 3
     cooldown_s: float = 30.0
+    clock: Callable[[], float] = time.monotonic  # the cool-down's time; a test advances its own by hand
 
     def pick(self, avoid: Endpoint | None) -> Endpoint:
         """The least loaded healthy endpoint, preferring one other than the endpoint that just
         failed; when every endpoint is out, the one that comes back first (tried again early)."""
-        now = time.monotonic()
+        now = self.clock()
         healthy = [e for e in self.endpoints if e.healthy(now)]
         if not healthy:
             return min(self.endpoints, key=lambda e: e.down_until)
@@ -197,8 +198,8 @@ class Fleet:
     def failed(self, endpoint: Endpoint) -> None:
         endpoint.failures += 1
         endpoint.failures_in_a_row += 1
-        if endpoint.failures_in_a_row >= self.failures_to_drop and endpoint.healthy(time.monotonic()):
-            endpoint.down_until = time.monotonic() + self.cooldown_s
+        if endpoint.failures_in_a_row >= self.failures_to_drop and endpoint.healthy(self.clock()):
+            endpoint.down_until = self.clock() + self.cooldown_s
             endpoint.taken_out += 1
 
     async def slot(self, avoid: Endpoint | None) -> Endpoint:
@@ -211,7 +212,7 @@ class Fleet:
                 await endpoint.limit.__aenter__()
             finally:
                 endpoint.waiting -= 1
-            now = time.monotonic()
+            now = self.clock()
             if endpoint.healthy(now) or not any(e.healthy(now) for e in self.endpoints):
                 return endpoint
             await endpoint.limit.__aexit__(None, None, None)
