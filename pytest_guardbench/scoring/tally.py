@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import Case, CaseRecord, Outcome
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import (
@@ -367,7 +368,7 @@ class RunTally:
         }
 
 
-class DuplicateCase(ValueError):
+class DuplicateCase(DataError):
     """A record for a case the tally has already counted."""
 
 
