@@ -10,7 +10,7 @@ from pathlib import Path
 from pytest_guardbench.commands.exit_status import gate_exit_code
 from pytest_guardbench.commands.recorded import merge_runs
 from pytest_guardbench.results.summary import load_run
-from pytest_guardbench.results.artifacts import incomplete_lines
+from pytest_guardbench.results.terminal import incomplete_lines
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
