@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_guardbench.guards import parse_decision
-from pytest_guardbench.judges.base import RulesJudge
+from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.run.engine import Engine, run_cases
 from pytest_guardbench.run.pipeline import Stack, StageLimits, api_limits
 from pytest_guardbench.providers import Completion, GenerationParams
@@ -304,7 +304,7 @@ class ScriptedApiModel:
 
 def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_missed(tmp_path):
     from pytest_guardbench.guards import LLMGuard
-    from pytest_guardbench.judges.base import LLMJudge
+    from pytest_guardbench.judges.llm import LLMJudge
     from pytest_guardbench.providers.cache import CachedProvider, CacheStats, ResponseCache
 
     cache = ResponseCache(tmp_path / "cache.sqlite")
