@@ -24,8 +24,12 @@ class JudgeInput:
 class Judge(Protocol):
     """Returns one verdict per input, in order; never raises for an odd response."""
 
-    name: str
-    description: str
+    # Read-only, so a frozen dataclass or a class attribute satisfies them.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
 
     def judge(self, inputs: Sequence[JudgeInput]) -> list[JudgeVerdict]: ...
 

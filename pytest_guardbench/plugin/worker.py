@@ -75,7 +75,7 @@ def start_engine(
     state.engine = Engine(stack, prior=state.prior)
 
 
-def record_for(slot: CaseSlot, state: ProcessState, progress_s: float | None) -> CaseRecord:
+def record_for(slot: CaseSlot, state: ProcessState, progress_s: float) -> CaseRecord:
     """This test's record: the process's queued cases go in flight first, then it waits for its own."""
     assert state.engine is not None, "the engine starts at collection end"
     schedule(state.engine, state, slot.config, slot.item.session.items, hasattr(slot.config, "workerinput"))

@@ -227,10 +227,13 @@ def reply_from(response: Any, name: str, model: str, latency_s: float) -> Reply:
     if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
         raise Retryable(f"{name}: the server returned no choices")
     choice = choices[0]
-    text = (choice.get("message") or {}).get("content")
+    message = choice.get("message")
+    text = message.get("content") if isinstance(message, dict) else None
     if not isinstance(text, str):
         raise Retryable(f"{name}: the server returned an empty message (finish_reason={choice.get('finish_reason')})")
-    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    usage = response.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     finish_reason = choice.get("finish_reason")
     return Reply(
         Completion(

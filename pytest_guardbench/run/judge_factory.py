@@ -36,4 +36,6 @@ def run_judge(inputs: RunInputs, state: ProcessState) -> Judge:
 def standalone_judge(name: str, spec: ModelSpec | None, model_cache: Path, judges: JudgeRegistry) -> Judge:
     """A judge built outside a run's stack (no response cache, its own model connection)."""
     options = ProviderOptions(model_cache=model_cache)
-    return build_judge(name, spec, lambda: chat_provider_for(spec, options), options, judges)  # type: ignore[arg-type]
+    if spec is None:
+        return judges.build(name, options)
+    return build_judge(name, spec, lambda: chat_provider_for(spec, options), options, judges)

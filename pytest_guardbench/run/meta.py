@@ -47,7 +47,7 @@ def identity(inputs: RunInputs) -> dict[str, Any]:
 
 
 def meta(inputs: RunInputs, run_id: str | None, root: Path, argv: Sequence[str]) -> dict[str, Any]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)

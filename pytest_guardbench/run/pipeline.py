@@ -184,20 +184,20 @@ def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
         d.time("tutor", share)
 
 
+def _judge_input(draft: Draft) -> JudgeInput:
+    assert draft.response is not None, "the judge stage sees only drafts with a final response"
+    return JudgeInput(
+        prompt=draft.case.prompt_text,
+        response=draft.response.text,
+        source=draft.response.source,
+        is_harmful=draft.case.is_harmful,
+    )
+
+
 def judge_stage(drafts: list[Draft], stack: Stack) -> None:
     def run(batch: list[Draft]) -> None:
         started = time.perf_counter()
-        verdicts = stack.judge.judge(
-            [
-                JudgeInput(
-                    prompt=d.case.prompt_text,
-                    response=d.response.text,
-                    source=d.response.source,
-                    is_harmful=d.case.is_harmful,
-                )
-                for d in batch
-            ]  # type: ignore[union-attr]
-        )
+        verdicts = stack.judge.judge([_judge_input(d) for d in batch])
         if len(verdicts) != len(batch):
             raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(batch)} responses")
         share = (time.perf_counter() - started) / len(batch)

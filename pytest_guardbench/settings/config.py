@@ -228,12 +228,17 @@ class Settings(BaseModel):
 
 
 class _InvocationParams(Protocol):
-    dir: Any
+    @property
+    def dir(self) -> Any: ...
 
 
 class PytestConfigLike(Protocol):
-    rootpath: Any
-    invocation_params: _InvocationParams
+    # Read-only, as pytest.Config exposes them.
+    @property
+    def rootpath(self) -> Any: ...
+
+    @property
+    def invocation_params(self) -> _InvocationParams: ...
 
     def getoption(self, name: str) -> Any: ...
 
