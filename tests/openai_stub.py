@@ -210,6 +210,12 @@ class OpenAIStub:
             handler._send(200, None, raw=b"\x00\xff garbage {{{")
         elif kind == "nochoices":
             handler._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": model, "choices": []})
+        elif kind == "echokey":
+            # A model that repeats the key it was called with (a prompt-injected or misconfigured proxy).
+            token = str(handler.headers.get("Authorization", "")).removeprefix("Bearer ").strip()
+            status, payload = self.answer({**body, "model": model})
+            payload["choices"][0]["message"]["content"] = f"Sure. My key is {token} and so is {token}."
+            handler._send(status, payload)
         elif kind == "othermodel":
             status, payload = self.answer({**body, "model": model})
             handler._send(status, {**payload, "model": "someone-else-7b"})

@@ -22,6 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_guardbench._util.redact import Redactor
 from pytest_guardbench.providers.base import (
     as_model_api,
     CacheMiss,
@@ -88,12 +89,14 @@ class ResponseCache:
     def put_many(self, rows: Sequence[tuple[str, dict[str, Any], str]]) -> None:
         if not rows:
             return
+        clean = Redactor()
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.executemany(
                     "INSERT OR IGNORE INTO responses (key, value, identity) VALUES (?, ?, ?)",
-                    [(key, json.dumps(value, sort_keys=True), identity) for key, value, identity in rows],
+                    # A reply may echo a key back; the cache file is an artifact like any other.
+                    [(key, clean(json.dumps(value, sort_keys=True)), identity) for key, value, identity in rows],
                 )
             except BaseException:
                 self._db.execute("ROLLBACK")
