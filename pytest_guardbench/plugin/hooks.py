@@ -13,6 +13,7 @@ from pytest_guardbench.plugin import hookspecs
 from pytest_guardbench.settings.config import Settings
 from pytest_guardbench.settings.options import OPTIONS, ConfigError
 from pytest_guardbench.cases.sources import DataError, label_conflict_warning
+from pytest_guardbench.run.comparison_inputs import check_comparison_inputs
 from pytest_guardbench.run.resume import ResumeError, load_base
 from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
 from pytest_guardbench.run.inputs import RunInputs, load_inputs
@@ -86,6 +87,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = Settings.from_pytest(config)
         inputs = load_inputs(Path(config.rootpath), settings, units)
         if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
+            check_comparison_inputs(settings, bool(getattr(config.option, "update_snapshots", False)))
             preflight(inputs)
         state = ProcessState(units=units)
         session = None if _is_worker(config) else GuardbenchSession(config, inputs)
