@@ -255,3 +255,10 @@ def test_a_selection_that_measures_nothing_is_a_usage_error(pytester, args, expe
     result = _run_with(pytester, "expanded.json", json.dumps({"name": "x", "items": [item]}), *args)
     assert result.ret == 4
     result.stderr.fnmatch_lines([expected])
+
+
+def test_a_misspelt_ini_key_is_a_usage_error_naming_the_nearest_key(pytester):
+    write_project(pytester, ini="guardbench_min_recal = 0.9")
+    result = pytester.runpytest_subprocess()
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*.ini: unknown ini key guardbench_min_recal; did you mean guardbench_min_recall?*"])
