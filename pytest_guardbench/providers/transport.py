@@ -30,6 +30,7 @@ def failure_kind(message: str) -> str:
         r"timed out",
         r"connection refused",
         r"cannot connect",
+        r"closed the connection mid-response",
         r"invalid response body",
         r"no choices",
     ):
@@ -142,6 +143,25 @@ def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
             return True
         seen = seen.__cause__ or seen.__context__
     return False
+
+
+# What the HTTP stacks under the client (aiohttp, httpx, http.client) raise when a response stops
+# before its body is complete; matched by name so none of them is imported here.
+CUT_OFF_ERRORS = frozenset({"ClientPayloadError", "ContentLengthError", "TransferEncodingError",
+                            "ServerDisconnectedError", "RemoteProtocolError", "IncompleteRead"})  # fmt: skip
+
+
+def cut_off(exc: BaseException) -> str | None:
+    """The innermost message of a response cut mid-body in `exc`'s chain, or None."""
+    found: str | None = None
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if type(seen).__name__ in CUT_OFF_ERRORS:
+            found = str(seen).strip() or type(seen).__name__
+        seen = seen.__cause__ or seen.__context__
+    return found
 
 
 def short(text: str, limit: int = 200) -> str:
@@ -268,6 +288,10 @@ def mapped_error(exc: Exception, name: str, where: str, timeout_s: float) -> Exc
             return Retryable(f"{name}: connection refused at {where}")
         return Retryable(f"{name}: timed out after {timeout_s:g} s")
     if isinstance(exc, openai.APIConnectionError):
+        cut = cut_off(exc)
+        if cut is not None:
+            # Connected and answered, then the body stopped: "cannot connect" would send the user to the wrong place.
+            return Retryable(f"{name}: the server at {where} closed the connection mid-response ({short(cut)})")
         return Retryable(f"{name}: cannot connect to {where}: {short(str(exc))}")
     if isinstance(exc, openai.OpenAIError):
         return ProviderError(f"{name}: {type(exc).__name__}: {short(str(exc))}")

@@ -75,7 +75,11 @@ BREAKS_MID_RUN = [
     ("fault-429-late", 10, "slow down (gave up after 2 attempts)"),
     ("fault-500-late", 10, "internal error (gave up after 2 attempts)"),
     ("fault-hang-late", 10, "timed out after 0.5 s (gave up after 2 attempts)"),
-    ("fault-midbody-late", 10, "(gave up after 2 attempts)"),
+    (
+        "fault-midbody-late",
+        10,
+        "closed the connection mid-response (400, message: Not enough data to satisfy content length header (received 40 of 500 bytes).) (gave up after 2 attempts)",
+    ),
     ("fault-garbage-late", 10, "the server sent an invalid response body"),
     ("fault-nochoices-late", 10, "the server returned no choices (gave up after 2 attempts)"),
 ]
