@@ -247,10 +247,16 @@ def reply_from(response: Any, name: str, model: str, latency_s: float) -> Reply:
     if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
         raise Retryable(f"{name}: the server returned no choices")
     choice = choices[0]
-    message = choice.get("message")
-    text = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(text, str):
-        raise Retryable(f"{name}: the server returned an empty message (finish_reason={choice.get('finish_reason')})")
+    raw_message = choice.get("message")
+    message: dict[str, Any] = raw_message if isinstance(raw_message, dict) else {}
+    text = message.get("content")
+    if text is None:
+        # `content: null` is an empty reply like `content: ""` (a retry gets the same from a greedy model),
+        # unless the server put a refusal in its own field (OpenAI's structured refusals).
+        refusal = message.get("refusal")
+        text = refusal if isinstance(refusal, str) else ""
+    elif not isinstance(text, str):
+        raise Retryable(f"{name}: the server sent an invalid response body (message content is {type(text).__name__})")
     usage = response.get("usage")
     if not isinstance(usage, dict):
         usage = {}
