@@ -57,10 +57,19 @@ class ResponseCache:
                 break
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or attempt == 99:
-                    raise
+                    raise self._unusable(exc) from None
                 time.sleep(0.05 + 0.05 * random.random())
+            except sqlite3.DatabaseError as exc:
+                raise self._unusable(exc) from None
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._cached_only = threading.local()
+
+    def _unusable(self, exc: sqlite3.Error) -> ProviderError:
+        self._db.close()
+        return ProviderError(
+            f"--guardbench-cache-path {self.path}: not a usable response cache ({exc}); "
+            "delete it to start a new one, or point --guardbench-cache-path at another file"
+        )
 
     @contextmanager
     def cached_only(self) -> Iterator[None]:
