@@ -102,7 +102,10 @@ def prepare(
     latest, skipped = read_records_tolerant(results)
     finished = {case_id: r for case_id, r in {**earlier, **latest}.items() if r.error is None}
     changed = sorted(cid for cid, r in finished.items() if cid in cases and stale(r, cases[cid]))
-    for case_id in changed:
+    # Cases the edited pack no longer has are not part of this run: counted as finished they would
+    # make the resumed run look larger than its pack.
+    dropped = [cid for cid in finished if cid not in cases]
+    for case_id in (*changed, *dropped):
         del finished[case_id]
     tmp = run_dir / (RESUME_BASE + ".tmp")
     with tmp.open("w", encoding="utf-8") as handle:

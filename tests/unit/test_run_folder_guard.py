@@ -63,3 +63,24 @@ def test_a_second_writer_of_a_run_folder_stops_naming_the_holder(tmp_path):
     assert not (tmp_path / "run.lock.holder").exists()
     with RunFolderLock(tmp_path):  # released: the next run takes it
         pass
+
+
+def test_resume_after_the_pack_was_edited_reuses_only_its_unchanged_cases(tmp_path):
+    from pytest_guardbench.records import Case
+    from pytest_guardbench.run.resume import prepare
+    from tests.unit.records import record
+
+    kept, edited, removed = record("p.a.original", True), record("p.b.original", False), record("p.c.original", True)
+    (tmp_path / "results.jsonl").write_text("".join(r.json_line() for r in (kept, edited, removed)))
+
+    def case(rec, text):
+        return Case(case_id=rec.case_id, pack=rec.pack, item_id=rec.item_id, base_prompt_id=rec.base_prompt_id,
+                    variant=rec.variant, prompt_text=text, is_harmful=rec.is_harmful, label_source="is_harmful",
+                    category=rec.category, source_file="pack.json")  # fmt: skip
+
+    now = {"p.a.original": case(kept, kept.prompt_text), "p.b.original": case(edited, "a new question"),
+           "p.d.original": case(kept, "added").model_copy(update={"case_id": "p.d.original"})}  # fmt: skip
+    finished, skipped, changed = prepare(tmp_path, {}, now)
+    assert list(finished) == ["p.a.original"] and changed == ["p.b.original"] and skipped == 0
+    base = (tmp_path / "resume_base.jsonl").read_text().splitlines()
+    assert len(base) == 1, "the removed case is no longer part of the run"
