@@ -82,7 +82,10 @@ def run(args: argparse.Namespace) -> int:
     if report["errors"]:
         # A guard call that failed measured nothing; like a pipeline error in a run, it fails the command.
         first = report["error_examples"][0] if report["error_examples"] else "no message"
-        print(f"guardbench screen: {report['errors']} of {report['cases']} guard calls failed (first: {first})", file=sys.stderr)
+        print(
+            f"guardbench screen: {report['errors']} of {report['cases']} guard calls failed (first: {first})",
+            file=sys.stderr,
+        )
         return 1
     return 0
 
