@@ -23,12 +23,17 @@ from pytest_guardbench.commands import (
 SUBCOMMANDS = (expand, rejudge, import_seed, merge, compare, judge_quality, audit, screen, label_agreement, mutators)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def build_parser() -> argparse.ArgumentParser:
+    """The parser `main` runs; the docs render the command reference from it."""
     parser = argparse.ArgumentParser(prog="guardbench", description="pytest-guardbench helper commands.")
     commands = parser.add_subparsers(dest="command", required=True)
     for subcommand in SUBCOMMANDS:
         subcommand.add_parser(commands)
-    args = parser.parse_args(argv)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     code: int = args.run(args)
     return code
 
