@@ -24,6 +24,10 @@ exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
 myst_enable_extensions = ["colon_fence", "deflist"]
 myst_heading_anchors = 3
 
+# Every cross-reference must resolve; pytest's Config is documented by pytest, not here.
+nitpicky = True
+nitpick_ignore = [("py:class", "_pytest.config.Config")]
+
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 

@@ -93,6 +93,13 @@ def _default_text(info: FieldInfo) -> str:
     return str(value)
 
 
+def _type_text(annotation: Any) -> str:
+    """`str`, not `<class 'str'>`; `str | None` and `Literal[...]` as Python writes them."""
+    if isinstance(annotation, type):
+        return annotation.__name__
+    return str(annotation).replace("typing.", "")
+
+
 def _option_defaults() -> dict[str, str]:
     """dest -> the default of the setting it fills ("" where the code leaves it unset)."""
     from pytest_guardbench.settings.config import Settings, Thresholds
@@ -249,7 +256,7 @@ class ModelKeysDirective(SphinxDirective):
             for name, info in model.model_fields.items():
                 if name in ("alias", "guard"):
                     continue
-                annotation = str(info.annotation).replace("typing.", "")
+                annotation = _type_text(info.annotation)
                 rows.append([_code(name), [where], _code(annotation), _code(_default_text(info))])
         return [table(["key", "applies to", "type", "default"], rows, [25, 15, 40, 20])]
 
