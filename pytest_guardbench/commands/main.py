@@ -36,6 +36,7 @@ class CommandParser(argparse.ArgumentParser):
 
 
 def build_parser() -> CommandParser:
+    """The parser `main` runs; the docs render the command reference from it."""
     parser = CommandParser(
         prog="guardbench",
         description="pytest-guardbench helper commands.",
