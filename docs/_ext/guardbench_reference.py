@@ -10,6 +10,7 @@ Directives:
 - ``guardbench-aliases``: the built-in model aliases.
 - ``guardbench-model-keys``: the keys of a ``[tool.guardbench.models.<alias>]`` table.
 - ``guardbench-modules``: every module of the package with the first paragraph of its docstring.
+- ``guardbench-exit-statuses``: the exit statuses of runs and commands (``commands.exit_status.EXIT_STATUSES``).
 """
 
 from __future__ import annotations
@@ -247,6 +248,14 @@ class AliasesDirective(SphinxDirective):
         return [table(["alias", "its table"], rows, [20, 80])]
 
 
+class ExitStatusesDirective(SphinxDirective):
+    def run(self) -> list[nodes.Node]:
+        from pytest_guardbench.commands.exit_status import EXIT_STATUSES
+
+        rows: list[list[Cell]] = [[_code(str(code)), [meaning]] for code, meaning in EXIT_STATUSES]
+        return [table(["exit", "meaning"], rows, [10, 90])]
+
+
 class ModelKeysDirective(SphinxDirective):
     def run(self) -> list[nodes.Node]:
         from pytest_guardbench.settings.model_specs import GuardAdapterSettings, ModelSpec
@@ -289,4 +298,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("guardbench-aliases", AliasesDirective)
     app.add_directive("guardbench-model-keys", ModelKeysDirective)
     app.add_directive("guardbench-modules", ModulesDirective)
+    app.add_directive("guardbench-exit-statuses", ExitStatusesDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
