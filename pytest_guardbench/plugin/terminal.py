@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_guardbench.cases.sources import shipped_system_prompts
+from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_names
+from pytest_guardbench.cases.sources import NO_SYSTEM_PROMPT, shipped_system_prompts
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.units import Units
 from pytest_guardbench.settings.model_specs import model_aliases
@@ -21,6 +22,9 @@ def listing(units: Units, root: Path) -> list[str]:
     lines += ["tutors:"] + [f"  {name}: {desc}" for name, desc in units.tutors.describe().items()]
     lines += ["judges:"] + [f"  {name}: {desc}" for name, desc in units.judges.describe().items()]
     lines += ["system prompts:"] + [f"  {name}" for name in shipped_system_prompts()]
+    lines += [f"  {NO_SYSTEM_PROMPT}: no system message; the tutor gets only the child's turn"]
+    lines += ["shipped packs and datasets (by name: --guardbench-data, --guardbench-judge-check):"]
+    lines += [f"  {folder}: {', '.join(shipped_names(folder))}" for folder in (PACKS, DATASETS)]
     return lines
 
 

@@ -168,10 +168,9 @@ def refuse(draft: Draft, stack: Stack) -> None:
 
 
 def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
-    conversations: list[list[Message]] = [
-        [{"role": "system", "content": stack.system_prompt}, {"role": "user", "content": d.case.prompt_text}]
-        for d in drafts
-    ]
+    # An empty system prompt (`--guardbench-system-prompt=none`) sends no system message, not an empty one.
+    system: list[Message] = [{"role": "system", "content": stack.system_prompt}] if stack.system_prompt else []
+    conversations: list[list[Message]] = [[*system, {"role": "user", "content": d.case.prompt_text}] for d in drafts]
     seeds = [case_seed(d.case.case_id) if stack.sample else None for d in drafts]
     started = time.perf_counter()
     completions = tutor.generate(conversations, stack.params, seeds)

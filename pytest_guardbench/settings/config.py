@@ -19,6 +19,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from pytest_guardbench.settings.model_specs import ModelSpec, default_model_cache, pyproject_thresholds
 from pytest_guardbench.settings.options import OPTIONS, OPTIONS_BY_NAME, ROLES, ConfigError, name_list
 from pytest_guardbench.records import PolicyName
+from pytest_guardbench._util.package_data import DATASETS, PACKS, describe_shipped, shipped_file
 
 MalformedPolicy = Literal["block", "allow", "fallback"]
 GateMode = Literal["gate", "strict"]
@@ -173,8 +174,27 @@ class Settings(BaseModel):
                         f"pyproject.toml: [tool.guardbench.thresholds.{kind}.{name}] {where}: {detail['msg']}"
                     ) from None
             thresholds[f"per_{kind}"] = scope
+
+        def resolve_data(name: str, raw: str | Path, folders: tuple[str, ...]) -> Path:
+            # A bare name that is no file names a shipped pack or dataset (`--guardbench-data=child_safety_v1`).
+            path = resolve(name, raw)
+            text = str(raw)
+            if path.exists() or "/" in text or os.sep in text or text.startswith("~"):
+                return path
+            shipped = shipped_file(text, folders)
+            if shipped is not None:
+                return shipped
+            if Path(text).suffix:
+                return path  # a missing file name: its loader says "file not found"
+            raise ConfigError(
+                f"{OPTIONS_BY_NAME[name].label}: {text!r} is neither a file nor a shipped name "
+                f"({describe_shipped(folders)})"
+            )
+
         if "data" in values:
-            values["data"] = tuple(resolve("data", p) for p in values["data"])
+            values["data"] = tuple(resolve_data("data", p, (PACKS, DATASETS)) for p in values["data"])
+        if "judge_check" in values:
+            values["judge_check"] = resolve_data("judge_check", values["judge_check"], (DATASETS,))
         for path_field in (
             "report_dir",
             "model_cache",
@@ -182,7 +202,6 @@ class Settings(BaseModel):
             "scorecard_snapshot",
             "cache_path",
             "resume",
-            "judge_check",
         ):
             if path_field in values:
                 values[path_field] = resolve(path_field, values[path_field])

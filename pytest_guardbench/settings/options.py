@@ -186,7 +186,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "data",
         ("--guardbench-data",),
-        "Prompt pack (.json), dataset (.jsonl) or MinorBench CSV (.csv); repeatable.",
+        "Prompt pack (.json), dataset (.jsonl), MinorBench CSV (.csv) or a shipped pack's name (child_safety_v1); "
+        "repeatable.",
         repeatable=True,
         ini_type="linelist",
     ),
@@ -212,7 +213,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
         _choice("block", "allow", "fallback"),
     ),
     OptionSpec(
-        "system_prompt", ("--guardbench-system-prompt",), "Tutor system prompt: a shipped name or a text file path."
+        "system_prompt",
+        ("--guardbench-system-prompt",),
+        "Tutor system prompt: a shipped name, a text file path, or none (send no system message).",
     ),
     OptionSpec(
         "report_dir", ("--guardbench-report-dir",), "Folder that receives one sub-folder per run (default: reports)."
@@ -379,7 +382,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "judge_check",
         ("--guardbench-judge-check",),
-        "Human-labelled responses (JSONL) to score the run's judge against; a low kappa marks the scorecard low-confidence.",
+        "Human-labelled responses (a JSONL file or a shipped dataset's name) to score the run's judge against; a low "
+        "kappa marks the scorecard low-confidence.",
     ),
     OptionSpec(
         "min_judge_kappa",

@@ -13,7 +13,7 @@ import pytest
 from pytest_guardbench.commands.exit_status import EXIT_STATUSES
 from pytest_guardbench.commands.main import main
 
-LABELS = Path(__file__).resolve().parents[2] / "datasets" / "judge_audit_smollm2_v5.jsonl"
+LABELS = Path(__file__).resolve().parents[2] / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_v5.jsonl"
 
 USAGE = [
     (["nosuch"], "invalid choice: 'nosuch'"),

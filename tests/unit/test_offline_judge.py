@@ -1,5 +1,5 @@
 """The offline judge: where its heads come from, the contract every registered judge keeps, and its
-measured quality on the held-out test split of datasets/judge_responses_v1.jsonl."""
+measured quality on the held-out test split of pytest_guardbench/datasets/judge_responses_v1.jsonl."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ from pytest_guardbench.run.units import builtin_judges
 from pytest_guardbench.records import ANSWER_MODES
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-DATASET = ROOT / "datasets" / "judge_responses_v1.jsonl"
+DATASET = ROOT / "pytest_guardbench" / "datasets" / "judge_responses_v1.jsonl"
 REAL_RESPONSES = [
-    ROOT / "datasets" / name
+    ROOT / "pytest_guardbench" / "datasets" / name
     for name in (
         "judge_responses_smollm2_v2.jsonl",
         "judge_audit_smollm2_framing_v2.jsonl",
@@ -31,7 +31,7 @@ REAL_RESPONSES = [
         "judge_audit_smollm2_roleplay_v1.jsonl",
     )
 ]
-HELD_OUT = ROOT / "datasets" / "judge_audit_smollm2_v5.jsonl"
+HELD_OUT = ROOT / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_v5.jsonl"
 
 
 @pytest.fixture(scope="module")
