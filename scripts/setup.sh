@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # One-time set-up on a fresh machine: a virtual environment in .venv with the CPU build of torch
-# (installed first so nothing pulls a multi-GB CUDA build), the project with its dev extras, and the
+# (installed first so nothing pulls a multi-GB CUDA build), the project with its dev, hf and openai extras, and the
 # embedded tutor model. Safe to re-run: finished steps are quick no-ops.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -13,6 +13,7 @@ from pytest_guardbench.commands import (
     compare,
     expand,
     import_seed,
+    init,
     judge_quality,
     label_agreement,
     merge,
@@ -24,7 +25,19 @@ from pytest_guardbench.commands import (
 from pytest_guardbench.commands.exit_status import INTERRUPTED, USAGE_ERROR, exit_status_table
 
 # In the order `guardbench --help` lists them.
-SUBCOMMANDS = (expand, rejudge, import_seed, merge, compare, judge_quality, audit, screen, label_agreement, mutators)
+SUBCOMMANDS = (
+    init,
+    expand,
+    rejudge,
+    import_seed,
+    merge,
+    compare,
+    judge_quality,
+    audit,
+    screen,
+    label_agreement,
+    mutators,
+)
 
 
 class CommandParser(argparse.ArgumentParser):

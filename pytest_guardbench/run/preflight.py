@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_guardbench.guards import CHILD_SAFETY_GUIDELINES, granite_template_kwargs, granite_version
 from pytest_guardbench.providers import GenerationParams, ModelAPI, ProviderError, ProviderOptions, chat_provider_for
+from pytest_guardbench.providers.embedded import default_stack_problems
 from pytest_guardbench.providers.hub import load_tokenizer, offline_requested, template_problem, where_problem
 from pytest_guardbench.run.folder import writable_problem
 from pytest_guardbench.run.inputs import RunInputs
@@ -40,7 +41,8 @@ def preflight(inputs: RunInputs) -> None:
     if unwritable:
         raise ConfigError(unwritable)
     specs = {role: settings.role_spec(role, spec) for role, spec in inputs.model_specs.items()}
-    problems = local_preflight(specs, offline_requested(settings.offline))
+    problems = default_stack_problems(settings.guardrail, settings.tutor, settings.judge)
+    problems += local_preflight(specs, offline_requested(settings.offline))
     if settings.cache != "replay":
         options = ProviderOptions(model_cache=settings.model_cache)
         problems += api_preflight(specs, lambda spec: chat_provider_for(spec, options))
