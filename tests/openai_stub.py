@@ -47,8 +47,14 @@ FAULT_KINDS = ("429", "500", "503", "slow", "drop", "truncated", "not_json", "no
 
 class OpenAIStub:
     def __init__(
-        self, fault_rate: float = 0.0, latency_s: float = 0.0, slow_s: float = 2.0, batch_delay_s: float = 0.2
+        self,
+        fault_rate: float = 0.0,
+        latency_s: float = 0.0,
+        slow_s: float = 2.0,
+        batch_delay_s: float = 0.2,
+        batch_api: bool = True,
     ) -> None:
+        self.batch_api = batch_api  # False: /files and /batches answer 404, as a plain chat server does
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.batch_lines: list[dict[str, Any]] = []
@@ -92,6 +98,9 @@ class OpenAIStub:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                if not stub.batch_api and self.path.rstrip("/").endswith(("/files", "/batches")):
+                    self._send(404, {"error": {"message": "Not Found"}})
+                    return
                 if self.path.rstrip("/").endswith("/files"):
                     stub._upload(self, raw)
                     return
@@ -210,6 +219,12 @@ class OpenAIStub:
             handler._send(200, None, raw=b"\x00\xff garbage {{{")
         elif kind == "nochoices":
             handler._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": model, "choices": []})
+        elif kind == "echokey":
+            # A model that repeats the key it was called with (a prompt-injected or misconfigured proxy).
+            token = str(handler.headers.get("Authorization", "")).removeprefix("Bearer ").strip()
+            status, payload = self.answer({**body, "model": model})
+            payload["choices"][0]["message"]["content"] = f"Sure. My key is {token} and so is {token}."
+            handler._send(status, payload)
         elif kind == "othermodel":
             status, payload = self.answer({**body, "model": model})
             handler._send(status, {**payload, "model": "someone-else-7b"})

@@ -9,8 +9,11 @@ import sys
 from pathlib import Path
 
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
+from pytest_guardbench.commands.exit_status import FAILED, USAGE_ERROR
 from pytest_guardbench.commands.recorded import opened_judge
 from pytest_guardbench.judges.quality import check_judge
+from pytest_guardbench.providers.base import ProviderError
+from pytest_guardbench.run.pipeline import preflight_error
 from pytest_guardbench.scoring.scorecard import fmt_rate
 
 
@@ -45,7 +48,16 @@ def run(args: argparse.Namespace) -> int:
         print(f"guardbench judge-quality: {exc}", file=sys.stderr)
         return 4
     try:
+        # One known-easy judgement first: a judge that cannot answer (nothing listening, a wrong key, a
+        # model that does not follow the format) is one line before any labelled row is paid for.
+        problem = preflight_error(judge)
+        if problem is not None:
+            print(f"guardbench judge-quality: --judge {args.judge}: {problem}", file=sys.stderr)
+            return USAGE_ERROR
         result = check_judge(judge, labels, args.min_kappa)
+    except ProviderError as exc:
+        print(f"guardbench judge-quality: --judge {args.judge}: the judge failed mid-way: {exc}", file=sys.stderr)
+        return FAILED
     finally:
         opened.__exit__(None, None, None)
     result["labels_file"] = args.labels

@@ -4,7 +4,9 @@ this package, and runs the one named."""
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 from pytest_guardbench.commands import (
     audit,
@@ -19,17 +21,41 @@ from pytest_guardbench.commands import (
     screen,
 )
 
+from pytest_guardbench.commands.exit_status import INTERRUPTED, USAGE_ERROR, exit_status_table
+
 # In the order `guardbench --help` lists them.
 SUBCOMMANDS = (expand, rejudge, import_seed, merge, compare, judge_quality, audit, screen, label_agreement, mutators)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="guardbench", description="pytest-guardbench helper commands.")
+class CommandParser(argparse.ArgumentParser):
+    """argparse with the project's usage-error status: 4, as pytest's, since 2 means interrupted here."""
+
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> CommandParser:
+    """The parser `main` runs; the docs render the command reference from it."""
+    parser = CommandParser(
+        prog="guardbench",
+        description="pytest-guardbench helper commands.",
+        epilog=f"exit statuses (of these commands and of pytest runs):\n{exit_status_table()}",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     commands = parser.add_subparsers(dest="command", required=True)
     for subcommand in SUBCOMMANDS:
         subcommand.add_parser(commands)
-    args = parser.parse_args(argv)
-    code: int = args.run(args)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.run(args)
+    except KeyboardInterrupt:
+        print(f"guardbench {args.command}: interrupted", file=sys.stderr)
+        return INTERRUPTED
     return code
 
 

@@ -7,7 +7,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from pytest_guardbench.commands.exit_status import gate_exit_code
+from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
+from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.commands.recorded import rejudge_run
 from pytest_guardbench.results.summary import load_run
 from pytest_guardbench.scoring.policies import POLICIES
@@ -38,6 +39,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"guardbench rejudge: {exc}", file=sys.stderr)
         return 4
+    except ProviderError as exc:
+        print(f"guardbench rejudge: --judge {args.judge}: the judge failed: {exc}", file=sys.stderr)
+        return FAILED
     summary = load_run(out)
     card = summary.scorecards.system
     print(

@@ -79,6 +79,14 @@ def run(args: argparse.Namespace) -> int:
         print(f"guardbench screen: {str(exc).replace('--guardbench-variants', '--variants')}", file=sys.stderr)
         return 4
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else "\n".join(screen_lines(report)))
+    if report["errors"]:
+        # A guard call that failed measured nothing; like a pipeline error in a run, it fails the command.
+        first = report["error_examples"][0] if report["error_examples"] else "no message"
+        print(
+            f"guardbench screen: {report['errors']} of {report['cases']} guard calls failed (first: {first})",
+            file=sys.stderr,
+        )
+        return 1
     return 0
 
 

@@ -30,6 +30,7 @@ def failure_kind(message: str) -> str:
         r"timed out",
         r"connection refused",
         r"cannot connect",
+        r"closed the connection mid-response",
         r"invalid response body",
         r"no choices",
     ):
@@ -144,6 +145,25 @@ def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     return False
 
 
+# What the HTTP stacks under the client (aiohttp, httpx, http.client) raise when a response stops
+# before its body is complete; matched by name so none of them is imported here.
+CUT_OFF_ERRORS = frozenset({"ClientPayloadError", "ContentLengthError", "TransferEncodingError",
+                            "ServerDisconnectedError", "RemoteProtocolError", "IncompleteRead"})  # fmt: skip
+
+
+def cut_off(exc: BaseException) -> str | None:
+    """The innermost message of a response cut mid-body in `exc`'s chain, or None."""
+    found: str | None = None
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if type(seen).__name__ in CUT_OFF_ERRORS:
+            found = str(seen).strip() or type(seen).__name__
+        seen = seen.__cause__ or seen.__context__
+    return found
+
+
 def short(text: str, limit: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -227,10 +247,16 @@ def reply_from(response: Any, name: str, model: str, latency_s: float) -> Reply:
     if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
         raise Retryable(f"{name}: the server returned no choices")
     choice = choices[0]
-    message = choice.get("message")
-    text = message.get("content") if isinstance(message, dict) else None
-    if not isinstance(text, str):
-        raise Retryable(f"{name}: the server returned an empty message (finish_reason={choice.get('finish_reason')})")
+    raw_message = choice.get("message")
+    message: dict[str, Any] = raw_message if isinstance(raw_message, dict) else {}
+    text = message.get("content")
+    if text is None:
+        # `content: null` is an empty reply like `content: ""` (a retry gets the same from a greedy model),
+        # unless the server put a refusal in its own field (OpenAI's structured refusals).
+        refusal = message.get("refusal")
+        text = refusal if isinstance(refusal, str) else ""
+    elif not isinstance(text, str):
+        raise Retryable(f"{name}: the server sent an invalid response body (message content is {type(text).__name__})")
     usage = response.get("usage")
     if not isinstance(usage, dict):
         usage = {}
@@ -268,6 +294,10 @@ def mapped_error(exc: Exception, name: str, where: str, timeout_s: float) -> Exc
             return Retryable(f"{name}: connection refused at {where}")
         return Retryable(f"{name}: timed out after {timeout_s:g} s")
     if isinstance(exc, openai.APIConnectionError):
+        cut = cut_off(exc)
+        if cut is not None:
+            # Connected and answered, then the body stopped: "cannot connect" would send the user to the wrong place.
+            return Retryable(f"{name}: the server at {where} closed the connection mid-response ({short(cut)})")
         return Retryable(f"{name}: cannot connect to {where}: {short(str(exc))}")
     if isinstance(exc, openai.OpenAIError):
         return ProviderError(f"{name}: {type(exc).__name__}: {short(str(exc))}")

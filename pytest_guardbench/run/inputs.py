@@ -64,7 +64,7 @@ def load_inputs(root: Path, settings: Settings, units: Units) -> RunInputs:
         load_sources(settings.data, settings.harmful_categories) if settings.data else LoadedData(items=(), sources=())
     )
     cases = (
-        expand(list(data.items), settings.selected_variants, settings.samples, units.mutators.table())
+        expand(list(data.items), settings.variants, settings.samples, units.mutators.table(), settings.exclude_variants)
         if data.items
         else []
     )

@@ -262,7 +262,7 @@ def finish(draft: Draft) -> CaseRecord:
         judge=draft.verdict if draft.error is None else None,
         error=draft.error,
         timings_s=draft.timings or {},
-    )
+    ).redacted()
 
 
 def preflight_error(judge: Judge) -> str | None:

@@ -349,6 +349,21 @@ def compare_with_baseline(
 
 
 def baseline_check(comparison: BaselineComparison) -> GateCheck:
+    if comparison.paired == 0:
+        # Nothing was compared, so nothing can be said to hold: a baseline from another pack, selection
+        # or id scheme must not read as "no regression".
+        return GateCheck(
+            name="baseline",
+            value=None,
+            threshold=comparison.alpha,
+            comparison=">=",
+            status="fail",
+            message=(
+                f"against baseline: 0 paired cases ({comparison.only_in_current} only in this run, "
+                f"{comparison.only_in_baseline} only in the baseline): nothing was compared; "
+                "is the baseline a run of the same pack and variants?"
+            ),
+        )
     b, c = len(comparison.regressions), len(comparison.improvements)
     significant = comparison.significant_regression
     return GateCheck(

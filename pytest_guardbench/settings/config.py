@@ -7,10 +7,13 @@ it is given, so every xdist worker rebuilds identical settings from the same arg
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import tomllib
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import iniconfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_guardbench.settings.model_specs import ModelSpec, default_model_cache, pyproject_thresholds
@@ -103,6 +106,7 @@ class Settings(BaseModel):
         """Merge CLI (highest), ini, then defaults. Relative ini paths resolve against the rootdir."""
         root = Path(config.rootpath)
         invocation_dir = Path(config.invocation_params.dir)
+        _refuse_unknown_ini_keys(config)
         values: dict[str, Any] = {}
         origins: dict[str, str] = {}
         for spec in OPTIONS:
@@ -243,3 +247,31 @@ class PytestConfigLike(Protocol):
     def getoption(self, name: str) -> Any: ...
 
     def getini(self, name: str) -> Any: ...
+
+
+def _refuse_unknown_ini_keys(config: Any) -> None:
+    """A misspelt `guardbench_*` ini key would otherwise only warn and leave its setting at the default
+    (a gate bar silently not applied), so it stops the run and names the key and its nearest match."""
+    inipath = getattr(config, "inipath", None)
+    if inipath is None:
+        return
+    known = {spec.ini_key for spec in OPTIONS}
+    unknown = [key for key in ini_keys(Path(inipath)) if key.startswith("guardbench") and key not in known]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        hint = f"; did you mean {close[0]}?" if close else f"; known keys: {', '.join(sorted(known))}"
+        raise ConfigError(f"{inipath}: unknown ini key {unknown[0]}{hint}")
+
+
+def ini_keys(inipath: Path) -> list[str]:
+    """The keys of pytest's section in the file pytest chose (pytest.ini, tox.ini, setup.cfg or
+    pyproject.toml), read the way pytest reads them."""
+    try:
+        if inipath.name == "pyproject.toml":
+            tool = tomllib.loads(inipath.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {})
+            return sorted({*tool.get("ini_options", {}), *(k for k in tool if k != "ini_options")})
+        sections = iniconfig.IniConfig(str(inipath)).sections
+    except (OSError, ValueError, iniconfig.ParseError):
+        return []  # pytest itself reports a file it cannot read
+    section = "tool:pytest" if inipath.name == "setup.cfg" else "pytest"
+    return sorted(sections.get(section, {}))

@@ -74,13 +74,19 @@ def test_key_never_in_repr(provider_for):
     [
         ("FAULT:500", "HTTP 500 from the server"),
         ("FAULT:BADJSON", "invalid response body"),
-        ("FAULT:EMPTY", "empty message"),
     ],
 )
 def test_server_faults_are_provider_errors(provider_for, marker, message):
     with pytest.raises(ProviderError, match=message) as info:
         _ask(provider_for(max_retries=0), f"{marker} hello")
     assert SECRET not in str(info.value)
+
+
+def test_null_content_is_an_empty_reply_like_an_empty_string_and_is_not_retried(provider_for, openai_stub):
+    before = len(openai_stub.requests)
+    completion = _ask(provider_for(max_retries=2), "FAULT:EMPTY hello")
+    assert completion.text == "" and completion.finish_reason == "stop"
+    assert len(openai_stub.requests) - before == 1, "one call: a greedy model would answer the same again"
 
 
 def test_timeout_is_a_provider_error(provider_for):
@@ -357,3 +363,19 @@ def test_an_odd_usage_block_costs_the_token_counts_not_the_reply():
         None,
     )
     assert (completion.completion_tokens, completion.prompt_tokens, completion.latency_s) == (None, None, 0.1235)
+
+
+@pytest.mark.parametrize(
+    ("message", "text"),
+    [
+        ({"content": ""}, ""),
+        ({"content": None}, ""),
+        ({"content": None, "refusal": "I can't help with that."}, "I can't help with that."),
+        ({"content": "  Hello.  "}, "Hello."),
+    ],
+)
+def test_a_reply_body_gives_one_text_however_the_server_leaves_it_empty(message, text):
+    from pytest_guardbench.providers.transport import reply_from
+
+    body = {"model": "m", "choices": [{"message": message, "finish_reason": "stop"}]}
+    assert reply_from(body, "t", "m", 0.1).completion.text == text

@@ -113,6 +113,16 @@ def test_mcnemar_exact_and_paired_comparison():
     assert compare_with_baseline({"a": False, "b": True}, {"a": True, "b": False}).significant_regression is False
 
 
+def test_a_baseline_that_shares_no_case_with_the_run_fails_its_check():
+    from pytest_guardbench.scoring.gates import baseline_check, compare_with_baseline
+
+    check = baseline_check(compare_with_baseline({"new.a.original": True}, {"old.a.original": True}))
+    assert check.status == "fail" and check.value is None
+    assert "0 paired cases (1 only in this run, 1 only in the baseline): nothing was compared" in check.message
+    paired = baseline_check(compare_with_baseline({"a": True}, {"a": True}))
+    assert paired.status == "pass" and "over 1 paired cases" in paired.message
+
+
 def test_flip_rate_is_gateable():
     rows = [
         record("a.original", True, "safe", "refused_or_blocked", base="a"),

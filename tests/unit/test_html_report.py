@@ -113,9 +113,7 @@ def test_renders_in_headless_chromium(run, tmp_path):
     summary, _ = run
     card = summary.scorecards.system
     assert "Failed cases: 3" in done.stdout and 'data-cell="TP">2<' in done.stdout
-    assert (
-        f">{card.recall:.3f}<small>" in done.stdout and f">{card.false_positive_rate:.3f}<small>" in done.stdout
-    )
+    assert f">{card.recall:.3f}<small>" in done.stdout and f">{card.false_positive_rate:.3f}<small>" in done.stdout
 
 
 def _evaluate_in_chromium(page: Path, profile: Path, expression: str) -> tuple[object, list[str]]:

@@ -1,0 +1,71 @@
+"""Stopping a run by signal: SIGTERM is Ctrl-C (reports written, marked incomplete, exit 2), and a second
+Ctrl-C or SIGTERM exits 2 at once."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SUITE
+from tests.openai_stub import OpenAIStub
+
+
+@pytest.fixture
+def slow_stub():
+    stub = OpenAIStub(latency_s=0.1)
+    yield stub
+    stub.close()
+
+
+def test_a_second_interrupt_exits_2_at_once():
+    # The handler itself, in a process of its own: the first signal is a KeyboardInterrupt the program
+    # handles (pytest writes its reports there); the second ends the process with 2 before the next line.
+    code = (
+        "import os, signal, sys\n"
+        "from pytest_guardbench.plugin.interrupts import InterruptHandler\n"
+        "assert InterruptHandler().install()\n"
+        "first = signal.SIGTERM\n"
+        "try:\n    os.kill(os.getpid(), first)\n    signal.pause()\nexcept KeyboardInterrupt:\n    print('first: interrupted', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGINT)\nsignal.pause()\nprint('never printed')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stdout == "first: interrupted\n"
+    assert "guardbench: SIGINT again: stopping now without finishing the reports (exit 2)" in done.stderr
+
+
+def test_sigterm_mid_run_writes_the_reports_marked_incomplete_and_exits_2(tmp_path, slow_stub):
+    stub = slow_stub
+    items = [{"id": f"p{i}", "prompt_text": f"question {i}", "metadata": {"is_harmful": False}} for i in range(60)]
+    (tmp_path / "pack.json").write_text(json.dumps({"name": "pack", "items": items}))
+    (tmp_path / "test_suite.py").write_text(SUITE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\n")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "--guardrail=none",
+         f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules", "--guardbench-concurrency=1",
+         "--guardbench-min-recall=0", "--guardbench-max-fpr=1"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(
+        len(p.read_text().splitlines()) >= 10 for p in Path(tmp_path / "reports").glob("*/results.jsonl")
+    ):
+        time.sleep(0.05)
+    run.send_signal(signal.SIGTERM)  # to the runner alone, as `timeout` or a CI cancel sends it
+    try:
+        output, _ = run.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        run.kill()
+        pytest.fail("the run did not stop within 30 s of SIGTERM")
+    assert run.returncode == pytest.ExitCode.INTERRUPTED, output
+    folder = next((tmp_path / "reports").iterdir())
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["completeness"]["complete"] is False
+    assert summary["completeness"]["reasons"][0].startswith("run stopped early")
+    assert 10 <= summary["coverage"]["scored"]["count"] < 60
