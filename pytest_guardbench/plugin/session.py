@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from pytest_guardbench.results.artifacts import write_meta
 from pytest_guardbench.results.markdown import summary_markdown
 from pytest_guardbench.results.terminal import terminal_lines
+from pytest_guardbench.run.lock import RunFolderLock
 from pytest_guardbench.run import folder as run_folder, meta as run_meta, resume
 from pytest_guardbench.scoring import gates, scorecard as scoring
 from pytest_guardbench.scoring.tally import RunTally
@@ -73,11 +74,18 @@ class GuardbenchSession:
         self.resume_info: dict[str, Any] | None = None
         self._last_progress = time.perf_counter()
         self._pytest_session: pytest.Session | None = None
+        self._lock: RunFolderLock | None = None
         settings = inputs.settings
         if settings.resume is not None:
-            self.prior, skipped, changed = resume.prepare(
-                settings.resume, run_meta.identity(self.inputs), inputs.cases_by_id
-            )
+            # Taken before prepare(), which rewrites the folder: a second process on it stops here.
+            self._lock = RunFolderLock(settings.resume).acquire()
+            try:
+                self.prior, skipped, changed = resume.prepare(
+                    settings.resume, run_meta.identity(self.inputs), inputs.cases_by_id
+                )
+            except BaseException:
+                self.release()
+                raise
             self.run_dir, self.run_id = settings.resume, settings.resume.name
             self._writer = run_folder.ResultsWriter(self.run_dir / "results.jsonl")
             self.resume_info = {"run_dir": str(settings.resume), "finished_before": len(self.prior), "unreadable_lines": skipped,
@@ -88,6 +96,12 @@ class GuardbenchSession:
     def abandon(self) -> None:
         """The stack could not be built: no case ran, so the finish writes no run folder."""
         self.abandoned = True
+
+    def release(self) -> None:
+        """Let the next process have the run folder (after the finish, or when the run is abandoned)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
@@ -109,6 +123,7 @@ class GuardbenchSession:
     def _ensure_run_dir(self) -> Path:
         if self.run_dir is None:
             self.run_id, self.run_dir = run_folder.make_run_dir(self.inputs.settings.report_dir, self.started)
+            self._lock = RunFolderLock(self.run_dir).acquire()
             self._writer = run_folder.ResultsWriter(self.run_dir / "results.jsonl")
             # Written now, not only at the end, so a killed run can be checked before it is resumed.
             write_meta(
@@ -219,14 +234,16 @@ class GuardbenchSession:
         return merged
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.received):
-            return
         try:
+            if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.received):
+                return
             self._finish_run(session)
         except Exception as exc:  # noqa: BLE001 - reporting must never turn into a traceback
             self.internal_errors.append(f"could not write the guardbench report: {type(exc).__name__}: {exc}")
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        finally:
+            self.release()
 
     @property
     def received(self) -> set[str]:
@@ -395,6 +412,15 @@ class XdistBridge:
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         self.session.merge_worker(node.gateway.id, getattr(node, "workeroutput", None), error)
+
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """What each worker selected, known as soon as it has collected: an interrupted run, whose
+        workers never send their final output, still knows how many cases were selected."""
+        self.session.expected_ids.update(
+            case_id
+            for case_id in map(case_id_of, ids)
+            if case_id is not None and case_id in self.session.inputs.cases_by_id
+        )
 
 
 def _duration(seconds: float) -> str:
