@@ -23,6 +23,7 @@ from pytest_guardbench.judges.llm import LLMJudge
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named
 from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, Stack, iter_records, load_run, record_ids
+from pytest_guardbench.scoring.blocks import Confidence
 from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.run.folder import ResultsWriter
 from pytest_guardbench.records import Case, CaseRecord
@@ -48,6 +49,10 @@ def rejudge_run(
     out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
     manifest_path = run_dir / "data_manifest.json"
     judged = [0]
+    # The run's judge check measured this very judge only when it is the same one: then it still holds.
+    same_judge = (
+        original_summary if original_summary is not None and original_summary.stack.judge == judge_name else None
+    )
     with opened_judge(judge_name, root) as judge:
         write_rescored_run(
             out,
@@ -66,6 +71,8 @@ def rejudge_run(
             policy=scoring_policy,
             missing=missing_cases_of(original_summary) if original_summary else [],
             incomplete_reasons=carried_reasons(original_summary),
+            judge_quality=same_judge.judge_quality if same_judge else None,
+            confidence=same_judge.confidence if same_judge else None,
         )
     return out
 
@@ -245,6 +252,10 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
         policy=policy_named(first.policy),
         missing=missing,
         incomplete_reasons=[f"shard(s) {', '.join(absent)} not merged: their cases are unmeasured"] if absent else [],
+        # Every shard ran the same judge against the same audit file (_check_mergeable), so its check
+        # holds for the merged run; shards that disagree carry none rather than one of them.
+        judge_quality=first.judge_quality if all(s.judge_quality == first.judge_quality for s in summaries) else None,
+        confidence=first.confidence if all(s.confidence == first.confidence for s in summaries) else None,
     )
     return out
 
@@ -260,11 +271,14 @@ def write_rescored_run(
     policy: ScoringPolicy,
     missing: Sequence[Case] = (),
     incomplete_reasons: Sequence[str] = (),
+    judge_quality: dict[str, Any] | None = None,
+    confidence: Confidence | None = None,
 ) -> None:
     """Write `records` to a new run folder at `out` as they come, counting them, then score them
     under `policy` and write the rest of the folder. The expected set is the records plus
     `missing`, the cases the source selected but never measured. `meta` may be a function, for
-    counts known only once every record went past."""
+    counts known only once every record went past. `judge_quality` and `confidence`: the judge
+    check of the same judge, carried over (a merge of one run's shards)."""
     thresholds = original_summary.thresholds if original_summary else Thresholds()
     unknown = {"guardrail": "?", "tutor": "?", "malformed_policy": "?"}
     given = original_summary.stack.model_dump() if original_summary else {}
@@ -281,7 +295,8 @@ def write_rescored_run(
     finally:
         writer.close()
     summary = build_summary(counts.tally, thresholds, run=run, stack=stack, selection=original_summary.selection if original_summary else Selection(),
-                            missing=missing, incomplete_reasons=incomplete_reasons)  # fmt: skip
+                            missing=missing, incomplete_reasons=incomplete_reasons, judge_quality=judge_quality,
+                            confidence=confidence)  # fmt: skip
     write_artifacts(out, summary, counts.picks, manifest=manifest, meta=meta() if callable(meta) else meta)
 
 
