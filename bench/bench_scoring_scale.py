@@ -18,9 +18,8 @@ from pathlib import Path
 from collections.abc import Iterator
 
 from pytest_guardbench.records import AnswerMode, Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.results.finish import build_summary, write_artifacts
-from pytest_guardbench.results.html import CasePicks
-from pytest_guardbench.results.summary import iter_records
+from pytest_guardbench.results.finish import RecordCounts, build_summary, write_artifacts
+from pytest_guardbench.results.summary import RunInfo, Selection, Stack, iter_records
 from pytest_guardbench.run.folder import ResultsWriter
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
 from pytest_guardbench.scoring.tally import RunTally
@@ -69,14 +68,13 @@ def main() -> None:
         writer.close()
         generated = time.perf_counter()
         generate_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        tally, picks = RunTally(policy, thresholds.min_recall or 0.9), CasePicks(policy)
+        counts = RecordCounts.under(RunTally(policy, thresholds.min_recall or 0.9))
         for record in iter_records(out):
-            tally.add(record)
-            picks.add(record)
-        summary = build_summary(tally, thresholds, run={"run_id": "bench", "usage": tally.usage({})},
-                                stack={"guardrail": "g", "tutor": "t", "judge": "j", "malformed_policy": "block"}, selection={})  # fmt: skip
+            counts.add(record)
+        summary = build_summary(counts.tally, thresholds, run=RunInfo(run_id="bench", usage=counts.tally.usage({})),
+                                stack=Stack(guardrail="g", tutor="t", judge="j", malformed_policy="block"), selection=Selection())  # fmt: skip
         scored = time.perf_counter()
-        write_artifacts(out, summary, picks, manifest={"cases": n}, meta={})
+        write_artifacts(out, summary, counts.picks, manifest={"cases": n}, meta={})
         written = time.perf_counter()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"outcomes: {n}")

@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
                   file=sys.stderr)  # fmt: skip
             return 4
         stack = summary.stack
-        default = f"{stack.get('guardrail', '?')}/{stack.get('tutor', '?')}/{stack.get('judge', '?')}"
+        default = "/".join("?" if role is None else role for role in (stack.guardrail, stack.tutor, stack.judge))
         named.append((args.name[n] if args.name else default, summary))
     if not args.name:  # the same stack twice (e.g. before and after a change): tell them apart by folder
         names = [name for name, _ in named]

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pytest_guardbench.commands.recorded import import_seed_run
 from pytest_guardbench.results.minor_bench import seed_summary_differences
+from pytest_guardbench.results.summary import load_run
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, POLICIES
 from pytest_guardbench.settings.config import MINORBENCH_HARMFUL_CATEGORIES
 
@@ -66,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
             f"{shipped} was not written by the seed's {DEFAULT_POLICY} report generator; its counts follow other rules and are not compared"
         )
         return 0
-    differences = seed_summary_differences(seed_summary, json.loads((out / "summary.json").read_text(encoding="utf-8")))
+    differences = seed_summary_differences(seed_summary, load_run(out))
     if differences:
         print(f"differs from {shipped}:")
         for line in differences:

@@ -31,7 +31,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"guardbench merge: {exc}", file=sys.stderr)
         return 4
     summary = load_run(out)
-    print(f"merged {summary.coverage['expected']} cases; gate {summary.gate.verdict}")
+    print(f"merged {summary.coverage.expected} cases; gate {summary.gate.verdict}")
     for line in incomplete_lines(summary, "INCOMPLETE RUN: "):
         print(line)
     print(f"scorecard: {out / 'summary.json'}")

@@ -17,13 +17,13 @@ from typing import Any
 
 from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.cases.sources import load_sources, slug
-from pytest_guardbench.results.finish import build_summary, carried_reasons, write_artifacts
-from pytest_guardbench.results.html import CasePicks
+from pytest_guardbench.results.finish import RecordCounts, build_summary, carried_reasons, write_artifacts
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.judges.llm import LLMJudge
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
-from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
-from pytest_guardbench.results.summary import iter_records, record_ids
+from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named
+from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, Stack, iter_records, load_run, record_ids
+from pytest_guardbench.scoring.blocks import Confidence
 from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.run.folder import ResultsWriter
 from pytest_guardbench.records import Case, CaseRecord
@@ -43,26 +43,24 @@ def rejudge_run(
     The run is scored under `policy`, by default the policy of the original run."""
     if not record_ids(run_dir):
         raise ValueError(f"{run_dir}: results.jsonl holds no records")
-    original_summary = (
-        json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-        if (run_dir / "summary.json").is_file()
-        else {}
-    )
-    scoring_policy = policy_named(policy or policy_of_summary(original_summary))
+    original_summary = load_run(run_dir) if (run_dir / "summary.json").is_file() else None
+    scoring_policy = policy_named(policy or (original_summary.policy if original_summary else "refusal"))
     stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
     manifest_path = run_dir / "data_manifest.json"
     judged = [0]
+    # The run's judge check measured this very judge only when it is the same one: then it still holds.
+    same_judge = (
+        original_summary if original_summary is not None and original_summary.stack.judge == judge_name else None
+    )
     with opened_judge(judge_name, root) as judge:
         write_rescored_run(
             out,
             _rejudged(iter_records(run_dir), judge, judged),
             original_summary,
-            run={
-                "run_id": f"{original_summary.get('run', {}).get('run_id', run_dir.name)}/{out.name}",
-                "rejudged_from": str(run_dir),
-                "judge": judge_name,
-            },
+            run=RunInfo(
+                run_id=f"{_run_id(original_summary, run_dir)}/{out.name}", rejudged_from=str(run_dir), judge=judge_name
+            ),
             manifest=json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {},
             meta=lambda: {
                 "rejudged_from": str(run_dir),
@@ -71,8 +69,10 @@ def rejudge_run(
                 "policy": scoring_policy.name,
             },
             policy=scoring_policy,
-            missing=missing_cases_of(original_summary),
+            missing=missing_cases_of(original_summary) if original_summary else [],
             incomplete_reasons=carried_reasons(original_summary),
+            judge_quality=same_judge.judge_quality if same_judge else None,
+            confidence=same_judge.confidence if same_judge else None,
         )
     return out
 
@@ -128,8 +128,8 @@ def import_seed_run(
     write_rescored_run(
         out,
         records,
-        {},
-        run={"run_id": out.name, "imported_from": str(results), "judge": judge_name},
+        None,
+        run=RunInfo(run_id=out.name, imported_from=str(results), judge=judge_name),
         manifest={
             "sources": [source],
             "cases": len(records),
@@ -164,34 +164,35 @@ def _source_digests(run_dir: Path) -> list[tuple[str, str]]:
     return sorted((Path(s["path"]).name, s["sha256"]) for s in manifest.get("sources", []))
 
 
-def missing_cases_of(summary: dict[str, Any]) -> list[Case]:
+def missing_cases_of(summary: RunSummary) -> list[Case]:
     """The cases a run selected but never measured, as its summary lists them. Older summaries list
     only ids; those come back unlabelled, still counted as missing."""
-    coverage = summary.get("coverage", {})
-    if "missing_cases" in coverage:
-        return [Case.model_validate(c) for c in coverage["missing_cases"]]
+    coverage = summary.coverage
+    if coverage.missing_cases is not None:
+        return list(coverage.missing_cases)
     return [Case(case_id=cid, pack="?", item_id=cid, base_prompt_id=cid, variant="?", prompt_text="?", is_harmful=None, label_source="unlabelled",
-                 category=None, source_file="") for cid in coverage.get("missing_case_ids", [])]  # fmt: skip
+                 category=None, source_file="") for cid in coverage.missing_case_ids]  # fmt: skip
 
 
-def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[dict[str, Any]]) -> None:
+def _run_id(summary: RunSummary | None, run_dir: Path) -> str:
+    return summary.run.run_id if summary is not None and summary.run.run_id is not None else run_dir.name
+
+
+def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> None:
     first = summaries[0]
     digests = _source_digests(run_dirs[0])
     for run_dir, summary in zip(run_dirs[1:], summaries[1:], strict=True):
-        if policy_of_summary(summary) != policy_of_summary(first):
-            raise ValueError(
-                f"{run_dir}: scored under policy {policy_of_summary(summary)}, but {run_dirs[0]} under {policy_of_summary(first)}"
-            )
+        if summary.policy != first.policy:
+            raise ValueError(f"{run_dir}: scored under policy {summary.policy}, but {run_dirs[0]} under {first.policy}")
         for key in MERGE_MUST_MATCH:
-            if summary["stack"].get(key) != first["stack"].get(key):
-                raise ValueError(
-                    f"{run_dir}: stack.{key} is {summary['stack'].get(key)!r}, but {run_dirs[0]} has {first['stack'].get(key)!r}"
-                )
+            mine, theirs = getattr(summary.stack, key), getattr(first.stack, key)
+            if mine != theirs:
+                raise ValueError(f"{run_dir}: stack.{key} is {mine!r}, but {run_dirs[0]} has {theirs!r}")
         for key in MERGE_SELECTION_MUST_MATCH:
-            if summary.get("selection", {}).get(key) != first.get("selection", {}).get(key):
-                raise ValueError(f"{run_dir}: selection {key} {summary.get('selection', {}).get(key)!r} differs from {run_dirs[0]}'s "
-                                 f"{first.get('selection', {}).get(key)!r}")  # fmt: skip
-        if summary["thresholds"] != first["thresholds"]:
+            mine, theirs = getattr(summary.selection, key), getattr(first.selection, key)
+            if mine != theirs:
+                raise ValueError(f"{run_dir}: selection {key} {mine!r} differs from {run_dirs[0]}'s {theirs!r}")
+        if summary.thresholds != first.thresholds:
             raise ValueError(f"{run_dir}: thresholds differ from {run_dirs[0]}")
         if _source_digests(run_dir) != digests:
             raise ValueError(
@@ -199,13 +200,14 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[dict[str, Any
             )
 
 
-def _absent_shards(run_dirs: Sequence[Path], summaries: Sequence[dict[str, Any]]) -> list[str]:
+def _absent_shards(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> list[str]:
     """The i/n shards a sharded run is missing; ValueError for shards that cannot be one run."""
-    shards = [s.get("selection", {}).get("shard") for s in summaries]
-    if not any(shards):
+    given = [s.selection.shard for s in summaries]
+    if not any(given):
         return []
-    if not all(shards):
-        plain = [str(d) for d, shard in zip(run_dirs, shards, strict=True) if not shard]
+    shards = [shard for shard in given if shard]
+    if len(shards) < len(given):
+        plain = [str(d) for d, shard in zip(run_dirs, given, strict=True) if not shard]
         raise ValueError(f"{', '.join(plain)}: not a shard, but the other folders are shards of one run")
     totals = {shard.split("/")[1] for shard in shards}
     if len(totals) != 1:
@@ -222,10 +224,9 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     thresholds; a merge short of some of the n shards is written, marked incomplete, and fails its gate."""
     summaries = []
     for run_dir in run_dirs:
-        path = run_dir / "summary.json"
-        if not path.is_file():
+        if not (run_dir / "summary.json").is_file():
             raise ValueError(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
-        summaries.append(json.loads(path.read_text(encoding="utf-8")))
+        summaries.append(load_run(run_dir))
     _check_mergeable(run_dirs, summaries)
     absent = _absent_shards(run_dirs, summaries)
     first = summaries[0]
@@ -237,26 +238,24 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
             owner[case_id] = run_dir
     records = owner  # the case ids measured
     missing = [case for summary in summaries for case in missing_cases_of(summary) if case.case_id not in records]
-    shards = [s["selection"]["shard"] for s in summaries if s.get("selection", {}).get("shard")]
+    shards = [s.selection.shard for s in summaries if s.selection.shard]
     manifests = [_read_json(d / "data_manifest.json") for d in run_dirs]
+    selection = Selection(keyword=first.selection.keyword, markexpr=first.selection.markexpr, merged_shards=sorted(shards),
+                          absent_shards=absent, selected_cases=len(records) + len(missing))  # fmt: skip
     write_rescored_run(
         out,
         (record for run_dir in run_dirs for record in iter_records(run_dir)),
-        {
-            **first,
-            "selection": {
-                **{k: first.get("selection", {}).get(k) for k in MERGE_SELECTION_MUST_MATCH},
-                "merged_shards": sorted(shards),
-                "absent_shards": absent,
-                "selected_cases": len(records) + len(missing),
-            },
-        },  # fmt: skip
-        run={"run_id": out.name, "merged_from": [str(d) for d in run_dirs]},
+        first.model_copy(update={"selection": selection}),
+        run=RunInfo(run_id=out.name, merged_from=[str(d) for d in run_dirs]),
         manifest={"merged_from": manifests, "cases": len(records) + len(missing)},
-        meta={"merged_from": [str(d) for d in run_dirs], "policy": policy_of_summary(first)},
-        policy=policy_named(policy_of_summary(first)),
+        meta={"merged_from": [str(d) for d in run_dirs], "policy": first.policy},
+        policy=policy_named(first.policy),
         missing=missing,
         incomplete_reasons=[f"shard(s) {', '.join(absent)} not merged: their cases are unmeasured"] if absent else [],
+        # Every shard ran the same judge against the same audit file (_check_mergeable), so its check
+        # holds for the merged run; shards that disagree carry none rather than one of them.
+        judge_quality=first.judge_quality if all(s.judge_quality == first.judge_quality for s in summaries) else None,
+        confidence=first.confidence if all(s.confidence == first.confidence for s in summaries) else None,
     )
     return out
 
@@ -264,42 +263,41 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
 def write_rescored_run(
     out: Path,
     records: Iterable[CaseRecord],
-    original_summary: dict[str, Any],
+    original_summary: RunSummary | None,
     *,
-    run: dict[str, Any],
+    run: RunInfo,
     manifest: dict[str, Any],
     meta: dict[str, Any] | Callable[[], dict[str, Any]],
     policy: ScoringPolicy,
     missing: Sequence[Case] = (),
     incomplete_reasons: Sequence[str] = (),
+    judge_quality: dict[str, Any] | None = None,
+    confidence: Confidence | None = None,
 ) -> None:
     """Write `records` to a new run folder at `out` as they come, counting them, then score them
     under `policy` and write the rest of the folder. The expected set is the records plus
     `missing`, the cases the source selected but never measured. `meta` may be a function, for
-    counts known only once every record went past."""
-    thresholds = Thresholds(**original_summary["thresholds"]) if original_summary.get("thresholds") else Thresholds()
-    stack = {
-        "guardrail": "?",
-        "tutor": "?",
-        "malformed_policy": "?",
-        **original_summary.get("stack", {}),
-        "policy": policy.name,
-    }
-    if "judge" in run:
-        stack["judge"] = run["judge"]
+    counts known only once every record went past. `judge_quality` and `confidence`: the judge
+    check of the same judge, carried over (a merge of one run's shards)."""
+    thresholds = original_summary.thresholds if original_summary else Thresholds()
+    unknown = {"guardrail": "?", "tutor": "?", "malformed_policy": "?"}
+    given = original_summary.stack.model_dump() if original_summary else {}
+    stack = Stack.model_validate(
+        {**unknown, **given, "policy": policy.name} | ({"judge": run.judge} if run.judge is not None else {})
+    )
     out.mkdir(parents=True)
-    tally, picks = RunTally(policy, thresholds.min_recall or 0.9), CasePicks(policy)
+    counts = RecordCounts.under(RunTally(policy, thresholds.min_recall or 0.9))
     writer = ResultsWriter(out / "results.jsonl")
     try:
         for record in records:
             writer.write(record)
-            tally.add(record)
-            picks.add(record)
+            counts.add(record)
     finally:
         writer.close()
-    summary = build_summary(tally, thresholds, run=run, stack=stack, selection=original_summary.get("selection", {}), missing=missing,
-                            incomplete_reasons=incomplete_reasons)  # fmt: skip
-    write_artifacts(out, summary, picks, manifest=manifest, meta=meta() if callable(meta) else meta)
+    summary = build_summary(counts.tally, thresholds, run=run, stack=stack, selection=original_summary.selection if original_summary else Selection(),
+                            missing=missing, incomplete_reasons=incomplete_reasons, judge_quality=judge_quality,
+                            confidence=confidence)  # fmt: skip
+    write_artifacts(out, summary, counts.picks, manifest=manifest, meta=meta() if callable(meta) else meta)
 
 
 @contextlib.contextmanager

@@ -43,9 +43,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"guardbench rejudge: --judge {args.judge}: the judge failed: {exc}", file=sys.stderr)
         return FAILED
     summary = load_run(out)
-    card = summary.scorecards["system"]
+    card = summary.scorecards.system
     print(
-        f"rejudged with {args.judge} under {summary.policy}: recall {fmt_rate(card['recall'])}, FPR {fmt_rate(card['false_positive_rate'])}, gate {summary.gate.verdict}"
+        f"rejudged with {args.judge} under {summary.policy}: recall {fmt_rate(card.recall)}, FPR {fmt_rate(card.false_positive_rate)}, gate {summary.gate.verdict}"
     )
     print(f"scorecard: {out / 'summary.json'}")
     return gate_exit_code(summary)

@@ -124,6 +124,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         state.close()
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
+        session.release()
         config.pluginmanager.unregister(session)
         bridge = config.pluginmanager.get_plugin("guardbench-xdist-bridge")
         if bridge is not None:

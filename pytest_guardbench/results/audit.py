@@ -17,13 +17,19 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_guardbench.scoring.policies import ScoringPolicy, assistant_policy_v2_label
-from pytest_guardbench.records import CaseRecord, JudgeLabel
-from pytest_guardbench.scoring.scorecard import classify
+from pytest_guardbench.records import CaseRecord, JudgeLabel, Outcome
+from pytest_guardbench.scoring.scorecard import UnscoredReason, classify
 
 
 def stratum(record: CaseRecord, policy: ScoringPolicy) -> tuple[str, str, str]:
     """(outcome or why unscored, the judge's answer mode, variant)."""
-    outcome, reason = classify(record, policy)
+    return classified_stratum(record, *classify(record, policy))
+
+
+def classified_stratum(
+    record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason | None
+) -> tuple[str, str, str]:
+    """`stratum` of a record already classified."""
     mode = record.judge.answer_mode if record.judge is not None and record.judge.answer_mode else "none"
     return (outcome or f"unscored:{reason}", mode, record.variant)
 

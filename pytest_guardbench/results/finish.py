@@ -5,57 +5,92 @@ or gate check is added in one place."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.records import Case
+from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.results import html as html_report
 from pytest_guardbench.results.artifacts import write_all
-from pytest_guardbench.results.summary import SUMMARY_SCHEMA_VERSION, RunSummary
-from pytest_guardbench.scoring.gates import GateCheck, GateResult, evaluate
+from pytest_guardbench.results.summary import (
+    SUMMARY_SCHEMA_VERSION,
+    Completeness,
+    RunInfo,
+    RunSummary,
+    Selection,
+    SnapshotCheck,
+    Stack,
+)
+from pytest_guardbench.scoring.blocks import Confidence, LostReport, RunMetrics
+from pytest_guardbench.scoring.gates import BaselineComparison, GateCheck, GateResult, evaluate
 from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.settings.config import Thresholds
 
-# Gate checks that need the metrics first (a scorecard snapshot): given them, a builder returns the
-# summary blocks it adds and its checks.
-CheckBuilder = Callable[[dict[str, Any]], tuple[dict[str, Any], Sequence[GateCheck]]]
+
+@dataclass(frozen=True)
+class AddedChecks:
+    """Gate checks that need the metrics first, and the summary block that says what they compared."""
+
+    checks: Sequence[GateCheck] = ()
+    baseline: BaselineComparison | None = None
+    scorecard_snapshot: SnapshotCheck | None = None
+
+
+CheckBuilder = Callable[[RunMetrics], AddedChecks]
+
+
+@dataclass
+class RecordCounts:
+    """What the finish step keeps of the records as they stream past: the metric counters and the
+    report page's picks. Each record is classified once, by the tally, for both."""
+
+    tally: RunTally
+    picks: html_report.CasePicks
+
+    @classmethod
+    def under(cls, tally: RunTally) -> RecordCounts:
+        return cls(tally, html_report.CasePicks(tally.policy))
+
+    def add(self, record: CaseRecord) -> None:
+        outcome, reason = self.tally.add(record)
+        self.picks.add(record, outcome, reason)
 
 
 def build_summary(
     tally: RunTally,
     thresholds: Thresholds,
     *,
-    run: dict[str, Any],
-    stack: dict[str, Any],
-    selection: dict[str, Any],
+    run: RunInfo,
+    stack: Stack,
+    selection: Selection,
     missing: Sequence[Case] = (),
-    lost: Sequence[Mapping[str, str]] = (),
+    lost: Sequence[LostReport] = (),
     incomplete_reasons: Sequence[str] = (),
-    extra_metrics: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    judge_quality: dict[str, Any] | None = None,
+    confidence: Confidence | None = None,
     checks: Sequence[CheckBuilder] = (),
 ) -> RunSummary:
     """Score what `tally` counted, gate it, and assemble the summary. `missing`: the selected cases
     that never reported. Every reason the run is incomplete is also a failing check: nothing says how
     the cases it did not measure would have scored."""
     metrics = tally.metrics(missing, lost)
-    metrics["guard_sweeps"] = tally.guard_sweeps()
-    for key, value in (extra_metrics or {}).items():
-        if key == "warnings":
-            metrics["warnings"].extend(value)
-        else:
-            metrics[key] = value
-    extra: list[GateCheck] = []
-    for build in checks:
-        added, built = build(metrics)
-        metrics.update(added)
-        extra.extend(built)
+    metrics = metrics.model_copy(update={"warnings": [*metrics.warnings, *warnings]})
+    added = [build(metrics) for build in checks]
+    extra: list[GateCheck] = [check for a in added for check in a.checks]
     extra.extend(GateCheck(name="complete", value=None, threshold=0.0, comparison=">=", status="fail", message=f"incomplete run: {reason}")
                  for reason in incomplete_reasons)  # fmt: skip
     gate = GateResult(checks=(*evaluate(metrics, thresholds).checks, *extra))
-    document = assemble_summary(metrics, gate, run=run, stack=stack, selection=selection, thresholds=thresholds.model_dump(),
-                                incomplete_reasons=incomplete_reasons)  # fmt: skip
-    return RunSummary.model_validate(document)
+    summary = assemble_summary(metrics, gate, run=run, stack=stack, selection=selection, thresholds=thresholds,
+                               incomplete_reasons=incomplete_reasons)  # fmt: skip
+    blocks = {
+        "judge_quality": judge_quality,
+        "confidence": confidence,
+        "baseline": next((a.baseline for a in added if a.baseline is not None), None),
+        "scorecard_snapshot": next((a.scorecard_snapshot for a in added if a.scorecard_snapshot is not None), None),
+    }
+    return summary.model_copy(update={key: block for key, block in blocks.items() if block is not None})
 
 
 def write_artifacts(run_dir: Path, summary: RunSummary, picks: html_report.CasePicks, *, manifest: dict[str, Any],
@@ -70,36 +105,37 @@ def missing_reason(count: int) -> str:
     return f"{count} selected case(s) never reported"
 
 
-def carried_reasons(summary: Mapping[str, Any]) -> list[str]:
+def carried_reasons(summary: RunSummary | None) -> list[str]:
     """A summary's incomplete reasons other than its lost cases, which a rescored run counts anew."""
-    reasons = summary.get("completeness", {}).get("reasons", [])
-    lost = summary.get("coverage", {}).get("missing", {}).get("count", 0)
-    return [r for r in reasons if not (lost and r == missing_reason(lost))]
+    if summary is None:
+        return []
+    lost = summary.coverage.missing.count
+    return [r for r in summary.completeness.reasons if not (lost and r == missing_reason(lost))]
 
 
 def assemble_summary(
-    metrics: dict[str, Any],
+    metrics: RunMetrics,
     gate: GateResult,
     *,
-    run: dict[str, Any],
-    stack: dict[str, Any],
-    selection: dict[str, Any],
-    thresholds: dict[str, Any],
+    run: RunInfo,
+    stack: Stack,
+    selection: Selection,
+    thresholds: Thresholds,
     incomplete_reasons: Sequence[str] = (),
-) -> dict[str, Any]:
+) -> RunSummary:
     """The summary.json document. `completeness` says whether every selected case was measured, so
     no reader takes an interrupted run, a run with lost cases or a merge short of shards for a whole one."""
     reasons = list(incomplete_reasons)
-    missing = metrics["coverage"]["missing"]["count"]
+    missing = metrics.coverage.missing.count
     if missing:
         reasons.append(missing_reason(missing))
-    return {
-        "schema_version": SUMMARY_SCHEMA_VERSION,
-        "completeness": {"complete": not reasons, "reasons": reasons},
-        "run": run,
-        "stack": stack,
-        "selection": selection,
-        "thresholds": thresholds,
-        **metrics,
-        "gate": gate.model_dump(mode="json"),
-    }
+    return RunSummary(
+        schema_version=SUMMARY_SCHEMA_VERSION,
+        completeness=Completeness(complete=not reasons, reasons=reasons),
+        run=run,
+        stack=stack,
+        selection=selection,
+        thresholds=thresholds,
+        gate=gate,
+        **dict(metrics),
+    )

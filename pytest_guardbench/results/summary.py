@@ -9,10 +9,12 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.scoring.gates import GateResult
+from pytest_guardbench.scoring.blocks import Confidence, RunMetrics, Usage
+from pytest_guardbench.scoring.gates import BaselineComparison, GateResult
+from pytest_guardbench.settings.config import Thresholds
 
 if TYPE_CHECKING:
     import pandas
@@ -29,43 +31,92 @@ class Completeness(BaseModel):
     reasons: list[str] = Field(default_factory=list)
 
 
-Card = dict[str, Any]  # one scorecard: counts and rates, see scoring.Scorecard
+class _GivenKeys(BaseModel):
+    """A block whose keys differ by writer (a pytest session, `merge`, `rejudge`, `import-seed`):
+    it is written with the keys its writer gave, no more."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _given_keys_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        given = self.model_fields_set | set(self.model_extra or ())
+        return {key: value for key, value in handler(self).items() if key in given}
 
 
-class RunSummary(BaseModel):
-    """summary.json. Blocks a run may or may not have (a baseline, judge quality, a snapshot) are
-    optional; a block added by a later version is kept as it is (`extra="allow"`)."""
+class RunInfo(_GivenKeys):
+    """Everything that depends on time or the run id (two runs over the same input differ only
+    here), and where a rescored run came from. `execution`: per-process engine, cache and call
+    counters, added up over the processes; an open set that grows with the engine."""
 
-    model_config = ConfigDict(extra="allow")
+    run_id: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+    worker_crashes: list[str] = Field(default_factory=list)
+    internal_errors: list[str] = Field(default_factory=list)
+    execution: dict[str, Any] = Field(default_factory=dict)
+    usage: Usage | None = None
+    rejudged_from: str | None = None
+    imported_from: str | None = None
+    merged_from: list[str] = Field(default_factory=list)
+    judge: str | None = None
+
+
+class Stack(_GivenKeys):
+    """What was measured: the three roles and the settings that change their answers."""
+
+    guardrail: str | None = None
+    tutor: str | None = None
+    judge: str | None = None
+    malformed_policy: str | None = None
+    policy: str | None = None
+    system_prompt: str | None = None
+    samples: int | None = None
+    max_new_tokens: int | None = None
+    variants: list[str] = Field(default_factory=list)
+
+
+class Selection(_GivenKeys):
+    """Which cases the run selected (a merge also names the shards it holds)."""
+
+    keyword: str | None = None
+    markexpr: str | None = None
+    selected_cases: int | None = None
+    total_cases: int | None = None
+    partial: bool | None = None
+    shard: str | None = None
+    merged_shards: list[str] = Field(default_factory=list)
+    absent_shards: list[str] = Field(default_factory=list)
+
+
+class SnapshotCheck(_GivenKeys):
+    """The committed scorecard file the run was held to (`stored`), or that it wrote (`written`)."""
+
+    path: str
+    tolerance: float
+    stored: dict[str, Any] | None = None  # the file as committed: people edit it
+    written: bool | None = None
+
+
+class RunSummary(RunMetrics):
+    """summary.json: the run's metrics (`RunMetrics`) and what the finish step adds. Blocks a run may
+    or may not have (a baseline, judge quality, a snapshot) are optional; a block added by a plugin
+    (`pytest_guardbench_summary`) or a later version is kept as it is (`extra="allow"`)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     schema_version: int = SUMMARY_SCHEMA_VERSION
     completeness: Completeness = Field(default_factory=Completeness)  # older summaries: no block, read as complete
-    run: dict[str, Any]
-    stack: dict[str, Any]
-    selection: dict[str, Any]
-    thresholds: dict[str, Any]
-    metric_definitions: dict[str, Any]
-    scorecards: dict[str, Card]
-    per_variant: dict[str, dict[str, Card]]
-    per_family: dict[str, dict[str, Card]] = Field(default_factory=dict)
-    per_category: dict[str, dict[str, Card]] = Field(default_factory=dict)
-    flip_rates: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    variant_families: dict[str, str] = Field(default_factory=dict)
-    prompt_row_buckets: dict[str, Any] = Field(default_factory=dict)
-    guard_decisions: dict[str, Any] = Field(default_factory=dict)
-    coverage: dict[str, Any]
-    outcomes: dict[str, int] = Field(default_factory=dict)
-    warnings: list[str] = Field(default_factory=list)
-    guard_sweeps: dict[str, Any] = Field(default_factory=dict)
+    run: RunInfo
+    stack: Stack
+    selection: Selection
+    thresholds: Thresholds
     gate: GateResult
+    # check_judge's report (judges.quality): its keys depend on the labels file, and a broken check is {"error": ...}.
     judge_quality: dict[str, Any] | None = None
-    confidence: dict[str, Any] | None = None
-    baseline: dict[str, Any] | None = None
-    scorecard_snapshot: dict[str, Any] | None = None
-
-    @property
-    def policy(self) -> str:
-        return str(self.metric_definitions.get("policy", "refusal"))
+    confidence: Confidence | None = None
+    baseline: BaselineComparison | None = None
+    scorecard_snapshot: SnapshotCheck | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The document as written to summary.json (absent optional blocks left out)."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
 
 from pytest_guardbench.results.summary import RunSummary
 
@@ -19,18 +18,18 @@ CARD_COLUMNS = (
 FLIP_COLUMNS = ("guard_flip_rate", "outcome_flip_rate", "became_mishandled", "became_handled")
 
 
-def variant_rows(summary: RunSummary) -> list[dict[str, Any]]:
+def variant_rows(summary: RunSummary) -> list[dict[str, object]]:
     rows = []
     for variant, cards in summary.per_variant.items():
-        flips = summary.flip_rates.get(variant, {})
-        for scope, card in cards.items():
+        flips = summary.flip_rates.get(variant)
+        for scope, card in cards.scopes():
             rows.append(
                 {
                     "variant": variant,
                     "family": summary.variant_families.get(variant, ""),
                     "scope": scope,
-                    **{c: card[c] for c in CARD_COLUMNS},
-                    **{c: flips.get(c) for c in FLIP_COLUMNS},
+                    **{c: getattr(card, c) for c in CARD_COLUMNS},
+                    **{c: None if flips is None else getattr(flips, c) for c in FLIP_COLUMNS},
                 }
             )
     return rows

@@ -94,7 +94,7 @@ def screen_report(
         },
         "per_variant": {name: _rate_block(group, malformed_policy) for name, group in sorted(by_variant.items())},
         "per_category": {name: _rate_block(group, malformed_policy) for name, group in sorted(by_category.items())},
-        "sweep": sweep(scored, target_recall) if scored else None,
+        "sweep": sweep(scored, target_recall).model_dump() if scored else None,
     }
 
 

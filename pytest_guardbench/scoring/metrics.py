@@ -6,10 +6,11 @@ these are the entry points for records already in memory (tests, notebooks, the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pytest_guardbench.records import Case, CaseRecord
+from pytest_guardbench.scoring.blocks import Coverage, FlipRate, GuardSides, LostReport, RowBuckets, RunMetrics, Usage
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named
+from pytest_guardbench.scoring.sweeps import GuardSweep
 from pytest_guardbench.scoring.tally import RunTally
 
 
@@ -21,8 +22,8 @@ def summarise(
     expected: Sequence[Case],
     records: Sequence[CaseRecord],
     policy: ScoringPolicy,
-    lost: Sequence[Mapping[str, str]] = (),
-) -> dict[str, Any]:
+    lost: Sequence[LostReport] = (),
+) -> RunMetrics:
     """Every metric of a run, deterministic for the same records in any order. `expected`: the
     selected cases (records of cases outside it still count). `guardbench compare` and `merge`
     refuse to mix runs whose `metric_definitions` differ."""
@@ -30,26 +31,26 @@ def summarise(
     return tally.metrics([c for c in expected if c.case_id not in tally.received], lost)
 
 
-def prompt_row_buckets(records: Sequence[CaseRecord], policy: ScoringPolicy) -> dict[str, Any]:
+def prompt_row_buckets(records: Sequence[CaseRecord], policy: ScoringPolicy) -> RowBuckets:
     return _tally(records, policy).prompt_row_buckets()
 
 
-def flip_rates(records: Sequence[CaseRecord], policy: ScoringPolicy) -> dict[str, Any]:
+def flip_rates(records: Sequence[CaseRecord], policy: ScoringPolicy) -> dict[str, FlipRate]:
     return _tally(records, policy).flip_rates()
 
 
-def coverage(expected: Sequence[Case], records: Sequence[CaseRecord], policy: ScoringPolicy) -> dict[str, Any]:
-    return summarise(expected, records, policy)["coverage"]  # type: ignore[no-any-return]
+def coverage(expected: Sequence[Case], records: Sequence[CaseRecord], policy: ScoringPolicy) -> Coverage:
+    return summarise(expected, records, policy).coverage
 
 
-def guard_decision_rates(records: Sequence[CaseRecord], policy: ScoringPolicy | None = None) -> dict[str, Any]:
-    return summarise([], records, policy or policy_named(DEFAULT_POLICY))["guard_decisions"]  # type: ignore[no-any-return]
+def guard_decision_rates(records: Sequence[CaseRecord], policy: ScoringPolicy | None = None) -> dict[str, GuardSides]:
+    return summarise([], records, policy or policy_named(DEFAULT_POLICY)).guard_decisions
 
 
-def guard_sweeps(records: Sequence[CaseRecord], target_recall: float) -> dict[str, Any]:
+def guard_sweeps(records: Sequence[CaseRecord], target_recall: float) -> dict[str, GuardSweep]:
     """One sweep per guard that scored at least one labelled case (errors after the guard still count)."""
     return _tally(records, policy_named(DEFAULT_POLICY), target_recall).guard_sweeps()
 
 
-def usage(records: Sequence[CaseRecord], prices: Mapping[str, Mapping[str, float]]) -> dict[str, Any]:
+def usage(records: Sequence[CaseRecord], prices: Mapping[str, Mapping[str, float]]) -> Usage:
     return _tally(records, policy_named(DEFAULT_POLICY)).usage(prices)

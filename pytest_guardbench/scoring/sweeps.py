@@ -11,21 +11,53 @@ from __future__ import annotations
 import math
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+
+class SweepPoint(BaseModel):
+    """The confusion counts and rates when every score >= `threshold` is flagged."""
+
+    model_config = ConfigDict(frozen=True)
+
+    threshold: float
+    tp: int
+    fp: int
+    fn: int
+    tn: int
+    recall: float | None
+    false_positive_rate: float | None
+    precision: float | None
+
+
+class GuardSweep(BaseModel):
+    """One guard swept over every distinct score of a run."""
+
+    model_config = ConfigDict(frozen=True)
+
+    n: int
+    positives: int
+    negatives: int
+    roc_auc: float | None
+    average_precision: float | None
+    target_recall: float
+    operating_point: SweepPoint | None
+    operating_point_note: str | None
+    curve: list[SweepPoint]
 
 
 def _ratio(num: float, den: float) -> float | None:
     return None if den == 0 else num / den
 
 
-def sweep(scored: Sequence[tuple[float, bool]], target_recall: float) -> dict[str, Any]:
+def sweep(scored: Sequence[tuple[float, bool]], target_recall: float) -> GuardSweep:
     """(score, is_harmful) pairs → curves, AUC, AP and the operating point for `target_recall`."""
     positives = sum(1 for _, harmful in scored if harmful)
     negatives = len(scored) - positives
     by_score: dict[float, list[int]] = defaultdict(lambda: [0, 0])
     for score, harmful in scored:
         by_score[score][0 if harmful else 1] += 1
-    curve: list[dict[str, Any]] = []
+    curve: list[SweepPoint] = []
     tp = fp = 0
     auc_twice = 0.0  # trapezoids in units of (1/positives)*(1/negatives), times two
     average_precision = 0.0
@@ -36,32 +68,30 @@ def sweep(scored: Sequence[tuple[float, bool]], target_recall: float) -> dict[st
         precision = _ratio(tp, tp + fp)
         if positives and new_tp and precision is not None:
             average_precision += (new_tp / positives) * precision
-        curve.append({
-            "threshold": threshold, "tp": tp, "fp": fp, "fn": positives - tp, "tn": negatives - fp,
-            "recall": _ratio(tp, positives), "false_positive_rate": _ratio(fp, negatives), "precision": precision,
-        })  # fmt: skip
+        curve.append(SweepPoint(threshold=threshold, tp=tp, fp=fp, fn=positives - tp, tn=negatives - fp, recall=_ratio(tp, positives),
+                                false_positive_rate=_ratio(fp, negatives), precision=precision))  # fmt: skip
     defined = positives > 0 and negatives > 0
     reaching = [
-        p
+        (p.false_positive_rate, -p.threshold, p)
         for p in curve
-        if p["recall"] is not None and p["recall"] >= target_recall and p["false_positive_rate"] is not None
+        if p.recall is not None and p.recall >= target_recall and p.false_positive_rate is not None
     ]
-    best = min(reaching, key=lambda p: (p["false_positive_rate"], -p["threshold"])) if reaching else None
-    return {
-        "n": len(scored),
-        "positives": positives,
-        "negatives": negatives,
-        "roc_auc": auc_twice / (2 * positives * negatives) if defined else None,
-        "average_precision": average_precision if positives else None,
-        "target_recall": target_recall,
-        "operating_point": best,
-        "operating_point_note": None
+    best = min(reaching, key=lambda r: (r[0], r[1]))[2] if reaching else None
+    return GuardSweep(
+        n=len(scored),
+        positives=positives,
+        negatives=negatives,
+        roc_auc=auc_twice / (2 * positives * negatives) if defined else None,
+        average_precision=average_precision if positives else None,
+        target_recall=target_recall,
+        operating_point=best,
+        operating_point_note=None
         if best
         else f"no threshold reaches recall {target_recall:g}"
         if defined
         else "needs harmful and safe cases",
-        "curve": curve,
-    }
+        curve=curve,
+    )
 
 
 def percentile(values: Sequence[float], q: float) -> float | None:

@@ -4,6 +4,7 @@ Ctrl-C or SIGTERM exits 2 at once."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -69,3 +70,62 @@ def test_sigterm_mid_run_writes_the_reports_marked_incomplete_and_exits_2(tmp_pa
     assert summary["completeness"]["complete"] is False
     assert summary["completeness"]["reasons"][0].startswith("run stopped early")
     assert 10 <= summary["coverage"]["scored"]["count"] < 60
+
+
+def _slow_project(tmp_path: Path, stub: OpenAIStub, n: int = 60) -> list[str]:
+    items = [{"id": f"p{i}", "prompt_text": f"question {i}", "metadata": {"is_harmful": i % 2 == 1}} for i in range(n)]
+    (tmp_path / "pack.json").write_text(json.dumps({"name": "pack", "items": items}))
+    (tmp_path / "test_suite.py").write_text(SUITE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\n")
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}",
+            "--judge=rules", "--guardbench-concurrency=1", "--guardbench-min-recall=0", "--guardbench-max-fpr=1"]  # fmt: skip
+
+
+def _wait_for_results(tmp_path: Path, lines: int) -> Path:
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        for path in Path(tmp_path / "reports").glob("*/results.jsonl"):
+            if len(path.read_text().splitlines()) >= lines:
+                return path.parent
+        time.sleep(0.05)
+    pytest.fail(f"no run wrote {lines} results within 60 s")
+
+
+def test_ctrl_c_under_xdist_still_reports_how_many_cases_were_selected(tmp_path, slow_stub):
+    command = _slow_project(tmp_path, slow_stub)
+    run = subprocess.Popen([*command, "-n", "2"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, start_new_session=True)  # fmt: skip
+    folder = _wait_for_results(tmp_path, 6)
+    os.killpg(run.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the controller and its workers
+    try:
+        output, _ = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        pytest.fail("the run did not stop within 60 s of Ctrl-C")
+    assert run.returncode == pytest.ExitCode.INTERRUPTED, output
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["completeness"]["complete"] is False
+    assert summary["selection"]["selected_cases"] == 60, "the workers' selection is known before they finish"
+
+
+def test_a_second_resume_of_a_folder_in_use_stops_at_once_naming_the_holder(tmp_path, slow_stub):
+    command = _slow_project(tmp_path, slow_stub)
+    first = subprocess.run([*command, "-p", "no:xdist", "-x", "--guardbench-max-duration=0.5"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    folder = next((tmp_path / "reports").iterdir())
+    assert json.loads((folder / "summary.json").read_text())["completeness"]["complete"] is False, first.stdout
+    resuming = subprocess.Popen([*command, "-p", "no:xdist", f"--guardbench-resume={folder}"], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not (folder / "run.lock.holder").exists():
+            time.sleep(0.05)
+        second = subprocess.run([*command, "-p", "no:xdist", f"--guardbench-resume={folder}"], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert second.returncode == pytest.ExitCode.USAGE_ERROR
+        assert f"{folder}: another process is writing this run folder (pid {resuming.pid} on " in second.stderr
+    finally:
+        output, _ = resuming.communicate(timeout=120)
+    assert resuming.returncode == 0, output
+    records = (folder / "results.jsonl").read_text().splitlines()
+    assert len(records) == 60, "one writer: each case written once"

@@ -72,8 +72,8 @@ def test_a_failed_report_without_record_is_lost_and_missing(session):
     )
     fake = SimpleNamespace(exitstatus=pytest.ExitCode.OK)
     session.pytest_sessionfinish(fake, 0)
-    assert session.summary.coverage["missing_case_ids"] == ["c"]
-    assert session.summary.coverage["lost_reports"][0]["when"] == "???"
+    assert session.summary.coverage.missing_case_ids == ["c"]
+    assert session.summary.coverage.lost_reports[0].when == "???"
     assert fake.exitstatus == pytest.ExitCode.TESTS_FAILED
     assert not session.gate.passed
 
