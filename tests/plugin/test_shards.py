@@ -11,7 +11,7 @@ from tests.unit.records import case
 from tests.conftest import write_project
 
 # The rules judge checked against human labels on every shard: the merge must carry that check over.
-LABELS = Path(__file__).resolve().parents[2] / "datasets" / "judge_labels_v1.jsonl"
+LABELS = Path(__file__).resolve().parents[2] / "pytest_guardbench" / "datasets" / "judge_labels_v1.jsonl"
 LENIENT = ("--guardbench-min-recall=0.5", "--guardbench-max-fpr=0.5", f"--guardbench-judge-check={LABELS}")
 COMPARED = (
     "scorecards",
