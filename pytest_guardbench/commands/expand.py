@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pytest_guardbench.cases.sources import DataError
 from pytest_guardbench.cases.variants import VariantError
-from pytest_guardbench.commands.recorded import expanded_pack
+from pytest_guardbench.cases.expanded_pack import expanded_pack
 from pytest_guardbench.settings.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
 
 

@@ -1,5 +1,5 @@
 """`guardbench import-seed`: rescore a results.jsonl recorded in the seed project's format, and check
-it against the summary the seed run shipped; the work is `commands.recorded.import_seed_run`."""
+it against the summary the seed run shipped; the work is `run.seed_import.import_seed_run`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import json
 import sys
 from pathlib import Path
 
-from pytest_guardbench.commands.recorded import import_seed_run
+from pytest_guardbench.run.seed_import import import_seed_run
 from pytest_guardbench.results.minor_bench import seed_summary_differences
 from pytest_guardbench.results.summary import load_run
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, POLICIES

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
 from pytest_guardbench.commands.exit_status import FAILED, USAGE_ERROR
-from pytest_guardbench.commands.recorded import opened_judge
+from pytest_guardbench.run.judge_factory import opened_judge
 from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.run.pipeline import preflight_error

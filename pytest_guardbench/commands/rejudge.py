@@ -1,5 +1,5 @@
 """`guardbench rejudge`: re-score a finished run with another judge, without calling guard or tutor;
-the work is `commands.recorded.rejudge_run`."""
+the work is `run.rejudge.rejudge_run`."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
 from pytest_guardbench.providers.base import ProviderError
-from pytest_guardbench.commands.recorded import rejudge_run
+from pytest_guardbench.run.rejudge import rejudge_run
 from pytest_guardbench.results.summary import load_run
 from pytest_guardbench.scoring.policies import POLICIES
 from pytest_guardbench.scoring.scorecard import fmt_rate

@@ -7,8 +7,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.judges.base import Judge, JudgeRegistry
+import contextlib
+from collections.abc import Iterator
+
+from pytest_guardbench.run.roles import resolve_role
+from pytest_guardbench.run.units import builtin_judges
+from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
+from pytest_guardbench.settings.options import ConfigError
 from pytest_guardbench.judges.llm import LLMJudge
+from pytest_guardbench.judges.base import Judge, JudgeRegistry
 from pytest_guardbench.providers import ProviderOptions, chat_provider_for
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.process import ProcessState
@@ -39,3 +46,25 @@ def standalone_judge(name: str, spec: ModelSpec | None, model_cache: Path, judge
     if spec is None:
         return judges.build(name, options)
     return build_judge(name, spec, lambda: chat_provider_for(spec, options), options, judges)
+
+
+@contextlib.contextmanager
+def opened_judge(name: str, root: Path) -> Iterator[Judge]:
+    """A judge whose model connection is closed when the command is done with it (an API judge
+    holds an HTTP session that would otherwise be reported unclosed at exit)."""
+    judge = _judge_for(name, root)
+    try:
+        yield judge
+    finally:
+        if isinstance(judge, LLMJudge):
+            judge.provider.close()  # type: ignore[attr-defined]  # every provider has close(); the Protocol omits it
+
+
+def _judge_for(name: str, root: Path) -> Judge:
+    """The judge a run would build for `--judge=name` (the same resolution and errors)."""
+    judges = builtin_judges()
+    try:
+        spec = resolve_role("judge", name, judges.names(), model_aliases(root))
+    except ConfigError as exc:
+        raise ValueError(str(exc)) from None
+    return standalone_judge(name, spec, default_model_cache(), judges)

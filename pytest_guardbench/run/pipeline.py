@@ -252,7 +252,8 @@ def walk_from_cache(drafts: list[Draft], stack: Stack, tutor: Callable[[], ChatP
                 run(due)
 
 
-def finish(draft: Draft) -> CaseRecord:
+def record_of(draft: Draft) -> CaseRecord:
+    """The record a draft ends as, redacted: what results.jsonl, the reports and the terminal see."""
     return CaseRecord.for_case(
         draft.case,
         guard=draft.guard,
