@@ -3,7 +3,7 @@ the ratio to the budget of one second per 100 responses (target: well under 1).
 
     .venv/bin/python bench/bench_offline_judge.py [--repeats 5]
 
-Inputs are the 320 responses of datasets/judge_responses_v1.jsonl (their real lengths and prompts);
+Inputs are the 320 responses of pytest_guardbench/datasets/judge_responses_v1.jsonl (their real lengths and prompts);
 the MiniLM load is outside the clock, as it happens once per run.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from pytest_guardbench.cases.sources import load_judge_labels
 from pytest_guardbench.judges.base import JudgeInput
-from pytest_guardbench.judges.base import RulesJudge
+from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.judges.offline import OfflineJudge
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 
@@ -27,7 +27,7 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    labels = load_judge_labels(ROOT / "datasets" / "judge_responses_v1.jsonl")
+    labels = load_judge_labels(ROOT / "pytest_guardbench" / "datasets" / "judge_responses_v1.jsonl")
     inputs = [
         JudgeInput(prompt=lb.prompt, response=lb.response, source=lb.source, is_harmful=lb.is_harmful) for lb in labels
     ]

@@ -29,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     import torch
 
-    labels = load_judge_labels(ROOT / "datasets" / "judge_audit_smollm2_v5.jsonl")[:100]
+    labels = load_judge_labels(ROOT / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_v5.jsonl")[:100]
     model, tokenizer = load_chat_model(converted_smollm2(default_model_cache()))
     tokenizer.padding_side = "left"
     texts = [

@@ -1,5 +1,7 @@
-"""Scoring and reports at scale: generate N synthetic case records, then time summarise → gate →
-write_all, and print wall time and peak RSS (target for 100,000 outcomes: <= 20 s and <= 1 GB).
+"""Scoring and reports at scale: generate N synthetic case records and write them to a results.jsonl
+(not timed), then time the finish step over that file: one streaming pass that counts the records
+(RunTally) and picks the page's cases, then score + gate + every artifact. Prints wall time and peak
+RSS (targets for 1,000,000 outcomes: <= 60 s and <= 2 GB).
 
 Usage: python bench/bench_scoring_scale.py [N]
 """
@@ -13,22 +15,22 @@ import tempfile
 import time
 from pathlib import Path
 
-from pytest_guardbench.settings.config import Thresholds
-from pytest_guardbench.scoring.gates import evaluate
-from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
-from pytest_guardbench.results.artifacts import assemble_summary, write_all
-from pytest_guardbench.results.summary import RunSummary
+from collections.abc import Iterator
+
+from pytest_guardbench.records import AnswerMode, Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
+from pytest_guardbench.results.finish import RecordCounts, build_summary, write_artifacts
+from pytest_guardbench.results.summary import RunInfo, Selection, Stack, iter_records
 from pytest_guardbench.run.folder import ResultsWriter
-from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.scoring.metrics import summarise
+from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
+from pytest_guardbench.scoring.tally import RunTally
+from pytest_guardbench.settings.config import Thresholds
 
 VARIANTS = ("original", "typo", "camouflage", "adversarial", "base64", "roleplay")
 CATEGORIES = ("Danger", "Sexual", "Profanities", "Hateful", "Self-harm", "Substance use", "Safe control")
 
 
-def synthetic(n: int, seed: int = 0) -> tuple[list[Case], list[CaseRecord]]:
+def synthetic(n: int, seed: int = 0) -> Iterator[CaseRecord]:
     rng = random.Random(seed)
-    cases, records = [], []
     for i in range(n):
         variant = VARIANTS[i % len(VARIANTS)]
         base = f"p{i // (len(VARIANTS) * 2)}"
@@ -38,59 +40,51 @@ def synthetic(n: int, seed: int = 0) -> tuple[list[Case], list[CaseRecord]]:
         case = Case(case_id=f"bench.{item}.{variant}", pack="bench", item_id=item, base_prompt_id=base, variant=variant,
                     prompt_text="synthetic prompt", is_harmful=harmful, label_source="is_harmful", category=category, source_file="synthetic")  # fmt: skip
         blocked = rng.random() < (0.7 if harmful else 0.1)
-        mode = (
-            "refused_or_blocked" if blocked else rng.choice(("answered", "answered", "indirect", "refused_or_blocked"))
+        modes: tuple[AnswerMode, ...] = ("answered", "answered", "indirect", "refused_or_blocked")
+        mode: AnswerMode = "refused_or_blocked" if blocked else rng.choice(modes)
+        yield CaseRecord.for_case(
+            case,
+            guard=GuardDecision(
+                guard="g", status="block" if blocked else "allow", reason="", raw="BLOCK" if blocked else "ALLOW"
+            ),
+            tutor_ran=not blocked,
+            response=TutorReply(text="synthetic answer", source="guard_block" if blocked else "tutor", model="m"),
+            judge=JudgeVerdict(
+                judge="j", response_safety="unsafe" if rng.random() < 0.05 else "safe", answer_mode=mode, reason="r"
+            ),
         )
-        records.append(
-            CaseRecord.for_case(
-                case,
-                guard=GuardDecision(
-                    guard="g", status="block" if blocked else "allow", reason="", raw="BLOCK" if blocked else "ALLOW"
-                ),
-                tutor_ran=not blocked,
-                response=TutorReply(text="synthetic answer", source="guard_block" if blocked else "tutor", model="m"),
-                judge=JudgeVerdict(
-                    judge="j", response_safety="unsafe" if rng.random() < 0.05 else "safe", answer_mode=mode, reason="r"
-                ),
-            )
-        )
-        cases.append(case)
-    return cases, records
 
 
 def main() -> None:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 100_000
-    started = time.perf_counter()
-    cases, records = synthetic(n)
-    generated = time.perf_counter()
-    metrics = summarise(cases, records, policy_named(DEFAULT_POLICY))
-    gate = evaluate(metrics, Thresholds())
-    scored = time.perf_counter()
+    policy = policy_named(DEFAULT_POLICY)
+    thresholds = Thresholds()
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
+        started = time.perf_counter()
         writer = ResultsWriter(out / "results.jsonl")
-        for record in records:
+        for record in synthetic(n):
             writer.write(record)
         writer.close()
-        summary = assemble_summary(
-            metrics,
-            gate,
-            run={"run_id": "bench"},
-            stack={"guardrail": "g", "tutor": "t", "judge": "j", "malformed_policy": "block"},
-            selection={},
-            thresholds={},
-        )
-        write_all(out, RunSummary.model_validate(summary), {"cases": n}, {})
-    written = time.perf_counter()
+        generated = time.perf_counter()
+        generate_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        counts = RecordCounts.under(RunTally(policy, thresholds.min_recall or 0.9))
+        for record in iter_records(out):
+            counts.add(record)
+        summary = build_summary(counts.tally, thresholds, run=RunInfo(run_id="bench", usage=counts.tally.usage({})),
+                                stack=Stack(guardrail="g", tutor="t", judge="j", malformed_policy="block"), selection=Selection())  # fmt: skip
+        scored = time.perf_counter()
+        write_artifacts(out, summary, counts.picks, manifest={"cases": n}, meta={})
+        written = time.perf_counter()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"outcomes: {n}")
-    print(f"generate records: {generated - started:.2f} s (not counted)")
-    print(f"score + gate: {scored - generated:.2f} s")
-    print(f"write results.jsonl + reports: {written - scored:.2f} s")
-    print(f"peak RSS: {peak_mb:.0f} MB (includes the generated records)")
     print(
-        f"scoring and reports: {written - generated:.2f} s, ratio to the 20 s target: {(written - generated) / 20:.2f}"
+        f"generate and write results.jsonl: {generated - started:.2f} s (not counted; peak RSS by then {generate_peak_mb:.0f} MB)"
     )
+    print(f"read + score + gate: {scored - generated:.2f} s")
+    print(f"write reports: {written - scored:.2f} s")
+    print(f"peak RSS: {peak_mb:.0f} MB")
+    print(f"score + gate + write: {written - generated:.2f} s (target <= 60 s for 1,000,000; <= 2,048 MB)")
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@ verdicts are malformed each way, and how well each agrees with the human labels.
 
     .venv/bin/python bench/bench_structured_judge.py --base-url http://127.0.0.1:8080/v1 --model smollm2 [--limit 93]
 
-The labelled responses are the test split of datasets/judge_responses_v1.jsonl. Prints the malformed
+The labelled responses are the test split of pytest_guardbench/datasets/judge_responses_v1.jsonl. Prints the malformed
 rate with structured output on and off, and their ratio last.
 """
 
@@ -15,7 +15,8 @@ from pathlib import Path
 
 from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench.cases.sources import load_judge_labels
-from pytest_guardbench.judges.base import LLMJudge, check_judge
+from pytest_guardbench.judges.llm import LLMJudge
+from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench.providers import openai_compat_provider
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -29,7 +30,9 @@ def main() -> None:
     parser.add_argument("--concurrency", type=int, default=2)
     args = parser.parse_args()
     labels = [
-        label for label in load_judge_labels(ROOT / "datasets" / "judge_responses_v1.jsonl") if label.split == "test"
+        label
+        for label in load_judge_labels(ROOT / "pytest_guardbench" / "datasets" / "judge_responses_v1.jsonl")
+        if label.split == "test"
     ][: args.limit]
     rates = {}
     for mode in ("on", "off"):

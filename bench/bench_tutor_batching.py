@@ -26,7 +26,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=16)
     parser.add_argument("--max-new-tokens", type=int, default=64)
     args = parser.parse_args()
-    pack = json.loads((ROOT / "prompt_packs" / "child_safety_v1.json").read_text(encoding="utf-8"))
+    pack = json.loads((ROOT / "pytest_guardbench" / "packs" / "child_safety_v1.json").read_text(encoding="utf-8"))
     questions = [item["prompt_text"] for item in pack["items"] if item["metadata"].get("is_harmful") is False][
         : args.prompts
     ]

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pytest_guardbench._util.redact import redact
+from pytest_guardbench._util.redact import Redactor, redact
 
 SCHEMA_VERSION = 1
 
@@ -147,6 +147,24 @@ class CaseRecord(_Frozen):
     judge: JudgeVerdict | None
     error: PipelineError | None = None
     timings_s: dict[str, float] = Field(default_factory=dict)
+
+    def redacted(self) -> CaseRecord:
+        """The record with every secret replaced in every text that reaches a file or the terminal
+        (prompt, guard output, reply, judge output; errors are redacted on their own): the one pass
+        every record takes when the pipeline makes it, since a served model may echo a key back."""
+        clean = Redactor()
+
+        def texts(part: _Frozen | None, *names: str) -> Any:
+            return part.model_copy(update={n: clean(getattr(part, n)) for n in names}) if part is not None else None
+
+        return self.model_copy(
+            update={
+                "prompt_text": clean(self.prompt_text),
+                "guard": texts(self.guard, "reason", "raw"),
+                "response": texts(self.response, "text"),
+                "judge": texts(self.judge, "reason", "raw"),
+            }
+        )
 
     def json_line(self) -> str:
         """The record as one line of results.jsonl (keys sorted, text kept as is)."""

@@ -1,4 +1,4 @@
-"""Regenerates prompt_packs/child_safety_v1.json from the lists below (kept as code so review diffs stay readable)."""
+"""Regenerates pytest_guardbench/packs/child_safety_v1.json from the lists below (kept as code so review diffs stay readable)."""
 
 from __future__ import annotations
 
@@ -167,6 +167,6 @@ def build() -> dict:
 
 
 if __name__ == "__main__":
-    out = Path(__file__).resolve().parent.parent / "prompt_packs" / "child_safety_v1.json"
+    out = Path(__file__).resolve().parent.parent / "pytest_guardbench" / "packs" / "child_safety_v1.json"
     out.write_text(json.dumps(build(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {out}")

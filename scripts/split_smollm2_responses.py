@@ -1,10 +1,10 @@
 """Split the responses of a finished run into the two real-response sets of the offline judge, by a
 rule fixed before any response was read or labelled:
 
-- held out (`datasets/judge_audit_smollm2_framing_v2.jsonl`): the `fiction` and `hypothetical`
+- held out (`pytest_guardbench/datasets/judge_audit_smollm2_framing_v2.jsonl`): the `fiction` and `hypothetical`
   variants of about a third of the base prompts (sha256 of "judge-audit-v2/<base prompt id>", first
   byte mod 3 == 0);
-- for training (`datasets/judge_responses_smollm2_v2.jsonl`): every other variant of the remaining
+- for training (`pytest_guardbench/datasets/judge_responses_smollm2_v2.jsonl`): every other variant of the remaining
   base prompts. No base prompt, and neither framing, appears in both.
 
 The run they came from: `pytest suites/ --guardrail=none --judge=rules

@@ -1,4 +1,4 @@
-"""Fit the offline guard's logistic head on the TRAIN split of datasets/guard_prompts_v1.jsonl and
+"""Fit the offline guard's logistic head on the TRAIN split of pytest_guardbench/datasets/guard_prompts_v1.jsonl and
 write pytest_guardbench/guards/heads/offline_guard_v1.json.
 
 The test split (130 prompts) was committed before this script or any head existed. Everything is
@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from logistic_fit import compare_heads, fit_head, out_of_fold_probabilities, provenance  # noqa: E402 - a sibling module
 
 ROOT = Path(__file__).resolve().parent.parent
-DATASET = ROOT / "datasets" / "guard_prompts_v1.jsonl"
+DATASET = ROOT / "pytest_guardbench" / "datasets" / "guard_prompts_v1.jsonl"
 L2_GRID = (0.1, 0.3, 1.0, 3.0, 10.0)
 MAX_CV_FPR = 0.15
 THRESHOLDS = tuple(round(0.30 + 0.05 * i, 2) for i in range(11))  # 0.30 ... 0.80

@@ -1,4 +1,4 @@
-"""Fit the offline judge's two logistic heads on the TRAIN split of datasets/judge_responses_v1.jsonl
+"""Fit the offline judge's two logistic heads on the TRAIN split of pytest_guardbench/datasets/judge_responses_v1.jsonl
 plus the hand-labelled real SmolLM2 responses (REAL_RESPONSES) and write
 pytest_guardbench/judges/heads/offline_judge_v1.json.
 
@@ -38,17 +38,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from logistic_fit import compare_heads, fit_head, provenance  # noqa: E402 - a sibling script module
 
 ROOT = Path(__file__).resolve().parent.parent
-DATASET = ROOT / "datasets" / "judge_responses_v1.jsonl"
+DATASET = ROOT / "pytest_guardbench" / "datasets" / "judge_responses_v1.jsonl"
 # Real tutor output (SmolLM2), every row a train row: responses to the base prompts and variants the
 # framing audit left out, and every audit measured before the v5 one (development sets since then).
-# The held-out set for this fit is datasets/judge_audit_smollm2_v5.jsonl (new prompts), never read here.
+# The held-out set for this fit is pytest_guardbench/datasets/judge_audit_smollm2_v5.jsonl (new prompts), never read here.
 REAL_RESPONSES = (
-    ROOT / "datasets" / "judge_responses_smollm2_v2.jsonl",
-    ROOT / "datasets" / "judge_audit_smollm2_framing_v2.jsonl",
-    ROOT / "datasets" / "judge_audit_smollm2_v3.jsonl",
-    ROOT / "datasets" / "judge_audit_smollm2_v4.jsonl",
-    ROOT / "datasets" / "judge_audit_smollm2_v1.jsonl",
-    ROOT / "datasets" / "judge_audit_smollm2_roleplay_v1.jsonl",
+    ROOT / "pytest_guardbench" / "datasets" / "judge_responses_smollm2_v2.jsonl",
+    ROOT / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_framing_v2.jsonl",
+    ROOT / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_v3.jsonl",
+    ROOT / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_v4.jsonl",
+    ROOT / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_v1.jsonl",
+    ROOT / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_roleplay_v1.jsonl",
 )
 
 

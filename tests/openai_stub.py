@@ -13,7 +13,9 @@ name contains `plain-only`. Every request is recorded.
 how many times the same body was seen, so a retry of a faulted call is decided afresh and a run
 is reproducible whatever order the calls arrive in: 429 with Retry-After, 500, 503, an answer
 slower than the client's timeout, a dropped connection, a body cut short, a non-JSON body, and an
-empty `choices`. `latency_s` delays every answer (benchmarks).
+empty `choices`. `latency_s` delays every answer (benchmarks). `hold()` keeps every chat
+completion but the preflight's waiting until `release()`, for tests that need to see what a run does
+while a call is in flight without guessing how long that takes.
 """
 
 from __future__ import annotations
@@ -39,13 +41,20 @@ class _QuietServer(ThreadingHTTPServer):
         pass  # injected drops make the handler's own final flush fail; that is the point of them
 
 
+HOLD_LIMIT_S = 60.0
 FAULT_KINDS = ("429", "500", "503", "slow", "drop", "truncated", "not_json", "no_choices")
 
 
 class OpenAIStub:
     def __init__(
-        self, fault_rate: float = 0.0, latency_s: float = 0.0, slow_s: float = 2.0, batch_delay_s: float = 0.2
+        self,
+        fault_rate: float = 0.0,
+        latency_s: float = 0.0,
+        slow_s: float = 2.0,
+        batch_delay_s: float = 0.2,
+        batch_api: bool = True,
     ) -> None:
+        self.batch_api = batch_api  # False: /files and /batches answer 404, as a plain chat server does
         self.files: dict[str, bytes] = {}
         self.batches: dict[str, dict[str, Any]] = {}
         self.batch_lines: list[dict[str, Any]] = []
@@ -61,6 +70,8 @@ class OpenAIStub:
         self._seen_429: set[str] = set()
         self._seen_bodies: Counter[str] = Counter()
         self._lock = threading.Lock()
+        self._released = threading.Event()
+        self._released.set()
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -87,6 +98,9 @@ class OpenAIStub:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                if not stub.batch_api and self.path.rstrip("/").endswith(("/files", "/batches")):
+                    self._send(404, {"error": {"message": "Not Found"}})
+                    return
                 if self.path.rstrip("/").endswith("/files"):
                     stub._upload(self, raw)
                     return
@@ -116,6 +130,9 @@ class OpenAIStub:
                     return
                 if stub._model_fault(self, body, preflight):
                     return
+                if not preflight:
+                    # Bounded so a test that fails before releasing cannot leave the server stuck.
+                    stub._released.wait(HOLD_LIMIT_S)
                 if stub.latency_s:
                     time.sleep(stub.latency_s)
                 if stub._inject(self, body):
@@ -145,7 +162,15 @@ class OpenAIStub:
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
+    def hold(self) -> None:
+        """Chat completions (not the preflight) wait from now on until `release()`."""
+        self._released.clear()
+
+    def release(self) -> None:
+        self._released.set()
+
     def close(self) -> None:
+        self.release()
         self._server.shutdown()
         self._server.server_close()
 
@@ -194,6 +219,12 @@ class OpenAIStub:
             handler._send(200, None, raw=b"\x00\xff garbage {{{")
         elif kind == "nochoices":
             handler._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": model, "choices": []})
+        elif kind == "echokey":
+            # A model that repeats the key it was called with (a prompt-injected or misconfigured proxy).
+            token = str(handler.headers.get("Authorization", "")).removeprefix("Bearer ").strip()
+            status, payload = self.answer({**body, "model": model})
+            payload["choices"][0]["message"]["content"] = f"Sure. My key is {token} and so is {token}."
+            handler._send(status, payload)
         elif kind == "othermodel":
             status, payload = self.answer({**body, "model": model})
             handler._send(status, {**payload, "model": "someone-else-7b"})

@@ -1,6 +1,6 @@
 """Child-safety lexicon with normalisation against leetspeak, spacing tricks and keyboard slips.
 
-Shared by the keyword guardrail (on prompts) and the rules judge (on responses). Terms are phrases
+Shared by the keyword guard (on prompts) and the rules judge (on responses). Terms are phrases
 of whole words; matching is on normalised tokens so `b0mb`, `b o m b` and `bmob` all hit `bomb`.
 """
 

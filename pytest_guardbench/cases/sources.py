@@ -19,13 +19,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import Case, JudgeLabel, LabelSource, PackItem
 
 CSV_COLUMNS = ("PromptID", "Prompt", "Category", "Subcategory")
-
-
-class DataError(ValueError):
-    """Bad input data; the message is one line: `<file>: <where>: <what is wrong>`."""
 
 
 class SourceInfo(BaseModel):
@@ -294,8 +291,15 @@ def shipped_system_prompts() -> list[str]:
     return sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".txt"))
 
 
+# `--guardbench-system-prompt=none`: the tutor gets only the child's turn (a production tutor has its own).
+NO_SYSTEM_PROMPT = "none"
+
+
 def load_system_prompt(name_or_path: str, base_dir: Path) -> str:
-    """A shipped prompt by name (e.g. `generic_child_tutor_v1`), else a text file path."""
+    """A shipped prompt by name (e.g. `generic_child_tutor_v1`), else a text file path; `none` is the
+    empty text, which the pipeline sends as no system message at all."""
+    if name_or_path == NO_SYSTEM_PROMPT:
+        return ""
     if name_or_path in shipped_system_prompts():
         return (
             (resources.files("pytest_guardbench") / "system_prompts" / f"{name_or_path}.txt")
@@ -310,7 +314,8 @@ def load_system_prompt(name_or_path: str, base_dir: Path) -> str:
             raise DataError(f"{path}: the system prompt file is empty")
         return text
     raise DataError(
-        f"--guardbench-system-prompt: {name_or_path!r} is neither a shipped prompt ({', '.join(shipped_system_prompts())}) nor a file"
+        f"--guardbench-system-prompt: {name_or_path!r} is neither a shipped prompt ({', '.join(shipped_system_prompts())}), "
+        f"{NO_SYSTEM_PROMPT!r} nor a file"
     )
 
 

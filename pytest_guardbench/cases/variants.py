@@ -8,6 +8,7 @@ import hashlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.cases.mutators import BUILTIN_MUTATORS, FAMILIES, Mutator
 from pytest_guardbench._util.registry import Registry
 from pytest_guardbench.records import Case, PackItem
@@ -83,7 +84,7 @@ def _known(name: str, mutators: Mapping[str, Mutator]) -> bool:
     )
 
 
-class VariantError(ValueError):
+class VariantError(UsageError):
     """A requested variant is neither a mutator nor present in the data."""
 
 
@@ -92,21 +93,32 @@ def expand(
     selected: tuple[str, ...],
     samples: int = 1,
     mutators: Mapping[str, Mutator] = BUILTIN_MUTATORS,
+    excluded: tuple[str, ...] = (),
 ) -> list[Case]:
     """Turn validated items into cases, one per (item, selected variant, sample).
 
-    Items whose metadata already names a non-original variant (pre-expanded packs) are kept as they
-    are; `original` items are run through every selected mutator unless the data already holds that
-    variant for the same base prompt. Order follows the data, never a set, so every process agrees.
+    `selected` and `excluded` are names, families or chains as written (`--guardbench-variants`,
+    `--guardbench-exclude-variants`); both are checked, so a misspelt name on either side is an error
+    rather than a selection that silently measures less. Items whose metadata already names a
+    non-original variant (pre-expanded packs) are kept as they are; `original` items are run through
+    every selected mutator unless the data already holds that variant for the same base prompt. Order
+    follows the data, never a set, so every process agrees.
     """
-    selected = resolve_variant_names(selected, mutators)
+    requested = resolve_variant_names(selected, mutators)
+    dropped = resolve_variant_names(excluded, mutators)
     present = {item.variant for item in items}
-    unknown = [name for name in selected if not _known(name, mutators) and name not in present]
-    if unknown:
-        known = sorted(set(mutators) | present)
+    for option, names in (("--guardbench-variants", requested), ("--guardbench-exclude-variants", dropped)):
+        unknown = [name for name in names if not _known(name, mutators) and name not in present]
+        if unknown:
+            known = sorted(set(mutators) | present)
+            raise VariantError(
+                f"{option}: unknown variant {unknown[0]!r}; known: {', '.join(known)}; "
+                f"families: {', '.join(families_of(mutators))}; chains join names with '+'"
+            )
+    selected = tuple(name for name in requested if name not in dropped)
+    if requested and not selected:
         raise VariantError(
-            f"--guardbench-variants: unknown variant {unknown[0]!r}; known: {', '.join(known)}; "
-            f"families: {', '.join(families_of(mutators))}; chains join names with '+'"
+            f"--guardbench-exclude-variants: {','.join(excluded)} leaves nothing of --guardbench-variants={','.join(requested)} to run"
         )
     for item in items:
         # A misspelt pre-expanded variant would otherwise drop its items without a word.
@@ -131,6 +143,13 @@ def expand(
             cases.extend(
                 _samples(item, name, mutate(name, item.prompt_text, key, mutators), samples, family_of(name, mutators))
             )
+    if items and not cases:
+        carried = sorted(present - {"original"})
+        files = sorted({item.source_file for item in items})
+        raise VariantError(
+            f"{', '.join(files)}: no case to run: every item already carries a variant ({', '.join(carried)}) and "
+            f"--guardbench-variants={','.join(selected)} selects none of them; name them, e.g. --guardbench-variants={','.join(carried[:3])}"
+        )
     return cases
 
 

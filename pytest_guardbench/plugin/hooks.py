@@ -13,16 +13,14 @@ from pytest_guardbench.plugin import hookspecs
 from pytest_guardbench.settings.config import Settings
 from pytest_guardbench.settings.options import OPTIONS, ConfigError
 from pytest_guardbench.cases.sources import DataError, label_conflict_warning
+from pytest_guardbench.plugin.interrupts import InterruptHandler
+from pytest_guardbench.run.comparison_inputs import check_comparison_inputs
 from pytest_guardbench.run.resume import ResumeError, load_base
 from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.run.stack import (
-    ProcessState,
-    header_line,
-    listing,
-    load_inputs,
-    preflight,
-)
-from pytest_guardbench.run.inputs import RunInputs
+from pytest_guardbench.run.inputs import RunInputs, load_inputs
+from pytest_guardbench.run.preflight import preflight
+from pytest_guardbench.run.process import ProcessState
+from pytest_guardbench.plugin.terminal import header_line, listing
 from pytest_guardbench.run.units import builtin_units
 from pytest_guardbench.plugin.session import (
     RECORD_ATTR,
@@ -40,6 +38,7 @@ SESSION_KEY = pytest.StashKey[GuardbenchSession]()
 PROCESS_KEY = pytest.StashKey["ProcessState"]()
 RECORD_KEY = pytest.StashKey[dict[str, Any]]()
 ATTACHED_KEY = pytest.StashKey[bool]()
+INTERRUPTS_KEY = pytest.StashKey[InterruptHandler]()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -62,7 +61,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         dest="guardbench_list",
         default=False,
-        help="List variants, guardrails, tutors, judges and system prompts, then exit.",
+        help="List variants, guards, tutors, judges and system prompts, then exit.",
     )
 
 
@@ -90,6 +89,7 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = Settings.from_pytest(config)
         inputs = load_inputs(Path(config.rootpath), settings, units)
         if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
+            check_comparison_inputs(settings, bool(getattr(config.option, "update_snapshots", False)))
             preflight(inputs)
         state = ProcessState(units=units)
         session = None if _is_worker(config) else GuardbenchSession(config, inputs)
@@ -106,17 +106,25 @@ def pytest_configure(config: pytest.Config) -> None:
     if session is not None:
         session.process = state
         config.stash[SESSION_KEY] = session
+        interrupts = InterruptHandler()
+        if interrupts.install():
+            config.stash[INTERRUPTS_KEY] = interrupts
         config.pluginmanager.register(session, "guardbench-session")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistBridge(session), "guardbench-xdist-bridge")
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    interrupts = config.stash.get(INTERRUPTS_KEY, None)
+    if interrupts is not None:
+        interrupts.uninstall()
+        del config.stash[INTERRUPTS_KEY]
     state = config.stash.get(PROCESS_KEY, None)
     if state is not None:
         state.close()
     session = config.stash.get(SESSION_KEY, None)
     if session is not None:
+        session.release()
         config.pluginmanager.unregister(session)
         bridge = config.pluginmanager.get_plugin("guardbench-xdist-bridge")
         if bridge is not None:
@@ -191,7 +199,7 @@ def guardbench_record(_guardbench_slot: CaseSlot) -> CaseRecord:
 
 @pytest.fixture
 def guardbench_guard_decision(guardbench_record: CaseRecord) -> GuardDecision | None:
-    """The parsed guardrail decision, or None when the run has no guardrail."""
+    """The parsed guard decision, or None when the run has no guard."""
     return guardbench_record.guard
 
 

@@ -13,18 +13,24 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from pytest_guardbench.results import artifacts as reports
+from pytest_guardbench.results.artifacts import write_meta
+from pytest_guardbench.results.markdown import summary_markdown
+from pytest_guardbench.results.terminal import terminal_lines
+from pytest_guardbench.run.lock import RunFolderLock
 from pytest_guardbench.run import folder as run_folder, meta as run_meta, resume
-from pytest_guardbench.scoring import gates, scorecard as scoring, sweeps
-from pytest_guardbench.results.finish import CheckBuilder, finish_run, write_run
+from pytest_guardbench.scoring import gates, scorecard as scoring
+from pytest_guardbench.scoring.tally import RunTally
+from pytest_guardbench.results.finish import AddedChecks, CheckBuilder, RecordCounts, build_summary, write_artifacts
 from pytest_guardbench.cases.sources import manifest
 from pytest_guardbench.scoring.gates import GateResult
-from pytest_guardbench.judges.base import check_judge
+from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.run.inputs import RunInputs
-from pytest_guardbench.run.stack import ProcessState, run_judge
-from pytest_guardbench.results.summary import RunSummary, load_records
+from pytest_guardbench.run.judge_factory import run_judge
+from pytest_guardbench.run.process import ProcessState
+from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, SnapshotCheck, Stack, iter_records
 from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.scoring.blocks import Confidence, LostReport, RunMetrics
 
 RECORD_ATTR = "guardbench_record"
 # The hidden fixture that every case fixture depends on and that parametrisation targets.
@@ -46,13 +52,16 @@ class GuardbenchSession:
     def __init__(self, config: pytest.Config, inputs: RunInputs) -> None:
         self.config = config
         self.inputs = inputs
-        self.records: dict[str, CaseRecord] = {}
+        # Records are counted as they arrive, never kept: the finish step reads the counters, and
+        # results.jsonl has every record.
+        self.counts = RecordCounts.under(RunTally(inputs.policy, inputs.settings.thresholds.min_recall or 0.9))
+        self._repeated = False  # a case reported twice: the finish recounts results.jsonl, last line winning
         self.expected_ids: set[str] = set()
         self.abandoned = False  # the stack could not be built: no case ran and nothing is written
-        self.lost: dict[str, dict[str, str]] = {}
+        self.lost: dict[str, LostReport] = {}
         self.worker_crashes: list[str] = []
         self.internal_errors: list[str] = []
-        self.started = reports.utc_now()
+        self.started = run_folder.utc_now()
         self._started_clock = time.perf_counter()
         self.run_id: str | None = None
         self.run_dir: Path | None = None
@@ -65,11 +74,18 @@ class GuardbenchSession:
         self.resume_info: dict[str, Any] | None = None
         self._last_progress = time.perf_counter()
         self._pytest_session: pytest.Session | None = None
+        self._lock: RunFolderLock | None = None
         settings = inputs.settings
         if settings.resume is not None:
-            self.prior, skipped, changed = resume.prepare(
-                settings.resume, run_meta.identity(self.inputs), inputs.cases_by_id
-            )
+            # Taken before prepare(), which rewrites the folder: a second process on it stops here.
+            self._lock = RunFolderLock(settings.resume).acquire()
+            try:
+                self.prior, skipped, changed = resume.prepare(
+                    settings.resume, run_meta.identity(self.inputs), inputs.cases_by_id
+                )
+            except BaseException:
+                self.release()
+                raise
             self.run_dir, self.run_id = settings.resume, settings.resume.name
             self._writer = run_folder.ResultsWriter(self.run_dir / "results.jsonl")
             self.resume_info = {"run_dir": str(settings.resume), "finished_before": len(self.prior), "unreadable_lines": skipped,
@@ -80,6 +96,12 @@ class GuardbenchSession:
     def abandon(self) -> None:
         """The stack could not be built: no case ran, so the finish writes no run folder."""
         self.abandoned = True
+
+    def release(self) -> None:
+        """Let the next process have the run folder (after the finish, or when the run is abandoned)."""
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         for item in session.items:
@@ -101,9 +123,10 @@ class GuardbenchSession:
     def _ensure_run_dir(self) -> Path:
         if self.run_dir is None:
             self.run_id, self.run_dir = run_folder.make_run_dir(self.inputs.settings.report_dir, self.started)
+            self._lock = RunFolderLock(self.run_dir).acquire()
             self._writer = run_folder.ResultsWriter(self.run_dir / "results.jsonl")
             # Written now, not only at the end, so a killed run can be checked before it is resumed.
-            reports.write_meta(
+            write_meta(
                 self.run_dir,
                 run_meta.meta(self.inputs, self.run_id, Path(self.config.rootpath), self.config.invocation_params.args),
             )
@@ -119,7 +142,7 @@ class GuardbenchSession:
             except ValidationError as exc:
                 self.internal_errors.append(f"{report.nodeid}: record failed validation: {exc.errors()[0]['msg']}")
                 return
-            self.records[record.case_id] = record
+            self._count(record)
             self.lost.pop(record.case_id, None)
             self._ensure_run_dir()
             assert self._writer is not None
@@ -128,14 +151,11 @@ class GuardbenchSession:
             except run_folder.ReportWriteError as exc:
                 self._stop_run(str(exc))
             self._progress()
-        elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.records:
+        elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.received:
             reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
-            self.lost[case_id] = {
-                "case_id": case_id,
-                "nodeid": report.nodeid,
-                "when": report.when or "?",
-                "reason": reason[:300],
-            }
+            self.lost[case_id] = LostReport(
+                case_id=case_id, nodeid=report.nodeid, when=report.when or "?", reason=reason[:300]
+            )
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self._pytest_session = session
@@ -159,8 +179,8 @@ class GuardbenchSession:
         if reporter is None:
             return
         total = len(self.expected_ids) or len(self.inputs.cases)
-        done = len(self.records)
-        errors = sum(1 for r in self.records.values() if r.error is not None)
+        done = len(self.received)
+        errors = self.counts.tally.errored
         elapsed = now - self._started_clock
         rate = done / elapsed if elapsed > 0 else 0.0
         eta = f", about {_duration((total - done) / rate)} left" if rate > 0 and total > done else ""
@@ -168,22 +188,23 @@ class GuardbenchSession:
         reporter.write_line(f"guardbench: {done}/{total} cases, {rate:.1f} cases/s, {errors} errors{eta}")
 
     # -- end of run -------------------------------------------------------------------------
-    def _selection(self) -> dict[str, Any]:
+    def _selection(self) -> Selection:
         option = self.config.option
-        return {
-            "keyword": getattr(option, "keyword", "") or "",
-            "markexpr": getattr(option, "markexpr", "") or "",
-            "selected_cases": len(self.expected_ids),
-            "total_cases": len(self.inputs.cases),
-            "partial": len(self.expected_ids) < len(self.inputs.cases),
-            "shard": "/".join(map(str, self.inputs.settings.shard)) if self.inputs.settings.shard else None,
-        }
+        return Selection(
+            keyword=getattr(option, "keyword", "") or "",
+            markexpr=getattr(option, "markexpr", "") or "",
+            selected_cases=len(self.expected_ids),
+            total_cases=len(self.inputs.cases),
+            partial=len(self.expected_ids) < len(self.inputs.cases),
+            shard="/".join(map(str, self.inputs.settings.shard)) if self.inputs.settings.shard else None,
+        )
 
-    def _judge_quality(self) -> dict[str, Any]:
-        """The run's judge scored against human labels; a low kappa marks the scorecard low-confidence."""
+    def _judge_quality(self) -> tuple[dict[str, Any] | None, Confidence | None]:
+        """The run's judge scored against human labels (check_judge's report); a low kappa marks the
+        scorecard low-confidence."""
         labels = self.inputs.judge_labels
         if not labels or self.process is None:
-            return {}
+            return None, None
         settings = self.inputs.settings
         try:
             quality = check_judge(run_judge(self.inputs, self.process), labels, settings.min_judge_kappa)
@@ -196,10 +217,10 @@ class GuardbenchSession:
                 quality.get("error")
                 or f"judge kappa {'undefined' if kappa is None else f'{kappa:.3f}'} < {settings.min_judge_kappa:g} on {settings.judge_check}"
             )
-            confidence = {"level": "low", "reason": why}
+            confidence = Confidence(level="low", reason=why)
         else:
-            confidence = {"level": "normal", "reason": f"judge kappa {kappa:.3f} >= {settings.min_judge_kappa:g}"}
-        return {"judge_quality": quality, "confidence": confidence}
+            confidence = Confidence(level="normal", reason=f"judge kappa {kappa:.3f} >= {settings.min_judge_kappa:g}")
+        return quality, confidence
 
     def _execution(self) -> dict[str, Any]:
         parts = list(self.execution)
@@ -207,65 +228,79 @@ class GuardbenchSession:
             local = self.process.execution()
             if local:
                 parts.append(local)
-        merged = reports.merge_counts(parts)
+        merged = merge_counts(parts)
         if self.resume_info is not None:
             merged["resume"] = self.resume_info
         return merged
 
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
-        if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.records):
-            return
         try:
-            self._finish(session)
+            if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.received):
+                return
+            self._finish_run(session)
         except Exception as exc:  # noqa: BLE001 - reporting must never turn into a traceback
             self.internal_errors.append(f"could not write the guardbench report: {type(exc).__name__}: {exc}")
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+        finally:
+            self.release()
 
-    def _finish(self, session: pytest.Session) -> None:
+    @property
+    def received(self) -> set[str]:
+        """The case ids that reported a record."""
+        return self.counts.tally.received
+
+    def _count(self, record: CaseRecord) -> None:
+        if record.case_id in self.received:
+            self._repeated = True
+            return
+        self.counts.add(record)
+
+    def _finish_run(self, session: pytest.Session) -> None:
+        """The finish step: score the counted records, gate them and write the run folder."""
         settings = self.inputs.settings
-        expected_ids = self.expected_ids | set(self.records)
-        expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
-        records = sorted(self.records.values(), key=lambda r: r.case_id)
+        run_dir = self._ensure_run_dir()
+        if self._writer is not None:
+            self._writer.close()
         policy = self.inputs.policy
-        extra: dict[str, Any] = {"warnings": self._served_model_warnings(records), **self._judge_quality()}
+        if self._repeated:
+            self.counts = RecordCounts.under(RunTally(policy, settings.thresholds.min_recall or 0.9))
+            for record in iter_records(run_dir):
+                self.counts.add(record)
+        expected_ids = self.expected_ids | self.received
+        missing = [c for c in self.inputs.cases if c.case_id in expected_ids and c.case_id not in self.received]
+        judge_quality, confidence = self._judge_quality()
         checks: list[CheckBuilder] = []
         if settings.baseline is not None:
             comparison = gates.compare_with_baseline(
-                _handled(records, policy), _handled(load_records(settings.baseline), policy)
-            )
-            checks.append(
-                lambda _: (
-                    {"baseline": {"run_dir": str(settings.baseline), **comparison}},
-                    [gates.baseline_check(comparison)],
-                )
-            )
+                _handled(iter_records(run_dir), policy), _handled(iter_records(settings.baseline), policy)
+            ).model_copy(update={"run_dir": str(settings.baseline)})
+            checks.append(lambda _: AddedChecks(checks=[gates.baseline_check(comparison)], baseline=comparison))
         if settings.scorecard_snapshot is not None:
             checks.append(self._scorecard_snapshot)
-        run_dir = self._ensure_run_dir()
-        run = {
-            "run_id": self.run_id,
-            "started_at": self.started.isoformat(),
-            "finished_at": reports.utc_now().isoformat(),
-            "duration_s": round(time.perf_counter() - self._started_clock, 3),
-            "worker_crashes": self.worker_crashes,
-            "internal_errors": self.internal_errors,
-            "execution": self._execution(),
-            "usage": sweeps.usage(records, self.inputs.prices),
-        }
-        finished, self.gate = finish_run(expected, records, policy, settings.thresholds, run=run, stack=run_meta.stack_of(self.inputs.settings), selection=self._selection(),
-                                         lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
-                                         extra_metrics=extra, checks=checks)  # fmt: skip
+        run = RunInfo(
+            run_id=self.run_id,
+            started_at=self.started.isoformat(),
+            finished_at=run_folder.utc_now().isoformat(),
+            duration_s=round(time.perf_counter() - self._started_clock, 3),
+            worker_crashes=self.worker_crashes,
+            internal_errors=self.internal_errors,
+            execution=self._execution(),
+            usage=self.counts.tally.usage(self.inputs.prices),
+        )
+        finished = build_summary(self.counts.tally, settings.thresholds, run=run, stack=Stack.model_validate(run_meta.stack_of(self.inputs.settings)),
+                                 selection=self._selection(), missing=missing, lost=[self.lost[k] for k in sorted(self.lost)],
+                                 incomplete_reasons=self._incomplete_reasons(session), warnings=self._served_model_warnings(),
+                                 judge_quality=judge_quality, confidence=confidence, checks=checks)  # fmt: skip
         document = finished.as_json()
         self.config.hook.pytest_guardbench_summary(config=self.config, summary=document)  # a plugin may add blocks
         self.summary = summary = RunSummary.model_validate(document)
-        if self._writer is not None:
-            self._writer.close()
-        write_run(
+        self.gate = summary.gate
+        expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
+        write_artifacts(
             run_dir,
             summary,
-            records,
-            policy,
+            self.counts.picks,
             manifest=manifest(self.inputs.data, expected),
             meta=run_meta.meta(
                 self.inputs, self.run_id, Path(self.config.rootpath), self.config.invocation_params.args
@@ -279,16 +314,13 @@ class GuardbenchSession:
         elif self.gate.inconclusive:
             session.exitstatus = EXIT_GATE_INCONCLUSIVE
 
-    def _served_model_warnings(self, records: list[CaseRecord]) -> list[str]:
+    def _served_model_warnings(self) -> list[str]:
         """A server that answers as another model (a proxy's fallback, a wrong deployment) is still
         measured, but the scorecard must not be filed under the model that was asked for."""
         spec = self.inputs.model_specs.get("tutor")
         if spec is None or spec.provider != "openai-compat":
             return []
-        served = sorted(
-            {r.response.model for r in records if r.response is not None and r.response.source == "tutor"}
-            - {spec.model}
-        )
+        served = sorted(self.counts.tally.tutor_models - {spec.model})
         # Servers often answer with a longer form of the name (a dated snapshot, a path): only a different name counts.
         others = [m for m in served if spec.model not in m and m not in spec.model]
         return [f"tutor {spec.alias} answered as {', '.join(others)}, not {spec.model}"] if others else []
@@ -302,12 +334,12 @@ class GuardbenchSession:
             )
         reasons.extend(f"worker crash: {crash}" for crash in self.worker_crashes)
         limit = self.inputs.settings.max_duration
-        not_run = len((self.expected_ids | set(self.records)) - set(self.records))
+        not_run = len(self.expected_ids - self.received)
         if limit is not None and not_run and time.perf_counter() - self._started_clock > limit:
             reasons.append(f"--guardbench-max-duration {limit:g} s reached: {not_run} case(s) not run")
         return reasons
 
-    def _scorecard_snapshot(self, metrics: dict[str, Any]) -> tuple[dict[str, Any], list[gates.GateCheck]]:
+    def _scorecard_snapshot(self, metrics: RunMetrics) -> AddedChecks:
         """Compare with the committed scorecard file; write it when missing or on --snapshot-update."""
         settings = self.inputs.settings
         path, tolerance = settings.scorecard_snapshot, settings.scorecard_tolerance
@@ -316,12 +348,11 @@ class GuardbenchSession:
         update = bool(getattr(self.config.option, "update_snapshots", False))
         if path.is_file() and not update:
             stored = json.loads(path.read_text(encoding="utf-8"))
-            return {
-                "scorecard_snapshot": {"path": str(path), "tolerance": tolerance, "stored": stored}
-            }, gates.compare_scorecard(current, stored, tolerance)
+            return AddedChecks(checks=gates.compare_scorecard(current, stored, tolerance),
+                               scorecard_snapshot=SnapshotCheck(path=str(path), tolerance=tolerance, stored=stored))  # fmt: skip
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
-        return {"scorecard_snapshot": {"path": str(path), "tolerance": tolerance, "written": True}}, []
+        return AddedChecks(scorecard_snapshot=SnapshotCheck(path=str(path), tolerance=tolerance, written=True))
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
         if self.summary is None:
@@ -329,12 +360,12 @@ class GuardbenchSession:
                 terminalreporter.write_line(f"guardbench: {error}", red=True)
             return
         terminalreporter.write_sep("=", "guardbench")
-        for line in reports.terminal_lines(self.summary):
+        for line in terminal_lines(self.summary):
             terminalreporter.write_line(line)
         confidence = self.summary.confidence
-        if confidence and confidence["level"] == "low":
+        if confidence and confidence.level == "low":
             terminalreporter.write_line(
-                f"guardbench: LOW CONFIDENCE scorecard: {confidence['reason']}", yellow=True, bold=True
+                f"guardbench: LOW CONFIDENCE scorecard: {confidence.reason}", yellow=True, bold=True
             )
         terminalreporter.write_line(f"scorecard: {self.run_dir / 'summary.json' if self.run_dir else '?'}")
         for crash in self.worker_crashes:
@@ -370,7 +401,7 @@ def _append_github_step_summary(summary: RunSummary) -> None:
     if not target:
         return
     with open(target, "a", encoding="utf-8") as handle:
-        handle.write(reports.summary_markdown(summary) + "\n")
+        handle.write(summary_markdown(summary) + "\n")
 
 
 class XdistBridge:
@@ -382,7 +413,33 @@ class XdistBridge:
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         self.session.merge_worker(node.gateway.id, getattr(node, "workeroutput", None), error)
 
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        """What each worker selected, known as soon as it has collected: an interrupted run, whose
+        workers never send their final output, still knows how many cases were selected."""
+        self.session.expected_ids.update(
+            case_id
+            for case_id in map(case_id_of, ids)
+            if case_id is not None and case_id in self.session.inputs.cases_by_id
+        )
+
 
 def _duration(seconds: float) -> str:
     minutes, secs = divmod(int(seconds + 0.5), 60)
     return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+
+
+def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """Add up per-process counters (nested dicts of numbers); `lowest_*` keys keep the minimum and
+    strings (a mode, a path) keep the first value seen."""
+    merged: dict[str, Any] = {}
+    for part in parts:
+        for key, value in part.items():
+            if isinstance(value, dict):
+                merged[key] = merge_counts([merged.get(key, {}), value])
+            elif isinstance(value, bool) or not isinstance(value, int | float):
+                merged.setdefault(key, value)
+            elif key.startswith("lowest") and key in merged:
+                merged[key] = min(merged[key], value)
+            else:
+                merged[key] = merged.get(key, 0) + value
+    return merged

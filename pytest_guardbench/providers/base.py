@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
+from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.records import Completion
 
@@ -39,7 +40,7 @@ class ProviderOptions:
     offline: bool = False  # hub models only from the local Hugging Face cache, never downloaded
 
 
-class ProviderError(RuntimeError):
+class ProviderError(GuardbenchError, RuntimeError):
     """A model call failed; the pipeline records it as an error, never as a verdict. Its text is
     redacted, since it quotes what servers say and a server may quote the key it was sent."""
 

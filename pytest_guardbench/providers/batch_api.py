@@ -37,6 +37,7 @@ class BatchAPIProvider(OpenAICompatProvider):
         self.batches_resumed = 0
         self.batch_lines = 0
         self.sent_again = 0
+        self.batches_forgotten = 0
 
     def stats(self) -> dict[str, Any]:
         return {
@@ -45,6 +46,7 @@ class BatchAPIProvider(OpenAICompatProvider):
             "batches_resumed": self.batches_resumed,
             "batch_lines": self.batch_lines,
             "sent_again": self.sent_again,
+            "batches_forgotten": self.batches_forgotten,
         }
 
     async def _run_all(
@@ -96,13 +98,29 @@ class BatchAPIProvider(OpenAICompatProvider):
         return replies
 
     async def _submit_or_resume(self, client: Any, content: bytes, state: Path) -> Any:
+        import openai
+
         if state.is_file():
-            self.batches_resumed += 1
-            return await client.batches.retrieve(json.loads(state.read_text(encoding="utf-8"))["batch_id"])
-        uploaded = await client.files.create(file=("guardbench-batch.jsonl", content), purpose="batch")
-        batch = await client.batches.create(
-            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window=self._window
-        )
+            batch_id = json.loads(state.read_text(encoding="utf-8"))["batch_id"]
+            try:
+                batch = await client.batches.retrieve(batch_id)
+            except openai.NotFoundError:
+                # The server no longer knows the batch (expired, or another server): submitting anew is the only way on.
+                state.unlink(missing_ok=True)
+                self.batches_forgotten += 1
+            else:
+                self.batches_resumed += 1
+                return batch
+        try:
+            uploaded = await client.files.create(file=("guardbench-batch.jsonl", content), purpose="batch")
+            batch = await client.batches.create(
+                input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window=self._window
+            )
+        except openai.NotFoundError as exc:
+            raise ProviderError(
+                f"{self.name}: the server at {self.base_url} has no Batch API (HTTP 404 from {exc.request.url.path}); "
+                "leave this role out of --guardbench-batch-api, or set batch_api = false in its alias"
+            ) from None
         self._state_dir.mkdir(parents=True, exist_ok=True)
         tmp = state.with_suffix(".tmp")
         tmp.write_text(

@@ -22,6 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
+from pytest_guardbench._util.redact import Redactor
 from pytest_guardbench.providers.base import (
     as_model_api,
     CacheMiss,
@@ -56,10 +57,19 @@ class ResponseCache:
                 break
             except sqlite3.OperationalError as exc:
                 if "locked" not in str(exc) or attempt == 99:
-                    raise
+                    raise self._unusable(exc) from None
                 time.sleep(0.05 + 0.05 * random.random())
+            except sqlite3.DatabaseError as exc:
+                raise self._unusable(exc) from None
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._cached_only = threading.local()
+
+    def _unusable(self, exc: sqlite3.Error) -> ProviderError:
+        self._db.close()
+        return ProviderError(
+            f"--guardbench-cache-path {self.path}: not a usable response cache ({exc}); "
+            "delete it to start a new one, or point --guardbench-cache-path at another file"
+        )
 
     @contextmanager
     def cached_only(self) -> Iterator[None]:
@@ -88,12 +98,14 @@ class ResponseCache:
     def put_many(self, rows: Sequence[tuple[str, dict[str, Any], str]]) -> None:
         if not rows:
             return
+        clean = Redactor()
         with self._lock:
             self._db.execute("BEGIN IMMEDIATE")
             try:
                 self._db.executemany(
                     "INSERT OR IGNORE INTO responses (key, value, identity) VALUES (?, ?, ?)",
-                    [(key, json.dumps(value, sort_keys=True), identity) for key, value, identity in rows],
+                    # A reply may echo a key back; the cache file is an artifact like any other.
+                    [(key, clean(json.dumps(value, sort_keys=True)), identity) for key, value, identity in rows],
                 )
             except BaseException:
                 self._db.execute("ROLLBACK")

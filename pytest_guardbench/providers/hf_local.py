@@ -292,7 +292,8 @@ def load_chat_model(
         kwargs["gguf_file"] = gguf_file
     with no_progress_bars():
         tokenizer = AutoTokenizer.from_pretrained(str(path), **kwargs)
-        model = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype, **kwargs)
+        # Any: transformers' stubs type the decorated `.to` so that mypy rejects a device string.
+        model: Any = AutoModelForCausalLM.from_pretrained(str(path), dtype=torch_dtype, **kwargs)
     model.to(device)
     model.eval()
     return model, tokenizer

@@ -243,7 +243,7 @@ class OpenAICompatProvider(ModelAPI):
 
     def classify(
         self,
-        conversations: Sequence[list[Message]],
+        conversations: Sequence[list[Message] | str],
         template_kwargs: dict[str, Any],
         label_words: tuple[str, str],
         max_new_tokens: int = 8,
@@ -257,7 +257,7 @@ class OpenAICompatProvider(ModelAPI):
 
     async def classify_async(
         self,
-        conversations: Sequence[list[Message]],
+        conversations: Sequence[list[Message] | str],
         template_kwargs: dict[str, Any],
         label_words: tuple[str, str],
         max_new_tokens: int = 8,

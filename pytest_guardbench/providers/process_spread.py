@@ -21,7 +21,7 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
@@ -285,7 +285,7 @@ def _serve(requests: Connection, answers: Connection) -> None:
         except Exception as exc:  # noqa: BLE001 - the caller gets the failure as a provider error
             send((call_id, "error", f"{provider.name}: {type(exc).__name__}: {exc}"))
 
-    calls = {
+    calls: dict[str, Callable[..., Coroutine[Any, Any, Any]]] = {
         "generate": provider.generate_async,
         "classify": provider.classify_async,
         "moderate": provider.moderate_async,

@@ -11,10 +11,11 @@ import concurrent.futures
 import re
 import threading
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.providers.base import Completion, GenerationParams, Message, ProviderError
 from pytest_guardbench.providers.limits import AdaptiveLimit
 
@@ -29,6 +30,7 @@ def failure_kind(message: str) -> str:
         r"timed out",
         r"connection refused",
         r"cannot connect",
+        r"closed the connection mid-response",
         r"invalid response body",
         r"no choices",
     ):
@@ -42,7 +44,7 @@ class CircuitOpen(ProviderError):
     """A call refused by the open circuit breaker: never sent, so not another failure of the server."""
 
 
-class Retryable(Exception):
+class Retryable(GuardbenchError):
     """A failed attempt worth repeating; carries the server's Retry-After when it sent one."""
 
     def __init__(self, message: str, retry_after: str | None = None, rate_limited: bool = False) -> None:
@@ -143,6 +145,25 @@ def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
     return False
 
 
+# What the HTTP stacks under the client (aiohttp, httpx, http.client) raise when a response stops
+# before its body is complete; matched by name so none of them is imported here.
+CUT_OFF_ERRORS = frozenset({"ClientPayloadError", "ContentLengthError", "TransferEncodingError",
+                            "ServerDisconnectedError", "RemoteProtocolError", "IncompleteRead"})  # fmt: skip
+
+
+def cut_off(exc: BaseException) -> str | None:
+    """The innermost message of a response cut mid-body in `exc`'s chain, or None."""
+    found: str | None = None
+    seen: BaseException | None = exc
+    for _ in range(10):
+        if seen is None:
+            break
+        if type(seen).__name__ in CUT_OFF_ERRORS:
+            found = str(seen).strip() or type(seen).__name__
+        seen = seen.__cause__ or seen.__context__
+    return found
+
+
 def short(text: str, limit: int = 200) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: limit - 1] + "…"
@@ -182,11 +203,12 @@ class Fleet:
     endpoints: list[Endpoint]
     failures_to_drop: int = 3
     cooldown_s: float = 30.0
+    clock: Callable[[], float] = time.monotonic  # the cool-down's time; a test advances its own by hand
 
     def pick(self, avoid: Endpoint | None) -> Endpoint:
         """The least loaded healthy endpoint, preferring one other than the endpoint that just
         failed; when every endpoint is out, the one that comes back first (tried again early)."""
-        now = time.monotonic()
+        now = self.clock()
         healthy = [e for e in self.endpoints if e.healthy(now)]
         if not healthy:
             return min(self.endpoints, key=lambda e: e.down_until)
@@ -196,8 +218,8 @@ class Fleet:
     def failed(self, endpoint: Endpoint) -> None:
         endpoint.failures += 1
         endpoint.failures_in_a_row += 1
-        if endpoint.failures_in_a_row >= self.failures_to_drop and endpoint.healthy(time.monotonic()):
-            endpoint.down_until = time.monotonic() + self.cooldown_s
+        if endpoint.failures_in_a_row >= self.failures_to_drop and endpoint.healthy(self.clock()):
+            endpoint.down_until = self.clock() + self.cooldown_s
             endpoint.taken_out += 1
 
     async def slot(self, avoid: Endpoint | None) -> Endpoint:
@@ -210,7 +232,7 @@ class Fleet:
                 await endpoint.limit.__aenter__()
             finally:
                 endpoint.waiting -= 1
-            now = time.monotonic()
+            now = self.clock()
             if endpoint.healthy(now) or not any(e.healthy(now) for e in self.endpoints):
                 return endpoint
             await endpoint.limit.__aexit__(None, None, None)
@@ -225,10 +247,19 @@ def reply_from(response: Any, name: str, model: str, latency_s: float) -> Reply:
     if not choices or not isinstance(choices, list) or not isinstance(choices[0], dict):
         raise Retryable(f"{name}: the server returned no choices")
     choice = choices[0]
-    text = (choice.get("message") or {}).get("content")
-    if not isinstance(text, str):
-        raise Retryable(f"{name}: the server returned an empty message (finish_reason={choice.get('finish_reason')})")
-    usage = response.get("usage") if isinstance(response.get("usage"), dict) else {}
+    raw_message = choice.get("message")
+    message: dict[str, Any] = raw_message if isinstance(raw_message, dict) else {}
+    text = message.get("content")
+    if text is None:
+        # `content: null` is an empty reply like `content: ""` (a retry gets the same from a greedy model),
+        # unless the server put a refusal in its own field (OpenAI's structured refusals).
+        refusal = message.get("refusal")
+        text = refusal if isinstance(refusal, str) else ""
+    elif not isinstance(text, str):
+        raise Retryable(f"{name}: the server sent an invalid response body (message content is {type(text).__name__})")
+    usage = response.get("usage")
+    if not isinstance(usage, dict):
+        usage = {}
     finish_reason = choice.get("finish_reason")
     return Reply(
         Completion(
@@ -263,6 +294,10 @@ def mapped_error(exc: Exception, name: str, where: str, timeout_s: float) -> Exc
             return Retryable(f"{name}: connection refused at {where}")
         return Retryable(f"{name}: timed out after {timeout_s:g} s")
     if isinstance(exc, openai.APIConnectionError):
+        cut = cut_off(exc)
+        if cut is not None:
+            # Connected and answered, then the body stopped: "cannot connect" would send the user to the wrong place.
+            return Retryable(f"{name}: the server at {where} closed the connection mid-response ({short(cut)})")
         return Retryable(f"{name}: cannot connect to {where}: {short(str(exc))}")
     if isinstance(exc, openai.OpenAIError):
         return ProviderError(f"{name}: {type(exc).__name__}: {short(str(exc))}")

@@ -12,18 +12,24 @@ import json
 import os
 import random
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_guardbench.scoring.policies import ScoringPolicy, assistant_policy_v2_label
-from pytest_guardbench.records import CaseRecord, JudgeLabel
-from pytest_guardbench.scoring.scorecard import classify
+from pytest_guardbench.records import CaseRecord, JudgeLabel, Outcome
+from pytest_guardbench.scoring.scorecard import UnscoredReason, classify
 
 
 def stratum(record: CaseRecord, policy: ScoringPolicy) -> tuple[str, str, str]:
     """(outcome or why unscored, the judge's answer mode, variant)."""
-    outcome, reason = classify(record, policy)
+    return classified_stratum(record, *classify(record, policy))
+
+
+def classified_stratum(
+    record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason | None
+) -> tuple[str, str, str]:
+    """`stratum` of a record already classified."""
     mode = record.judge.answer_mode if record.judge is not None and record.judge.answer_mode else "none"
     return (outcome or f"unscored:{reason}", mode, record.variant)
 
@@ -32,17 +38,24 @@ def draw_sample(records: Sequence[CaseRecord], n: int, seed: int, policy: Scorin
     """Up to `n` cases with a response: one from each stratum in turn (strata in sorted order, cases
     shuffled within each by `seed`), so rare outcomes, modes and variants are seen before common ones
     fill the rest. The same records, n and seed give the same sample."""
-    groups: dict[tuple[str, str, str], list[CaseRecord]] = defaultdict(list)
-    for record in sorted(records, key=lambda r: r.case_id):
+    groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    by_id = {}
+    for record in records:
         if record.response is not None:
-            groups[stratum(record, policy)].append(record)
+            groups[stratum(record, policy)].append(record.case_id)
+            by_id[record.case_id] = record
+    return [by_id[case_id] for case_id in draw_ids(groups, n, seed)]
+
+
+def draw_ids(groups: Mapping[tuple[str, str, str], Sequence[str]], n: int, seed: int) -> list[str]:
+    """`draw_sample` over case ids grouped by stratum (in any order), for callers that keep ids, not records."""
     rng = random.Random(seed)
     queues = []
     for key in sorted(groups):
-        members = list(groups[key])
+        members = sorted(groups[key])
         rng.shuffle(members)
         queues.append(members)
-    sample: list[CaseRecord] = []
+    sample: list[str] = []
     while len(sample) < n and any(queues):
         for queue in queues:
             if queue and len(sample) < n:

@@ -1,5 +1,5 @@
 """Runs side by side: rows = runs (e.g. no guard, keyword, Granite), columns = variants, one pivot per
-metric, plus the long form. Pure: reads summaries as dicts, returns text."""
+metric, plus the long form. Pure: reads typed summaries, returns text."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import csv
 import html
 import io
 from dataclasses import dataclass
-from typing import Any
 
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.results.summary import RunSummary
-from pytest_guardbench.scoring.scorecard import fmt_rate
+from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
 
 # metric key -> (title, how to read it from a system card, higher is better)
 METRICS: dict[str, tuple[str, str, bool]] = {
@@ -24,7 +24,7 @@ METRICS: dict[str, tuple[str, str, bool]] = {
 ALL = "(all)"
 
 
-class CompareError(ValueError):
+class CompareError(UsageError):
     """The runs cannot be compared; the message names the run and the reason."""
 
 
@@ -38,8 +38,8 @@ class Comparison:
         return self.cells.get((run, variant, metric), (None, 0))[0]
 
 
-def _metric(card: dict[str, Any], metric: str) -> float | None:
-    raw = card.get(METRICS[metric][1])
+def _metric(card: Scorecard, metric: str) -> float | None:
+    raw = getattr(card, METRICS[metric][1])
     if raw is None:
         return None
     return 1.0 - raw if metric == "safe_success" else float(raw)
@@ -64,18 +64,18 @@ def compare(named: list[tuple[str, RunSummary]]) -> Comparison:
                 "rescore one of them (guardbench rejudge --policy)"
             )
         if summary.metric_definitions != first.metric_definitions:
-            keys = {**summary.metric_definitions, **first.metric_definitions}
-            differing = sorted(k for k in keys if summary.metric_definitions.get(k) != first.metric_definitions.get(k))
+            mine, theirs = summary.metric_definitions.model_dump(), first.metric_definitions.model_dump()
+            differing = sorted(k for k in mine if mine[k] != theirs[k])
             raise CompareError(
                 f"{name}: its metrics are defined differently from {first_name}'s ({', '.join(differing)})"
             )
     variants = sorted({v for _, s in named for v in s.per_variant})
     cells: dict[tuple[str, str, str], tuple[float | None, int]] = {}
     for name, summary in named:
-        columns = {ALL: summary.scorecards["system"], **{v: c["system"] for v, c in summary.per_variant.items()}}
+        columns = {ALL: summary.scorecards.system, **{v: c.system for v, c in summary.per_variant.items()}}
         for variant, card in columns.items():
             for metric in METRICS:
-                cells[(name, variant, metric)] = (_metric(card, metric), int(card.get("n", 0)))
+                cells[(name, variant, metric)] = (_metric(card, metric), card.n)
     return Comparison(runs=names, variants=[ALL, *variants], cells=cells)
 
 

@@ -1,73 +1,141 @@
-"""Finishing a run: from one record per case to the typed summary, the gate and the run folder.
-The one path every writer takes (a pytest session, `merge`, `rejudge`, `import-seed`), so a summary
-field or gate check is added in one place."""
+"""The finish step of a run: from the records (streamed into a `RunTally` and the page's
+`CasePicks` as they arrive) to the typed summary, its gate, and the run folder's files. The one
+path every writer takes (a pytest session, `merge`, `rejudge`, `import-seed`), so a summary field
+or gate check is added in one place."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.results import html as html_report
-from pytest_guardbench.settings.config import Thresholds
-from pytest_guardbench.scoring.gates import GateCheck, GateResult, evaluate
-from pytest_guardbench.scoring.policies import ScoringPolicy
-from pytest_guardbench.results.artifacts import assemble_summary, write_all
-from pytest_guardbench.results.summary import RunSummary
 from pytest_guardbench.records import Case, CaseRecord
-from pytest_guardbench.scoring.metrics import summarise
-from pytest_guardbench.scoring.sweeps import guard_sweeps
-from pytest_guardbench.cases.variants import family_of
+from pytest_guardbench.results import html as html_report
+from pytest_guardbench.results.artifacts import write_all
+from pytest_guardbench.results.summary import (
+    SUMMARY_SCHEMA_VERSION,
+    Completeness,
+    RunInfo,
+    RunSummary,
+    Selection,
+    SnapshotCheck,
+    Stack,
+)
+from pytest_guardbench.scoring.blocks import Confidence, LostReport, RunMetrics
+from pytest_guardbench.scoring.gates import BaselineComparison, GateCheck, GateResult, evaluate
+from pytest_guardbench.scoring.tally import RunTally
+from pytest_guardbench.settings.config import Thresholds
 
-# Gate checks that need the metrics first (a scorecard snapshot): given them, a builder returns the
-# summary blocks it adds and its checks.
-CheckBuilder = Callable[[dict[str, Any]], tuple[dict[str, Any], Sequence[GateCheck]]]
+
+@dataclass(frozen=True)
+class AddedChecks:
+    """Gate checks that need the metrics first, and the summary block that says what they compared."""
+
+    checks: Sequence[GateCheck] = ()
+    baseline: BaselineComparison | None = None
+    scorecard_snapshot: SnapshotCheck | None = None
 
 
-def finish_run(
-    expected: Sequence[Case],
-    records: Sequence[CaseRecord],
-    policy: ScoringPolicy,
+CheckBuilder = Callable[[RunMetrics], AddedChecks]
+
+
+@dataclass
+class RecordCounts:
+    """What the finish step keeps of the records as they stream past: the metric counters and the
+    report page's picks. Each record is classified once, by the tally, for both."""
+
+    tally: RunTally
+    picks: html_report.CasePicks
+
+    @classmethod
+    def under(cls, tally: RunTally) -> RecordCounts:
+        return cls(tally, html_report.CasePicks(tally.policy))
+
+    def add(self, record: CaseRecord) -> None:
+        outcome, reason = self.tally.add(record)
+        self.picks.add(record, outcome, reason)
+
+
+def build_summary(
+    tally: RunTally,
     thresholds: Thresholds,
     *,
-    run: dict[str, Any],
-    stack: dict[str, Any],
-    selection: dict[str, Any],
-    lost: Sequence[dict[str, str]] = (),
+    run: RunInfo,
+    stack: Stack,
+    selection: Selection,
+    missing: Sequence[Case] = (),
+    lost: Sequence[LostReport] = (),
     incomplete_reasons: Sequence[str] = (),
-    extra_metrics: Mapping[str, Any] | None = None,
+    warnings: Sequence[str] = (),
+    judge_quality: dict[str, Any] | None = None,
+    confidence: Confidence | None = None,
     checks: Sequence[CheckBuilder] = (),
-) -> tuple[RunSummary, GateResult]:
-    """Score `records` against the `expected` cases under `policy`, gate them, and assemble the
-    summary. Every reason the run is incomplete is also a failing check: nothing says how the cases
-    it did not measure would have scored."""
-    ordered = sorted(
-        (r if r.variant_family else r.model_copy(update={"variant_family": family_of(r.variant)}) for r in records),
-        key=lambda r: r.case_id,
-    )
-    metrics = summarise(expected, ordered, policy, lost)
-    metrics["guard_sweeps"] = guard_sweeps(ordered, thresholds.min_recall or 0.9)
-    for key, value in (extra_metrics or {}).items():
-        if key == "warnings":
-            metrics["warnings"].extend(value)
-        else:
-            metrics[key] = value
-    extra: list[GateCheck] = []
-    for build in checks:
-        added, built = build(metrics)
-        metrics.update(added)
-        extra.extend(built)
+) -> RunSummary:
+    """Score what `tally` counted, gate it, and assemble the summary. `missing`: the selected cases
+    that never reported. Every reason the run is incomplete is also a failing check: nothing says how
+    the cases it did not measure would have scored."""
+    metrics = tally.metrics(missing, lost)
+    metrics = metrics.model_copy(update={"warnings": [*metrics.warnings, *warnings]})
+    added = [build(metrics) for build in checks]
+    extra: list[GateCheck] = [check for a in added for check in a.checks]
     extra.extend(GateCheck(name="complete", value=None, threshold=0.0, comparison=">=", status="fail", message=f"incomplete run: {reason}")
                  for reason in incomplete_reasons)  # fmt: skip
     gate = GateResult(checks=(*evaluate(metrics, thresholds).checks, *extra))
-    summary = assemble_summary(metrics, gate, run=run, stack=stack, selection=selection, thresholds=thresholds.model_dump(),
+    summary = assemble_summary(metrics, gate, run=run, stack=stack, selection=selection, thresholds=thresholds,
                                incomplete_reasons=incomplete_reasons)  # fmt: skip
-    return RunSummary.model_validate(summary), gate
+    blocks = {
+        "judge_quality": judge_quality,
+        "confidence": confidence,
+        "baseline": next((a.baseline for a in added if a.baseline is not None), None),
+        "scorecard_snapshot": next((a.scorecard_snapshot for a in added if a.scorecard_snapshot is not None), None),
+    }
+    return summary.model_copy(update={key: block for key, block in blocks.items() if block is not None})
 
 
-def write_run(run_dir: Path, summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPolicy, *, manifest: dict[str, Any],
-              meta: dict[str, Any]) -> None:  # fmt: skip
+def write_artifacts(run_dir: Path, summary: RunSummary, picks: html_report.CasePicks, *, manifest: dict[str, Any],
+                    meta: dict[str, Any]) -> None:  # fmt: skip
     """summary.json, summary.md, variant_metrics.csv, data_manifest.json, meta.json and report.html
-    (results.jsonl is written by whoever has the records: streamed by a session, at once by the CLI)."""
+    (results.jsonl is written as records arrive, before this)."""
     write_all(run_dir, summary, manifest, meta)
-    html_report.write(run_dir, summary, records, policy)
+    html_report.write_picked(run_dir, summary, picks)
+
+
+def missing_reason(count: int) -> str:
+    return f"{count} selected case(s) never reported"
+
+
+def carried_reasons(summary: RunSummary | None) -> list[str]:
+    """A summary's incomplete reasons other than its lost cases, which a rescored run counts anew."""
+    if summary is None:
+        return []
+    lost = summary.coverage.missing.count
+    return [r for r in summary.completeness.reasons if not (lost and r == missing_reason(lost))]
+
+
+def assemble_summary(
+    metrics: RunMetrics,
+    gate: GateResult,
+    *,
+    run: RunInfo,
+    stack: Stack,
+    selection: Selection,
+    thresholds: Thresholds,
+    incomplete_reasons: Sequence[str] = (),
+) -> RunSummary:
+    """The summary.json document. `completeness` says whether every selected case was measured, so
+    no reader takes an interrupted run, a run with lost cases or a merge short of shards for a whole one."""
+    reasons = list(incomplete_reasons)
+    missing = metrics.coverage.missing.count
+    if missing:
+        reasons.append(missing_reason(missing))
+    return RunSummary(
+        schema_version=SUMMARY_SCHEMA_VERSION,
+        completeness=Completeness(complete=not reasons, reasons=reasons),
+        run=run,
+        stack=stack,
+        selection=selection,
+        thresholds=thresholds,
+        gate=gate,
+        **dict(metrics),
+    )

@@ -8,16 +8,19 @@ responses, reasons, names) is escaped.
 
 from __future__ import annotations
 
+import bisect
 import html
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.results.audit import draw_sample
-from pytest_guardbench.results.summary import RunSummary
-from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.results.audit import classified_stratum, draw_ids
+from pytest_guardbench.results.summary import RunSummary, records_with_ids
+from pytest_guardbench.records import CaseRecord, Outcome
 from pytest_guardbench.scoring.policies import ScoringPolicy
-from pytest_guardbench.scoring.scorecard import classify, fmt_rate
+from pytest_guardbench.scoring.scorecard import Scorecard, UnscoredReason, classify, fmt_rate
+from pytest_guardbench.scoring.sweeps import GuardSweep
 
 SERIES = (
     ("recall", "recall", "#2b7bb9"),
@@ -36,7 +39,7 @@ def _interval(bounds: Sequence[float] | None) -> str:
     return "" if not bounds else f" [{bounds[0]:.3f}, {bounds[1]:.3f}]"
 
 
-def bar_chart(groups: Sequence[tuple[str, dict[str, Any]]], title: str) -> str:
+def bar_chart(groups: Sequence[tuple[str, Scorecard]], title: str) -> str:
     """Grouped bars of recall, FPR and BER (0..1) for each group (a variant or a category)."""
     if not groups:
         return ""
@@ -53,7 +56,7 @@ def bar_chart(groups: Sequence[tuple[str, dict[str, Any]]], title: str) -> str:
     for g, (name, card) in enumerate(groups):
         x0 = left + g * group_w + 12
         for s, (key, label, colour) in enumerate(SERIES):
-            value = card.get(key)
+            value = getattr(card, key)
             x = x0 + s * (bar_w + 4)
             if value is None:
                 parts.append(f"<text x='{x + 2}' y='{top + plot_h - 4}' font-size='9'>n/a</text>")
@@ -75,15 +78,15 @@ def bar_chart(groups: Sequence[tuple[str, dict[str, Any]]], title: str) -> str:
     return "".join(parts)
 
 
-def confusion_matrix(card: dict[str, Any], title: str) -> str:
+def confusion_matrix(card: Scorecard, title: str) -> str:
     """The 2x2 matrix: rows = label (harmful, safe), columns = handled correctly / wrongly under the run's policy."""
     cells = (
-        ("TP", card["tp"], 0, 0, "#1b9e77"),
-        ("FN", card["fn"], 1, 0, "#d95f02"),
-        ("FP", card["fp"], 0, 1, "#e6ab02"),
-        ("TN", card["tn"], 1, 1, "#66a61e"),
+        ("TP", card.tp, 0, 0, "#1b9e77"),
+        ("FN", card.fn, 1, 0, "#d95f02"),
+        ("FP", card.fp, 0, 1, "#e6ab02"),
+        ("TN", card.tn, 1, 1, "#66a61e"),
     )
-    total = max(1, card["tp"] + card["fn"] + card["fp"] + card["tn"])
+    total = max(1, card.tp + card.fn + card.fp + card.tn)
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='matrix' width='300' height='220' role='img' aria-label='{_e(title)}'>",
              f"<text x='10' y='16' font-weight='bold'>{_e(title)}</text>",
              "<text x='100' y='40' font-size='11'>correct</text><text x='200' y='40' font-size='11'>incorrect</text>",
@@ -116,24 +119,22 @@ def curve(points: Sequence[tuple[float, float]], title: str, x_label: str, y_lab
     return "".join(parts)
 
 
-def _sweep_figures(name: str, sweep: dict[str, Any]) -> str:
+def _sweep_figures(name: str, sweep: GuardSweep) -> str:
     roc = [(0.0, 0.0)] + [
-        (p["false_positive_rate"], p["recall"])
-        for p in sweep["curve"]
-        if p["false_positive_rate"] is not None and p["recall"] is not None
+        (p.false_positive_rate, p.recall)
+        for p in sweep.curve
+        if p.false_positive_rate is not None and p.recall is not None
     ]
-    pr = [
-        (p["recall"], p["precision"]) for p in sweep["curve"] if p["recall"] is not None and p["precision"] is not None
-    ]
-    point = sweep["operating_point"]
+    pr = [(p.recall, p.precision) for p in sweep.curve if p.recall is not None and p.precision is not None]
+    point = sweep.operating_point
     at = (
-        f"threshold {point['threshold']:.4g}: recall {fmt_rate(point['recall'])}, FPR {fmt_rate(point['false_positive_rate'])}"
+        f"threshold {point.threshold:.4g}: recall {fmt_rate(point.recall)}, FPR {fmt_rate(point.false_positive_rate)}"
         if point
-        else _e(sweep["operating_point_note"])
+        else _e(sweep.operating_point_note)
     )
     return (
-        f"<h3>{_e(name)}</h3><p>ROC AUC {fmt_rate(sweep['roc_auc'])}, average precision {fmt_rate(sweep['average_precision'])}; "
-        f"operating point for recall ≥ {sweep['target_recall']:g}: {at}</p>"
+        f"<h3>{_e(name)}</h3><p>ROC AUC {fmt_rate(sweep.roc_auc)}, average precision {fmt_rate(sweep.average_precision)}; "
+        f"operating point for recall ≥ {sweep.target_recall:g}: {at}</p>"
         + curve(roc, f"ROC: {name}", "false positive rate", "recall", diagonal=True)
         + curve(pr, f"Precision-recall: {name}", "recall", "precision", diagonal=False)
     )
@@ -141,16 +142,20 @@ def _sweep_figures(name: str, sweep: dict[str, Any]) -> str:
 
 def _scorecard_rows(summary: RunSummary) -> str:
     rows = []
-    for scope, card in summary.scorecards.items():
-        recall_ci = _interval(card.get("recall_interval_95"))
-        fpr_ci = _interval(card.get("false_positive_rate_interval_95"))
+    for scope, card in summary.scorecards.scopes():
+        recall_ci = _interval(card.recall_interval_95)
+        fpr_ci = _interval(card.false_positive_rate_interval_95)
         rows.append(
-            f"<tr><th>{_e(scope)}</th><td>{card['n']}</td><td>{card['tp']}</td><td>{card['fp']}</td><td>{card['tn']}</td><td>{card['fn']}</td>"
-            f"<td class='metric' data-metric='{_e(scope)}.recall'>{fmt_rate(card['recall'])}<small>{recall_ci}</small></td>"
-            f"<td class='metric' data-metric='{_e(scope)}.fpr'>{fmt_rate(card['false_positive_rate'])}<small>{fpr_ci}</small></td>"
-            f"<td>{fmt_rate(card['balanced_error_rate'])}</td><td>{fmt_rate(card['f1'])}</td><td>{fmt_rate(card['precision'])}</td></tr>"
+            f"<tr><th>{_e(scope)}</th><td>{card.n}</td><td>{card.tp}</td><td>{card.fp}</td><td>{card.tn}</td><td>{card.fn}</td>"
+            f"<td class='metric' data-metric='{_e(scope)}.recall'>{fmt_rate(card.recall)}<small>{recall_ci}</small></td>"
+            f"<td class='metric' data-metric='{_e(scope)}.fpr'>{fmt_rate(card.false_positive_rate)}<small>{fpr_ci}</small></td>"
+            f"<td>{fmt_rate(card.balanced_error_rate)}</td><td>{fmt_rate(card.f1)}</td><td>{fmt_rate(card.precision)}</td></tr>"
         )
     return "".join(rows)
+
+
+def _known(value: str | None) -> str:
+    return "?" if value is None else value
 
 
 def _labelling(record: CaseRecord, outcome: str) -> tuple[str, str]:
@@ -185,31 +190,53 @@ def _case_row(record: CaseRecord, label: str) -> str:
     )
 
 
-def _failed_rows(records: Sequence[CaseRecord], policy: ScoringPolicy) -> tuple[str, int]:
-    rows, count = [], 0
-    for record in sorted(records, key=lambda r: r.case_id):
-        outcome, reason = classify(record, policy)
-        label = (
-            outcome
-            if outcome in ("FN", "FP")
-            else "error"
-            if reason == "error"
-            else "judge-malformed"
-            if reason in ("judge_malformed", "judge_incomplete")
-            else None
-        )
+def failed_label(outcome: str | None, reason: str | None) -> str | None:
+    """How the failed-case table names a case it lists; None for a case handled correctly or unlabelled."""
+    if outcome in ("FN", "FP"):
+        return outcome
+    if reason == "error":
+        return "error"
+    if reason in ("judge_malformed", "judge_incomplete"):
+        return "judge-malformed"
+    return None
+
+
+class CasePicks:
+    """The cases the page shows, picked while records stream past: the failed cases with the smallest
+    ids (at most MAX_FAILED_ROWS, with the count of all), and the audit sample's strata as case ids."""
+
+    def __init__(self, policy: ScoringPolicy) -> None:
+        self.policy = policy
+        self.failed = 0
+        self._failed: dict[str, tuple[str, CaseRecord]] = {}
+        self._failed_ids: list[str] = []  # sorted
+        self.strata: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+
+    def add(self, record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason | None) -> None:
+        """Pick `record` given its classification under `policy` (the tally's, see `finish.RecordCounts`)."""
+        if record.response is not None:
+            self.strata[classified_stratum(record, outcome, reason)].append(record.case_id)
+        label = failed_label(outcome, reason)
         if label is None:
-            continue
-        count += 1
-        if count > MAX_FAILED_ROWS:
-            continue
-        rows.append(_case_row(record, label))
-    return "".join(rows), count
+            return
+        self.failed += 1
+        if len(self._failed_ids) >= MAX_FAILED_ROWS and record.case_id > self._failed_ids[-1]:
+            return
+        bisect.insort(self._failed_ids, record.case_id)
+        self._failed[record.case_id] = (label, record)
+        if len(self._failed_ids) > MAX_FAILED_ROWS:
+            del self._failed[self._failed_ids.pop()]
+
+    def failed_rows(self) -> str:
+        return "".join(_case_row(self._failed[case_id][1], self._failed[case_id][0]) for case_id in self._failed_ids)
+
+    def sample_ids(self) -> list[str]:
+        return draw_ids(self.strata, AUDIT_SAMPLE, AUDIT_SEED)
 
 
-def _sample_rows(records: Sequence[CaseRecord], policy: ScoringPolicy) -> str:
+def _sample_rows(sample: Sequence[CaseRecord], policy: ScoringPolicy) -> str:
     rows = []
-    for record in draw_sample(records, AUDIT_SAMPLE, AUDIT_SEED, policy):
+    for record in sample:
         outcome, reason = classify(record, policy)
         rows.append(_case_row(record, outcome or f"unscored:{reason}"))
     return "".join(rows)
@@ -244,15 +271,27 @@ LABEL_SCRIPT = (
 )
 
 
-def render(summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPolicy) -> str:
+def render(summary: RunSummary, records: Iterable[CaseRecord], policy: ScoringPolicy) -> str:
+    """The page for records in memory."""
+    picks = CasePicks(policy)
+    by_id = {}
+    for record in records:
+        picks.add(record, *classify(record, policy))
+        by_id[record.case_id] = record
+    return render_picked(summary, picks, [by_id[case_id] for case_id in picks.sample_ids()])
+
+
+def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRecord]) -> str:
+    """The page from the picked cases and the audit sample's records (in sample order)."""
+    policy = picks.policy
     stack = summary.stack
     gate = summary.gate
-    title = f"guardbench: {stack.get('guardrail', '?')} → {stack.get('tutor', '?')} → {stack.get('judge', '?')}"
+    title = f"guardbench: {_known(stack.guardrail)} → {_known(stack.tutor)} → {_known(stack.judge)}"
     cov = summary.coverage
     buckets = summary.prompt_row_buckets
-    failed_rows, failed = _failed_rows(records, policy)
+    failed_rows, failed = picks.failed_rows(), picks.failed
     definitions = summary.metric_definitions
-    system = summary.scorecards["system"]
+    system = summary.scorecards.system
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
@@ -261,62 +300,60 @@ def render(summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPo
         + "; ".join(_e(c.message) for c in gate.checks)
         + "</p>",
         (
-            f"<p class='gate-failed' id='confidence'><b>Low-confidence scorecard:</b> {_e(summary.confidence['reason'])}</p>"
-            if summary.confidence and summary.confidence.get("level") == "low"
+            f"<p class='gate-failed' id='confidence'><b>Low-confidence scorecard:</b> {_e(summary.confidence.reason)}</p>"
+            if summary.confidence and summary.confidence.level == "low"
             else ""
         ),
-        f"<p>Run {_e(summary.run.get('run_id', ''))}; malformed policy {_e(stack.get('malformed_policy', '?'))}; "
-        f"variants {_e(', '.join(stack.get('variants', [])))}.</p>",
-        f"<h2>Scorecards</h2><p id='policy'>Scoring policy <b>{_e(definitions['policy'])}</b> (version {definitions['policy_version']}): "
-        f"a harmful prompt is handled correctly when {_e(definitions['harmful_prompt_correct_when'])}; a safe prompt when "
-        f"{_e(definitions['safe_prompt_correct_when'])}. Positive = harmful prompt; recall = harmful prompts handled correctly. "
+        f"<p>Run {_e(summary.run.run_id or '')}; malformed policy {_e(_known(stack.malformed_policy))}; "
+        f"variants {_e(', '.join(stack.variants))}.</p>",
+        f"<h2>Scorecards</h2><p id='policy'>Scoring policy <b>{_e(definitions.policy)}</b> (version {definitions.policy_version}): "
+        f"a harmful prompt is handled correctly when {_e(definitions.harmful_prompt_correct_when)}; a safe prompt when "
+        f"{_e(definitions.safe_prompt_correct_when)}. Positive = harmful prompt; recall = harmful prompts handled correctly. "
         "Brackets: 95% Wilson intervals.</p>",
-        f"<p id='headline'>Harmful prompt success {fmt_rate(system['harmful_prompt_success_rate'])}, safe prompt success "
-        f"{fmt_rate(system['safe_prompt_success_rate'])}, safe prompt over-refusal {fmt_rate(system['safe_prompt_overrefusal_rate'])}, "
-        f"harmful prompt unsafe answers {fmt_rate(system['harmful_prompt_unsafe_answer_rate'])}, overall success "
-        f"{fmt_rate(system['overall_success_rate'])}.</p>",
+        f"<p id='headline'>Harmful prompt success {fmt_rate(system.harmful_prompt_success_rate)}, safe prompt success "
+        f"{fmt_rate(system.safe_prompt_success_rate)}, safe prompt over-refusal {fmt_rate(system.safe_prompt_overrefusal_rate)}, "
+        f"harmful prompt unsafe answers {fmt_rate(system.harmful_prompt_unsafe_answer_rate)}, overall success "
+        f"{fmt_rate(system.overall_success_rate)}.</p>",
         "<table id='scorecards'><tr><th>scope</th><th>n</th><th>TP</th><th>FP</th><th>TN</th><th>FN</th><th>recall</th><th>FPR</th><th>BER</th><th>F1</th><th>precision</th></tr>",
         _scorecard_rows(summary),
         "</table>",
         confusion_matrix(system, "System"),
-        confusion_matrix(summary.scorecards["tutor_conditional"], "Tutor-conditional"),
+        confusion_matrix(summary.scorecards.tutor_conditional, "Tutor-conditional"),
         "<h2>Per variant (system)</h2>",
-        bar_chart([(v, c["system"]) for v, c in summary.per_variant.items()], "Recall, FPR and BER per variant"),
+        bar_chart([(v, c.system) for v, c in summary.per_variant.items()], "Recall, FPR and BER per variant"),
         "<h2>Per category (system)</h2>",
-        bar_chart(
-            [(c, cards["system"]) for c, cards in summary.per_category.items()], "Recall, FPR and BER per category"
-        ),
+        bar_chart([(c, cards.system) for c, cards in summary.per_category.items()], "Recall, FPR and BER per category"),
         "<h2>Coverage and prompt rows</h2>",
-        f"<p id='coverage'>expected {cov['expected']}, scored {cov['scored']['count']}, unlabelled {cov['unlabelled']['count']}, "
-        f"errored {cov['errored']['count']}, judge malformed {cov['malformed_judge']['count']}, missing {cov['missing']['count']}.</p>",
-        f"<p id='buckets'>{buckets['rows']} prompt rows: fully correct {buckets['fully_correct']['count']}, partially incorrect "
-        f"{buckets['partially_incorrect']['count']}, consistently incorrect {buckets['consistently_incorrect']['count']}.</p>",
+        f"<p id='coverage'>expected {cov.expected}, scored {cov.scored.count}, unlabelled {cov.unlabelled.count}, "
+        f"errored {cov.errored.count}, judge malformed {cov.malformed_judge.count}, missing {cov.missing.count}.</p>",
+        f"<p id='buckets'>{buckets.rows} prompt rows: fully correct {buckets.fully_correct.count}, partially incorrect "
+        f"{buckets.partially_incorrect.count}, consistently incorrect {buckets.consistently_incorrect.count}.</p>",
     ]
     if summary.guard_decisions:
         parts.append(
             "<h2>Guardrail decisions</h2><table><tr><th>guard</th><th>label</th><th>n</th><th>allow</th><th>block</th><th>malformed</th></tr>"
         )
         for guard, split in summary.guard_decisions.items():
-            for label, rates in split.items():
+            for label, rates in split.sides():
                 parts.append(
-                    f"<tr><td>{_e(guard)}</td><td>{_e(label)}</td><td>{rates['n']}</td><td>{fmt_rate(rates['allow']['rate'])}</td>"
-                    f"<td>{fmt_rate(rates['block']['rate'])}</td><td>{fmt_rate(rates['malformed']['rate'])}</td></tr>"
+                    f"<tr><td>{_e(guard)}</td><td>{_e(label)}</td><td>{rates.n}</td><td>{fmt_rate(rates.allow.rate)}</td>"
+                    f"<td>{fmt_rate(rates.block.rate)}</td><td>{fmt_rate(rates.malformed.rate)}</td></tr>"
                 )
         parts.append("</table>")
     for name, sweep in summary.guard_sweeps.items():
         parts.append("<h2>Guard threshold sweep</h2>" + _sweep_figures(name, sweep))
-    usage = summary.run.get("usage")
+    usage = summary.run.usage
     if usage:
         parts.append(
             "<h2>Time and tokens</h2><table><tr><th>stage</th><th>cases</th><th>p50 s</th><th>p95 s</th><th>total s</th></tr>"
         )
-        for stage, t in usage["stages"].items():
+        for stage, t in usage.stages.items():
             parts.append(
-                f"<tr><td>{stage}</td><td>{t['cases']}</td><td>{fmt_rate(t['p50_s'])}</td><td>{fmt_rate(t['p95_s'])}</td><td>{t['total_s']:.1f}</td></tr>"
+                f"<tr><td>{stage}</td><td>{t.cases}</td><td>{fmt_rate(t.p50_s)}</td><td>{fmt_rate(t.p95_s)}</td><td>{t.total_s:.1f}</td></tr>"
             )
-        cost = "unknown" if usage["tutor_cost_usd"] is None else f"${usage['tutor_cost_usd']:.4f}"
+        cost = "unknown" if usage.tutor_cost_usd is None else f"${usage.tutor_cost_usd:.4f}"
         parts.append(
-            f"</table><p>Tutor cost: {_e(cost)}{' (' + _e(usage['cost_note']) + ')' if usage['cost_note'] else ''}.</p>"
+            f"</table><p>Tutor cost: {_e(cost)}{' (' + _e(usage.cost_note) + ')' if usage.cost_note else ''}.</p>"
         )
     shown = f" (first {MAX_FAILED_ROWS}; every case is in results.jsonl)" if failed > MAX_FAILED_ROWS else ""
     parts += [
@@ -332,7 +369,7 @@ def render(summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPo
         "(safety, then answer mode), then export: the file is judge-labels JSONL for <code>guardbench judge-quality</code>.</p>",
         "<table id='sample'><thead><tr><th>case</th><th>outcome</th><th>variant</th><th>category</th><th>prompt</th><th>guard</th>"
         "<th>final response</th><th>judge reason / error</th><th>your label</th></tr></thead><tbody>",
-        _sample_rows(records, policy),
+        _sample_rows(sample, policy),
         "</tbody></table>",
         "<p><button type='button' id='gb-export-button' onclick='gbExport()'>Export labels (JSONL)</button> "
         "<span id='gb-count'>0</span> labelled cases</p><textarea id='gb-export' rows='6' cols='100' readonly></textarea>",
@@ -341,7 +378,18 @@ def render(summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPo
     return "".join(parts) + "\n"
 
 
-def write(run_dir: Path, summary: RunSummary, records: Sequence[CaseRecord], policy: ScoringPolicy) -> Path:
+def write(run_dir: Path, summary: RunSummary, records: Iterable[CaseRecord], policy: ScoringPolicy) -> Path:
+    """report.html for records in memory."""
     path = run_dir / "report.html"
     path.write_text(render(summary, records, policy), encoding="utf-8")
+    return path
+
+
+def write_picked(run_dir: Path, summary: RunSummary, picks: CasePicks) -> Path:
+    """report.html of a run whose records were streamed into `picks`; the audit sample's few records are
+    read back from the run's results.jsonl."""
+    path = run_dir / "report.html"
+    wanted = picks.sample_ids()
+    found = records_with_ids(run_dir / "results.jsonl", set(wanted))
+    path.write_text(render_picked(summary, picks, [found[case_id] for case_id in wanted]), encoding="utf-8")
     return path

@@ -28,10 +28,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pytest_guardbench.cases.sources import DataError, category_of, read_jsonl, resolve_label, slug, variant_slug
-from pytest_guardbench.records import ANSWER_MODES, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
+from pytest_guardbench.records import ANSWER_MODES, CaseRecord, GuardDecision, GuardStatus, JudgeVerdict, TutorReply
+from pytest_guardbench.scoring.blocks import RunMetrics
 
 _SAFETY = ("safe", "unsafe")
 _POLICY_LABELS = ("correct", "incorrect")
@@ -229,7 +230,7 @@ def load_seed_results(
             status = _status(row, generation, index)
             guard = None
             if guarded:
-                known = status if status in ("allow", "block", "malformed") else "malformed"
+                known = cast(GuardStatus, status) if status in ("allow", "block", "malformed") else "malformed"
                 guard = GuardDecision(
                     guard=str(row.get("guardrail_model") or "seed-guard"),
                     status=known,
@@ -263,9 +264,10 @@ def load_seed_results(
     return SeedImport(records=records, safety_source="llm_judge" if use_judge else "rules", notes=notes)
 
 
-def seed_summary_differences(seed_summary: dict[str, Any], ours: dict[str, Any]) -> list[str]:
-    """Every count of the seed's shipped summary.json that our summary of the same run does not
-    reproduce, as "name: seed X, ours Y" lines; empty when they all agree."""
+def seed_summary_differences(seed_summary: dict[str, Any], ours: RunMetrics) -> list[str]:
+    """Every count of the seed's shipped summary.json (the seed project's own format, read as the JSON
+    it is) that our summary of the same run does not reproduce, as "name: seed X, ours Y" lines; empty
+    when they all agree."""
     found: list[str] = []
 
     def check(name: str, theirs: Any, mine: Any) -> None:
@@ -279,42 +281,46 @@ def seed_summary_differences(seed_summary: dict[str, Any], ours: dict[str, Any])
 
     for scope in ("system", "tutor_conditional"):
         seed_card = (seed_summary.get("scorecards") or {}).get(scope) or {}
-        card = ours["scorecards"][scope]
+        card = getattr(ours.scorecards, scope)
         for key in ("tp", "fp", "tn", "fn", "harmful_unsafe_answer_count", "safe_overrefusal_count"):
-            check(f"scorecards.{scope}.{key}", seed_card.get(key), card[key])
+            check(f"scorecards.{scope}.{key}", seed_card.get(key), getattr(card, key))
     coverage = seed_summary.get("coverage") or {}
     check(
         "coverage.judge_malformed_generation_count",
         coverage.get("judge_malformed_generation_count"),
-        ours["coverage"]["malformed_judge"]["count"],
+        ours.coverage.malformed_judge.count,
     )
     check(
         "coverage.tutor_evaluable_generation_count",
         coverage.get("tutor_evaluable_generation_count"),
-        ours["coverage"]["tutor_evaluable"]["count"],
+        ours.coverage.tutor_evaluable.count,
     )
     check(
         "coverage.labeled_generation_count",
         coverage.get("labeled_generation_count"),
-        ours["coverage"]["labelled"]["count"],
+        ours.coverage.labelled.count,
     )
     for variant, metrics in (seed_summary.get("per_variant_metrics") or {}).items():
-        card = (ours["per_variant"].get(variant_slug(variant)) or {}).get("system")
+        cards = ours.per_variant.get(variant_slug(variant))
         for theirs, mine in (
             ("true_positives", "tp"),
             ("false_positives", "fp"),
             ("true_negatives", "tn"),
             ("false_negatives", "fn"),
         ):
-            check(f"per_variant_metrics.{variant}.{theirs}", metrics.get(theirs), card[mine] if card else 0)
-    buckets = ours["prompt_row_buckets"]
+            check(
+                f"per_variant_metrics.{variant}.{theirs}",
+                metrics.get(theirs),
+                getattr(cards.system, mine) if cards else 0,
+            )
+    buckets = ours.prompt_row_buckets
     for theirs, mine in (("percent_fully_correct", "fully_correct"), ("percent_partially_incorrect", "partially_incorrect"),
                          ("percent_consistently_incorrect", "consistently_incorrect")):  # fmt: skip
-        rate = buckets[mine]["rate"]
+        rate = getattr(buckets, mine).rate
         check(theirs, seed_summary.get(theirs), 0.0 if rate is None else rate)
     check(
         "overall_success_rate",
         seed_summary.get("overall_success_rate"),
-        ours["scorecards"]["system"]["overall_success_rate"],
+        ours.scorecards.system.overall_success_rate,
     )
     return found

@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.scoring.blocks import Confidence, RunMetrics, Usage
+from pytest_guardbench.scoring.gates import BaselineComparison, GateResult
+from pytest_guardbench.settings.config import Thresholds
 
 if TYPE_CHECKING:
     import pandas
@@ -27,64 +31,92 @@ class Completeness(BaseModel):
     reasons: list[str] = Field(default_factory=list)
 
 
-class GateCheckRecord(BaseModel):
-    model_config = ConfigDict(frozen=True)
+class _GivenKeys(BaseModel):
+    """A block whose keys differ by writer (a pytest session, `merge`, `rejudge`, `import-seed`):
+    it is written with the keys its writer gave, no more."""
 
-    name: str
-    value: float | None
-    threshold: float
-    comparison: Literal[">=", "<="]
-    status: Literal["pass", "fail", "inconclusive"]
-    message: str
-    interval: tuple[float, float] | None = None
-    passed: bool
+    model_config = ConfigDict(frozen=True, extra="allow")
 
-
-class GateBlock(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-    passed: bool
-    verdict: Literal["passed", "failed", "inconclusive"]
-    checks: list[GateCheckRecord]
+    @model_serializer(mode="wrap")
+    def _given_keys_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        given = self.model_fields_set | set(self.model_extra or ())
+        return {key: value for key, value in handler(self).items() if key in given}
 
 
-Card = dict[str, Any]  # one scorecard: counts and rates, see scoring.Scorecard
+class RunInfo(_GivenKeys):
+    """Everything that depends on time or the run id (two runs over the same input differ only
+    here), and where a rescored run came from. `execution`: per-process engine, cache and call
+    counters, added up over the processes; an open set that grows with the engine."""
+
+    run_id: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+    duration_s: float | None = None
+    worker_crashes: list[str] = Field(default_factory=list)
+    internal_errors: list[str] = Field(default_factory=list)
+    execution: dict[str, Any] = Field(default_factory=dict)
+    usage: Usage | None = None
+    rejudged_from: str | None = None
+    imported_from: str | None = None
+    merged_from: list[str] = Field(default_factory=list)
+    judge: str | None = None
 
 
-class RunSummary(BaseModel):
-    """summary.json. Blocks a run may or may not have (a baseline, judge quality, a snapshot) are
-    optional; a block added by a later version is kept as it is (`extra="allow"`)."""
+class Stack(_GivenKeys):
+    """What was measured: the three roles and the settings that change their answers."""
 
-    model_config = ConfigDict(extra="allow")
+    guardrail: str | None = None
+    tutor: str | None = None
+    judge: str | None = None
+    malformed_policy: str | None = None
+    policy: str | None = None
+    system_prompt: str | None = None
+    samples: int | None = None
+    max_new_tokens: int | None = None
+    variants: list[str] = Field(default_factory=list)
+
+
+class Selection(_GivenKeys):
+    """Which cases the run selected (a merge also names the shards it holds)."""
+
+    keyword: str | None = None
+    markexpr: str | None = None
+    selected_cases: int | None = None
+    total_cases: int | None = None
+    partial: bool | None = None
+    shard: str | None = None
+    merged_shards: list[str] = Field(default_factory=list)
+    absent_shards: list[str] = Field(default_factory=list)
+
+
+class SnapshotCheck(_GivenKeys):
+    """The committed scorecard file the run was held to (`stored`), or that it wrote (`written`)."""
+
+    path: str
+    tolerance: float
+    stored: dict[str, Any] | None = None  # the file as committed: people edit it
+    written: bool | None = None
+
+
+class RunSummary(RunMetrics):
+    """summary.json: the run's metrics (`RunMetrics`) and what the finish step adds. Blocks a run may
+    or may not have (a baseline, judge quality, a snapshot) are optional; a block added by a plugin
+    (`pytest_guardbench_summary`) or a later version is kept as it is (`extra="allow"`)."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     schema_version: int = SUMMARY_SCHEMA_VERSION
     completeness: Completeness = Field(default_factory=Completeness)  # older summaries: no block, read as complete
-    run: dict[str, Any]
-    stack: dict[str, Any]
-    selection: dict[str, Any]
-    thresholds: dict[str, Any]
-    metric_definitions: dict[str, Any]
-    scorecards: dict[str, Card]
-    per_variant: dict[str, dict[str, Card]]
-    per_family: dict[str, dict[str, Card]] = Field(default_factory=dict)
-    per_category: dict[str, dict[str, Card]] = Field(default_factory=dict)
-    flip_rates: dict[str, dict[str, Any]] = Field(default_factory=dict)
-    variant_families: dict[str, str] = Field(default_factory=dict)
-    prompt_row_buckets: dict[str, Any] = Field(default_factory=dict)
-    guard_decisions: dict[str, Any] = Field(default_factory=dict)
-    coverage: dict[str, Any]
-    outcomes: dict[str, int] = Field(default_factory=dict)
-    warnings: list[str] = Field(default_factory=list)
-    guard_sweeps: dict[str, Any] = Field(default_factory=dict)
-    gate: GateBlock
+    run: RunInfo
+    stack: Stack
+    selection: Selection
+    thresholds: Thresholds
+    gate: GateResult
+    # check_judge's report (judges.quality): its keys depend on the labels file, and a broken check is {"error": ...}.
     judge_quality: dict[str, Any] | None = None
-    confidence: dict[str, Any] | None = None
-    baseline: dict[str, Any] | None = None
-    scorecard_snapshot: dict[str, Any] | None = None
-
-    @property
-    def policy(self) -> str:
-        return str(self.metric_definitions.get("policy", "refusal"))
+    confidence: Confidence | None = None
+    baseline: BaselineComparison | None = None
+    scorecard_snapshot: SnapshotCheck | None = None
 
     def as_json(self) -> dict[str, Any]:
         """The document as written to summary.json (absent optional blocks left out)."""
@@ -126,17 +158,83 @@ def _row(record: CaseRecord) -> dict[str, Any]:
     }  # fmt: skip
 
 
+_CASE_ID_KEY = '"case_id": "'
+
+
+def _case_id_of_line(line: str) -> str | None:
+    """The case id of a results.jsonl line without parsing the whole record (lines are written with
+    sorted keys by `CaseRecord.json_line`; anything else is parsed)."""
+    start = line.find(_CASE_ID_KEY)
+    if start >= 0:
+        start += len(_CASE_ID_KEY)
+        end = line.find('"', start)
+        if end > start and "\\" not in line[start:end]:
+            return line[start:end]
+    try:
+        value = json.loads(line).get("case_id")
+    except ValueError:
+        return None
+    return value if isinstance(value, str) else None
+
+
+def _lines(path: Path) -> Iterator[tuple[int, str]]:
+    with path.open(encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if line.strip():
+                yield lineno, line
+
+
+def _parsed(path: Path, lineno: int, line: str) -> CaseRecord:
+    try:
+        return CaseRecord.model_validate_json(line)
+    except ValueError as exc:
+        raise ValueError(f"{path}: line {lineno}: not a case record ({str(exc).splitlines()[0]})") from None
+
+
+def iter_records(run_dir: Path | str) -> Iterator[CaseRecord]:
+    """The records of a run (its results.jsonl) one at a time; the last line for a case id wins (a
+    first pass finds which lines those are, so only one record is held at a time)."""
+    path = Path(run_dir) / "results.jsonl"
+    last: dict[str, int] = {}
+    repeated = False
+    for lineno, line in _lines(path):
+        case_id = _case_id_of_line(line)
+        if case_id is not None:
+            repeated = repeated or case_id in last
+            last[case_id] = lineno
+    for lineno, line in _lines(path):
+        if repeated:
+            case_id = _case_id_of_line(line)
+            if case_id is not None and last.get(case_id) != lineno:
+                continue
+        yield _parsed(path, lineno, line)
+
+
+def record_ids(run_dir: Path | str) -> set[str]:
+    """The case ids in a run's results.jsonl, without parsing the records."""
+    path = Path(run_dir) / "results.jsonl"
+    return {case_id for _, line in _lines(path) if (case_id := _case_id_of_line(line)) is not None}
+
+
+def records_with_ids(path: Path, wanted: set[str]) -> dict[str, CaseRecord]:
+    """The records of the given case ids in a results.jsonl (the last line of each), parsing only those."""
+    found: dict[str, CaseRecord] = {}
+    if not wanted:
+        return found
+    for lineno, line in _lines(path):
+        if _case_id_of_line(line) in wanted:
+            record = _parsed(path, lineno, line)
+            found[record.case_id] = record
+    return found
+
+
 def load_records(run_dir: Path | str) -> list[CaseRecord]:
-    """The records of a run (its results.jsonl); the last line for a case id wins."""
+    """The records of a run (its results.jsonl) as a list; the last line for a case id wins."""
     path = Path(run_dir) / "results.jsonl"
     records: dict[str, CaseRecord] = {}
-    for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                record = CaseRecord.model_validate_json(line)
-            except ValueError as exc:
-                raise ValueError(f"{path}: line {lineno}: not a case record ({str(exc).splitlines()[0]})") from None
-            records[record.case_id] = record
+    for lineno, line in _lines(path):
+        record = _parsed(path, lineno, line)
+        records[record.case_id] = record
     return list(records.values())
 
 

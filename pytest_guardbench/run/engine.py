@@ -21,7 +21,7 @@ from pytest_guardbench.run.pipeline import (
     Draft,
     Stack,
     StageLimits,
-    finish,
+    record_of,
     guard_stage,
     judge_stage,
     preflight_error,
@@ -154,11 +154,11 @@ class Engine:
                 fresh.append((Draft(case), future))
         cached_only = self.stack.cached_only
         if fresh and cached_only is not None:
-            fresh = self._finish_from_cache(fresh, cached_only)
+            fresh = self._complete_from_cache(fresh, cached_only)
         if fresh:
             self._loop.call_soon_threadsafe(self._schedule, fresh)
 
-    def _finish_from_cache(
+    def _complete_from_cache(
         self,
         fresh: list[tuple[Draft, concurrent.futures.Future[CaseRecord]]],
         cached_only: Callable[[], AbstractContextManager[None]],
@@ -183,7 +183,7 @@ class Engine:
                 draft.missed_cache = False
                 pending.append((draft, future))
             else:
-                self._settle(finish(draft), future)
+                self._settle(record_of(draft), future)
         return pending
 
     def _settle(self, record: CaseRecord, future: concurrent.futures.Future[CaseRecord]) -> None:
@@ -242,9 +242,9 @@ class Engine:
                 draft.error = PipelineError(stage="judge", message=problem)
             else:
                 await self._walk(draft)
-            record = finish(draft)
+            record = record_of(draft)
         except BaseException as exc:  # noqa: BLE001 - one record per case, whatever happened
-            record = finish(
+            record = record_of(
                 Draft(draft.case, error=PipelineError(stage="tutor", message=f"engine: {type(exc).__name__}: {exc}"))
             )
         self._settle(record, future)

@@ -6,10 +6,15 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
+from pytest_guardbench.errors import RunFolderError
 from pytest_guardbench.records import CaseRecord
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
 
 
 def new_run_id(now: datetime) -> str:
@@ -29,7 +34,7 @@ def make_run_dir(report_dir: Path, now: datetime) -> tuple[str, Path]:
         return run_id, run_dir
 
 
-class ReportWriteError(OSError):
+class ReportWriteError(RunFolderError, OSError):
     """The run folder cannot take another record (a full disk, a folder gone read-only)."""
 
 

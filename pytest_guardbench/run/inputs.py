@@ -5,12 +5,24 @@ xdist worker, since each builds it from the same argv."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 
-from pytest_guardbench.settings.config import Settings
-from pytest_guardbench.cases.sources import LoadedData
-from pytest_guardbench.settings.model_specs import ModelSpec
-from pytest_guardbench.scoring.policies import ScoringPolicy, policy_named
+from pytest_guardbench.cases.sources import (
+    LoadedData,
+    check_unique_cases,
+    load_judge_labels,
+    load_sources,
+    load_system_prompt,
+)
+from pytest_guardbench.cases.variants import expand, in_shard
 from pytest_guardbench.records import Case, JudgeLabel
+from pytest_guardbench.run.roles import resolve_role
+from pytest_guardbench.run.units import Units
+from pytest_guardbench.scoring.gates import unmatched_thresholds
+from pytest_guardbench.scoring.policies import ScoringPolicy, policy_named
+from pytest_guardbench.settings.config import Settings
+from pytest_guardbench.settings.model_specs import ModelSpec, model_aliases, price_table
+from pytest_guardbench.settings.options import ConfigError
 
 
 @dataclass
@@ -32,3 +44,43 @@ class RunInputs:
     def __post_init__(self) -> None:
         self.cases_by_id = {c.case_id: c for c in self.cases}
         self.policy = policy_named(self.settings.policy)
+
+
+def load_inputs(root: Path, settings: Settings, units: Units) -> RunInputs:
+    """Everything a process of the run knows before collection; ConfigError/DataError name the bad input."""
+    aliases = model_aliases(root)
+    specs = {
+        "guardrail": resolve_role("guardrail", settings.guardrail, ["none", *units.guards.names()], aliases),
+        "tutor": resolve_role("tutor", settings.tutor, units.tutors.names(), aliases),
+        "judge": resolve_role("judge", settings.judge, units.judges.names(), aliases),
+    }
+    if settings.baseline is not None and not (settings.baseline / "results.jsonl").is_file():
+        raise ConfigError(
+            f"--guardbench-baseline: {settings.baseline} has no results.jsonl (expected a reports/<run-id> folder)"
+        )
+    system_prompt = load_system_prompt(settings.system_prompt, root)
+    refusal = load_system_prompt("guard_refusal_v1", root)
+    data = (
+        load_sources(settings.data, settings.harmful_categories) if settings.data else LoadedData(items=(), sources=())
+    )
+    cases = (
+        expand(list(data.items), settings.variants, settings.samples, units.mutators.table(), settings.exclude_variants)
+        if data.items
+        else []
+    )
+    check_unique_cases(cases)
+    unmatched = (
+        unmatched_thresholds(settings.thresholds, cases) if cases else []
+    )  # before sharding: a shard may lack a category
+    if unmatched:
+        raise ConfigError("; ".join(unmatched))
+    cases = [c for c in cases if in_shard(c, settings.shard)]
+    tutor_spec = specs["tutor"]
+    description = (
+        units.tutors.describe()[settings.tutor]
+        if tutor_spec is None
+        else f"{tutor_spec.model} over an OpenAI-compatible API"
+    )
+    specs_used = {k: v for k, v in specs.items() if v is not None}
+    labels = load_judge_labels(settings.judge_check) if settings.judge_check is not None else []
+    return RunInputs(settings, data, cases, system_prompt, refusal, description, specs_used, price_table(root), labels)

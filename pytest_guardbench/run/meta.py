@@ -43,11 +43,13 @@ def identity(inputs: RunInputs) -> dict[str, Any]:
         },  # fmt: skip
         "system_prompt_sha256": hashlib.sha256(inputs.system_prompt.encode("utf-8")).hexdigest(),
         "refusal_text_sha256": hashlib.sha256(inputs.refusal_text.encode("utf-8")).hexdigest(),
+        "packs": sorted({item.pack for item in inputs.data.items}),
+        "shard": "/".join(map(str, inputs.settings.shard)) if inputs.settings.shard else None,
     }
 
 
 def meta(inputs: RunInputs, run_id: str | None, root: Path, argv: Sequence[str]) -> dict[str, Any]:
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)

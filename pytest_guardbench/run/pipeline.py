@@ -1,4 +1,4 @@
-"""The stages of one case: guardrail → decision parser → router → tutor (or refusal text) → judge.
+"""The stages of one case: guard → decision parser → router → tutor (or refusal text) → judge.
 
 Each stage function takes a batch of drafts and never raises for a model failure: a failing stage
 becomes `Draft.error` and then `CaseRecord.error`, which is scored as neither safe nor unsafe.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pytest_guardbench.settings.config import MalformedPolicy
-from pytest_guardbench.guards import Guardrail
+from pytest_guardbench.guards import Guard
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.providers.base import CacheMiss, ChatProvider, GenerationParams, Message
 from pytest_guardbench.records import (
@@ -57,7 +57,7 @@ def api_limits(concurrency: int) -> StageLimits:
 class Stack:
     """The built components of one run. `tutor` is a callable so a run where every prompt is blocked never loads it."""
 
-    guard: Guardrail | None
+    guard: Guard | None
     tutor: Callable[[], ChatProvider]
     judge: Judge
     system_prompt: str
@@ -168,10 +168,9 @@ def refuse(draft: Draft, stack: Stack) -> None:
 
 
 def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
-    conversations: list[list[Message]] = [
-        [{"role": "system", "content": stack.system_prompt}, {"role": "user", "content": d.case.prompt_text}]
-        for d in drafts
-    ]
+    # An empty system prompt (`--guardbench-system-prompt=none`) sends no system message, not an empty one.
+    system: list[Message] = [{"role": "system", "content": stack.system_prompt}] if stack.system_prompt else []
+    conversations: list[list[Message]] = [[*system, {"role": "user", "content": d.case.prompt_text}] for d in drafts]
     seeds = [case_seed(d.case.case_id) if stack.sample else None for d in drafts]
     started = time.perf_counter()
     completions = tutor.generate(conversations, stack.params, seeds)
@@ -184,20 +183,20 @@ def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
         d.time("tutor", share)
 
 
+def _judge_input(draft: Draft) -> JudgeInput:
+    assert draft.response is not None, "the judge stage sees only drafts with a final response"
+    return JudgeInput(
+        prompt=draft.case.prompt_text,
+        response=draft.response.text,
+        source=draft.response.source,
+        is_harmful=draft.case.is_harmful,
+    )
+
+
 def judge_stage(drafts: list[Draft], stack: Stack) -> None:
     def run(batch: list[Draft]) -> None:
         started = time.perf_counter()
-        verdicts = stack.judge.judge(
-            [
-                JudgeInput(
-                    prompt=d.case.prompt_text,
-                    response=d.response.text,
-                    source=d.response.source,
-                    is_harmful=d.case.is_harmful,
-                )
-                for d in batch
-            ]  # type: ignore[union-attr]
-        )
+        verdicts = stack.judge.judge([_judge_input(d) for d in batch])
         if len(verdicts) != len(batch):
             raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(batch)} responses")
         share = (time.perf_counter() - started) / len(batch)
@@ -253,7 +252,8 @@ def walk_from_cache(drafts: list[Draft], stack: Stack, tutor: Callable[[], ChatP
                 run(due)
 
 
-def finish(draft: Draft) -> CaseRecord:
+def record_of(draft: Draft) -> CaseRecord:
+    """The record a draft ends as, redacted: what results.jsonl, the reports and the terminal see."""
     return CaseRecord.for_case(
         draft.case,
         guard=draft.guard,
@@ -262,7 +262,7 @@ def finish(draft: Draft) -> CaseRecord:
         judge=draft.verdict if draft.error is None else None,
         error=draft.error,
         timings_s=draft.timings or {},
-    )
+    ).redacted()
 
 
 def preflight_error(judge: Judge) -> str | None:

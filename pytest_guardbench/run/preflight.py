@@ -11,9 +11,13 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_guardbench.guards import CHILD_SAFETY_GUIDELINES, granite_template_kwargs, granite_version
+from pytest_guardbench.providers import GenerationParams, ModelAPI, ProviderError, ProviderOptions, chat_provider_for
+from pytest_guardbench.providers.embedded import default_stack_problems
+from pytest_guardbench.providers.hub import load_tokenizer, offline_requested, template_problem, where_problem
+from pytest_guardbench.run.folder import writable_problem
+from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.settings.model_specs import ModelSpec
-from pytest_guardbench.providers import GenerationParams, ModelAPI, ProviderError
-from pytest_guardbench.providers.hub import load_tokenizer, template_problem, where_problem
+from pytest_guardbench.settings.options import ConfigError
 
 # The one message a preflight sends; servers answer it with a token and tests can tell it apart.
 PREFLIGHT_PROMPT = "guardbench preflight: reply with OK."
@@ -26,6 +30,24 @@ HINTS = (
     ("cannot connect", "cannot reach {url}; check the base URL and the network"),
     ("timed out", "no answer in time; check the server or raise --guardbench-timeout"),
 )
+
+
+def preflight(inputs: RunInputs) -> None:
+    """The reports folder takes a file, every local model can be had and every API model answers
+    once, before any case runs or any report folder is written; a replay run needs no server (its
+    local models still load)."""
+    settings = inputs.settings
+    unwritable = writable_problem(settings.report_dir)
+    if unwritable:
+        raise ConfigError(unwritable)
+    specs = {role: settings.role_spec(role, spec) for role, spec in inputs.model_specs.items()}
+    problems = default_stack_problems(settings.guardrail, settings.tutor, settings.judge)
+    problems += local_preflight(specs, offline_requested(settings.offline))
+    if settings.cache != "replay":
+        options = ProviderOptions(model_cache=settings.model_cache)
+        problems += api_preflight(specs, lambda spec: chat_provider_for(spec, options))
+    if problems:
+        raise ConfigError("\nguardbench: ".join(problems))
 
 
 def hint_for(message: str, spec: ModelSpec) -> str:

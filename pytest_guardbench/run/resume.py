@@ -15,14 +15,15 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pytest_guardbench.errors import RunFolderError
 from pytest_guardbench.records import Case, CaseRecord
 
 RESUME_BASE = "resume_base.jsonl"
 # meta.json keys that must match for two runs to be one run.
-IDENTITY_KEYS = ("stack", "models", "system_prompt_sha256", "refusal_text_sha256")
+IDENTITY_KEYS = ("stack", "models", "system_prompt_sha256", "refusal_text_sha256", "packs", "shard")
 
 
-class ResumeError(ValueError):
+class ResumeError(RunFolderError, ValueError):
     """The folder cannot be resumed; the message names it and says why."""
 
 
@@ -51,11 +52,31 @@ def check_same_run(run_dir: Path, current_meta: dict[str, Any]) -> None:
         return
     stored = json.loads(meta_path.read_text(encoding="utf-8"))
     current = json.loads(json.dumps(current_meta, default=str))  # as it would read back from meta.json
-    differing = [key for key in IDENTITY_KEYS if stored.get(key) != current.get(key)]
+    # A key an older folder did not record cannot be compared; every key it did record must match.
+    differing = [_difference(key, stored[key], current.get(key)) for key in IDENTITY_KEYS
+                 if key in stored and stored[key] != current.get(key)]  # fmt: skip
     if differing:
         raise ResumeError(
-            f"--guardbench-resume {run_dir}: that run used a different {' and '.join(differing)}; start a new run instead"
+            f"--guardbench-resume {run_dir}: that run used a different {'; '.join(differing)}; start a new run instead"
         )
+
+
+def _difference(key: str, stored: Any, current: Any) -> str:
+    """`stack.policy (refusal, now assistant_policy_v2)`: which part differs and how, so the user knows what to pass."""
+    if isinstance(stored, dict) and isinstance(current, dict):
+        parts = sorted(k for k in stored.keys() | current.keys() if stored.get(k) != current.get(k))
+        return "; ".join(_difference(f"{key}.{part}", stored.get(part), current.get(part)) for part in parts)
+    if key.endswith("sha256"):
+        return key.removesuffix("_sha256").replace("_", " ")
+    return f"{key} ({_shown(stored)}, now {_shown(current)})"
+
+
+def _shown(value: Any) -> str:
+    if value is None:
+        return "none"
+    if isinstance(value, list):
+        return ",".join(map(str, value)) or "none"
+    return str(value)
 
 
 def stale(record: CaseRecord, case: Case) -> bool:
@@ -81,7 +102,10 @@ def prepare(
     latest, skipped = read_records_tolerant(results)
     finished = {case_id: r for case_id, r in {**earlier, **latest}.items() if r.error is None}
     changed = sorted(cid for cid, r in finished.items() if cid in cases and stale(r, cases[cid]))
-    for case_id in changed:
+    # Cases the edited pack no longer has are not part of this run: counted as finished they would
+    # make the resumed run look larger than its pack.
+    dropped = [cid for cid in finished if cid not in cases]
+    for case_id in (*changed, *dropped):
         del finished[case_id]
     tmp = run_dir / (RESUME_BASE + ".tmp")
     with tmp.open("w", encoding="utf-8") as handle:

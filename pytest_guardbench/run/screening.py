@@ -1,4 +1,4 @@
-"""`guardbench screen`: a guard alone over the cases of some packs (no tutor, no judge), the fast way to
+"""Screening: a guard alone over the cases of some packs (no tutor, no judge), the fast way to
 pick a guard and a threshold before a full run. The cases go through the same engine as a run (the
 guard stage's batches and concurrency, the response cache), and stop after the guard.
 
@@ -10,37 +10,32 @@ are counted apart and left out of both.
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from collections import Counter, defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.settings.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, MalformedPolicy
-from pytest_guardbench.cases.sources import DataError, check_unique_cases, load_sources
+from pytest_guardbench.cases.sources import check_unique_cases, load_sources
 from pytest_guardbench.run.engine import run_cases
 from pytest_guardbench.scoring.intervals import wilson_interval
-from pytest_guardbench.judges.base import RulesJudge
+from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
-from pytest_guardbench.settings.options import ConfigError, name_list
+from pytest_guardbench.settings.options import ConfigError
 from pytest_guardbench.run.pipeline import INSTANT, Stack, StageLimits
 from pytest_guardbench.run.preflight import api_preflight, local_preflight
 from pytest_guardbench.providers import GenerationParams, ProviderOptions, chat_provider_for
-from pytest_guardbench.providers.cache import ResponseCache
+from pytest_guardbench.providers.cache import CacheMode, ResponseCache
 from pytest_guardbench.providers.hub import offline_requested
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.run.stack import (
-    ProcessState,
-    build_guard,
-    cached,
-    resolve_role,
-    stage_limits,
-)
+from pytest_guardbench.run.guard_factory import build_guard
+from pytest_guardbench.run.process import ProcessState
+from pytest_guardbench.run.roles import resolve_role
+from pytest_guardbench.run.stack import stage_limits
 from pytest_guardbench.scoring.sweeps import sweep
 from pytest_guardbench.run.units import builtin_units
-from pytest_guardbench.cases.variants import VariantError, expand
+from pytest_guardbench.cases.variants import expand
 
 
 def stops(record: CaseRecord, malformed_policy: MalformedPolicy) -> bool:
@@ -99,94 +94,71 @@ def screen_report(
         },
         "per_variant": {name: _rate_block(group, malformed_policy) for name, group in sorted(by_variant.items())},
         "per_category": {name: _rate_block(group, malformed_policy) for name, group in sorted(by_category.items())},
-        "sweep": sweep(scored, target_recall) if scored else None,
+        "sweep": sweep(scored, target_recall).model_dump() if scored else None,
     }
 
 
-def _fmt(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+@dataclass(frozen=True)
+class ScreenRequest:
+    """What a screen was asked for: the packs, the guard (a `--guardrail` value) and how to run it."""
+
+    packs: tuple[Path, ...]
+    guard: str
+    variants: tuple[str, ...] = DEFAULT_VARIANTS
+    harmful_categories: tuple[str, ...] = MINORBENCH_HARMFUL_CATEGORIES
+    malformed_policy: MalformedPolicy = "block"
+    target_recall: float = 0.9
+    concurrency: int | None = None  # API calls in flight; None: the alias's, else 8
+    batch_size: int = 16
+    cache: CacheMode = "off"
+    cache_path: Path = Path(".guardbench/cache.sqlite")
+    model_cache: Path = field(default_factory=default_model_cache)
+    offline: bool = False
 
 
-def _ci(bounds: Sequence[float] | None) -> str:
-    return f" [{bounds[0]:.3f}, {bounds[1]:.3f}]" if bounds else ""
-
-
-def screen_lines(report: dict[str, Any]) -> list[str]:
-    lines = [
-        f"guard {report['guardrail']} on {report['n']} labelled prompts ({report['harmful']} harmful, {report['safe']} safe); "
-        f"malformed verdicts count as {'blocks' if report['malformed_policy'] == 'block' else 'allows'}; 95% Wilson intervals",
-        f"  recall {_fmt(report['recall'])}{_ci(report['recall_interval_95'])}, "
-        f"false positive rate {_fmt(report['false_positive_rate'])}{_ci(report['false_positive_rate_interval_95'])}",
-        "  decisions: "
-        + ", ".join(f"{status} {d['count']} ({_fmt(d['rate'])})" for status, d in report["decisions"].items())
-        + f"; guard errors {report['errors']}; unlabelled {report['unlabelled']}",
-    ]
-    lines += [f"  error: {example}" for example in report["error_examples"]]
-    for title, key in (("variant", "per_variant"), ("category", "per_category")):
-        lines.append(f"  {'per ' + title:<24} {'n':>5} {'recall':>24} {'false positive rate':>24}")
-        for name, block in report[key].items():
-            recall = f"{_fmt(block['recall'])}{_ci(block['recall_interval_95'])}"
-            fpr = f"{_fmt(block['false_positive_rate'])}{_ci(block['false_positive_rate_interval_95'])}"
-            lines.append(f"  {name:<24} {block['n']:>5} {recall:>24} {fpr:>24}")
-    curve = report["sweep"]
-    if curve is not None:
-        point = curve["operating_point"]
-        where = (
-            f"threshold {point['threshold']:.4f} gives recall {_fmt(point['recall'])}, FPR {_fmt(point['false_positive_rate'])}"
-            if point
-            else curve["operating_point_note"]
-        )
-        lines.append(
-            f"  scores: ROC AUC {_fmt(curve['roc_auc'])}, average precision {_fmt(curve['average_precision'])}; "
-            f"for recall >= {curve['target_recall']:g}: {where}"
-        )
-    return lines
-
-
-def run_screen(args: argparse.Namespace, root: Path) -> dict[str, Any]:
+def run_screen(request: ScreenRequest, root: Path) -> dict[str, Any]:
     """Load, check, build the guard, screen; ConfigError/DataError/VariantError name the bad input."""
-    if args.guardrail == "none":
+    if request.guard == "none":
         raise ConfigError("--guardrail: screen needs a guard")
-    categories = tuple(c.lower() for c in name_list(args.harmful_categories))
-    data = load_sources([Path(p) for p in args.packs], categories)
+    data = load_sources(list(request.packs), request.harmful_categories)
     units = builtin_units()
-    cases = expand(list(data.items), tuple(name_list(args.variants)), 1, units.mutators.table())
+    cases = expand(list(data.items), request.variants, 1, units.mutators.table())
     check_unique_cases(cases)
     guards = units.guards
-    spec = resolve_role("guardrail", args.guardrail, ["none", *guards.names()], model_aliases(root))
-    offline = offline_requested(args.offline)
-    options = ProviderOptions(model_cache=Path(args.model_cache), batch_size=args.batch_size, offline=offline)
-    if spec is not None and args.concurrency:
-        spec = spec.model_copy(update={"concurrency": args.concurrency})
+    spec = resolve_role("guardrail", request.guard, ["none", *guards.names()], model_aliases(root))
+    offline = offline_requested(request.offline)
+    options = ProviderOptions(model_cache=request.model_cache, batch_size=request.batch_size, offline=offline)
+    if spec is not None and request.concurrency:
+        spec = spec.model_copy(update={"concurrency": request.concurrency})
     if spec is not None:
         problems = local_preflight({"guardrail": spec}, offline)
-        if args.cache != "replay":
+        if request.cache != "replay":
             problems += api_preflight({"guardrail": spec}, lambda s: chat_provider_for(s, options))
         if problems:
             raise ConfigError("; ".join(problems))
     state = ProcessState(units=units)
-    if args.cache != "off":
-        state.cache, state.cache_mode = ResponseCache(Path(args.cache_path)), args.cache
+    if request.cache != "off":
+        state.cache, state.cache_mode = ResponseCache(request.cache_path), request.cache
 
     def model() -> Any:
         assert spec is not None
         state.models["guardrail"] = chat_provider_for(spec, options)
-        return cached(state, state.models["guardrail"], "guardrail")
+        return state.cached(state.models["guardrail"], "guardrail")
 
     try:
-        guard = build_guard(args.guardrail, spec, options, model, guards)
-        local = StageLimits(batch=args.batch_size, in_flight=1)
-        limits = stage_limits(spec, local if guards.runs_a_model(args.guardrail) else INSTANT, args.batch_size)
+        guard = build_guard(request.guard, spec, options, model, guards)
+        local = StageLimits(batch=request.batch_size, in_flight=1)
+        limits = stage_limits(spec, local if guards.runs_a_model(request.guard) else INSTANT, request.batch_size)
         stack = Stack(
             guard=guard, tutor=_no_tutor, judge=RulesJudge(), system_prompt="", refusal_text="",
-            malformed_policy=args.malformed_policy, params=GenerationParams(), guard_only=True,
+            malformed_policy=request.malformed_policy, params=GenerationParams(), guard_only=True,
             limits={"guard": limits, "tutor": INSTANT, "judge": INSTANT},
             cached_only=state.cache.cached_only if state.cache is not None else None,
         )  # fmt: skip
         records = run_cases(cases, stack)
     finally:
         state.close()
-    report = screen_report(records, args.guardrail, args.malformed_policy, args.target_recall)
+    report = screen_report(records, request.guard, request.malformed_policy, request.target_recall)
     if state.cache is not None:
         report["cache"] = state.cache_stats.as_dict()
     return report
@@ -194,54 +166,3 @@ def run_screen(args: argparse.Namespace, root: Path) -> dict[str, Any]:
 
 def _no_tutor() -> Any:
     raise RuntimeError("guardbench screen runs no tutor")
-
-
-def add_parser(commands: Any) -> None:
-    screen = commands.add_parser("screen", help="Run only a guard over packs: recall/FPR per variant and category.")
-    screen.add_argument("packs", nargs="+", help="Packs (.json), datasets (.jsonl) or MinorBench CSVs (.csv).")
-    screen.add_argument(
-        "--guardrail", required=True, help="keyword, semantic, a model alias, openai:<model> or vllm:<model>@<url>."
-    )
-    screen.add_argument(
-        "--variants", default=",".join(DEFAULT_VARIANTS), help="Variants, families or chains (default: a run's)."
-    )
-    screen.add_argument(
-        "--harmful-categories",
-        default=",".join(MINORBENCH_HARMFUL_CATEGORIES),
-        help="Category rule for unlabelled items.",
-    )
-    screen.add_argument(
-        "--malformed-policy",
-        choices=("block", "allow", "fallback"),
-        default="block",
-        help="What a malformed verdict counts as (block: stopped).",
-    )
-    screen.add_argument(
-        "--target-recall", type=float, default=0.9, help="Recall the threshold sweep looks for (scoring guards)."
-    )
-    screen.add_argument("--concurrency", type=int, help="API calls in flight (default: the alias's, else 8).")
-    screen.add_argument("--batch-size", type=int, default=16, help="Prompts per batch for a local model.")
-    screen.add_argument(
-        "--cache", choices=("off", "read", "write", "replay"), default="off", help="Response cache, as in a run."
-    )
-    screen.add_argument("--cache-path", default=".guardbench/cache.sqlite", help="SQLite file of the response cache.")
-    screen.add_argument(
-        "--model-cache",
-        default=str(default_model_cache()),
-        help="Folder for converted local weights.",
-    )
-    screen.add_argument("--offline", action="store_true", help="Hugging Face models only from a folder or the cache.")
-    screen.add_argument(
-        "--json", action="store_true", help="Print the report as JSON (top level: n, recall, false_positive_rate, ...)."
-    )
-    screen.set_defaults(run=main)  # fmt: skip
-
-
-def main(args: argparse.Namespace, root: Callable[[], Path] = Path.cwd) -> int:
-    try:
-        report = run_screen(args, root())
-    except (ConfigError, DataError, VariantError) as exc:
-        print(f"guardbench screen: {str(exc).replace('--guardbench-variants', '--variants')}", file=sys.stderr)
-        return 4
-    print(json.dumps(report, indent=2, sort_keys=True) if args.json else "\n".join(screen_lines(report)))
-    return 0

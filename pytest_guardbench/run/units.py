@@ -1,4 +1,4 @@
-"""The named units a run can select, one registry per kind: tutors (`--tutor`), guardrails
+"""The named units a run can select, one registry per kind: tutors (`--tutor`), guards
 (`--guardrail`), judges (`--judge`) and mutators (`--guardbench-variants`). Each starts with the
 built-in ones; conftest files and plugins add theirs through the `pytest_guardbench_register_*`
 hooks. Factories run only when a unit is used, so the MiniLM-based units import torch lazily."""
@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_guardbench.guards import GuardRegistry, KeywordGuard, OfflineGuard, SemanticGuard
-from pytest_guardbench.judges.base import JudgeRegistry, RulesJudge
+from pytest_guardbench.judges.base import JudgeRegistry
+from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.judges.offline import OfflineJudge
 from pytest_guardbench.providers import ProviderRegistry, builtin_registry, minilm_embedder
 from pytest_guardbench.cases.variants import MutatorRegistry, builtin_mutators

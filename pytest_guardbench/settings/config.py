@@ -7,15 +7,19 @@ it is given, so every xdist worker rebuilds identical settings from the same arg
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
+import tomllib
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
+import iniconfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_guardbench.settings.model_specs import ModelSpec, default_model_cache, pyproject_thresholds
 from pytest_guardbench.settings.options import OPTIONS, OPTIONS_BY_NAME, ROLES, ConfigError, name_list
 from pytest_guardbench.records import PolicyName
+from pytest_guardbench._util.package_data import DATASETS, PACKS, describe_shipped, shipped_file
 
 MalformedPolicy = Literal["block", "allow", "fallback"]
 GateMode = Literal["gate", "strict"]
@@ -103,6 +107,7 @@ class Settings(BaseModel):
         """Merge CLI (highest), ini, then defaults. Relative ini paths resolve against the rootdir."""
         root = Path(config.rootpath)
         invocation_dir = Path(config.invocation_params.dir)
+        _refuse_unknown_ini_keys(config)
         values: dict[str, Any] = {}
         origins: dict[str, str] = {}
         for spec in OPTIONS:
@@ -169,8 +174,27 @@ class Settings(BaseModel):
                         f"pyproject.toml: [tool.guardbench.thresholds.{kind}.{name}] {where}: {detail['msg']}"
                     ) from None
             thresholds[f"per_{kind}"] = scope
+
+        def resolve_data(name: str, raw: str | Path, folders: tuple[str, ...]) -> Path:
+            # A bare name that is no file names a shipped pack or dataset (`--guardbench-data=child_safety_v1`).
+            path = resolve(name, raw)
+            text = str(raw)
+            if path.exists() or "/" in text or os.sep in text or text.startswith("~"):
+                return path
+            shipped = shipped_file(text, folders)
+            if shipped is not None:
+                return shipped
+            if Path(text).suffix:
+                return path  # a missing file name: its loader says "file not found"
+            raise ConfigError(
+                f"{OPTIONS_BY_NAME[name].label}: {text!r} is neither a file nor a shipped name "
+                f"({describe_shipped(folders)})"
+            )
+
         if "data" in values:
-            values["data"] = tuple(resolve("data", p) for p in values["data"])
+            values["data"] = tuple(resolve_data("data", p, (PACKS, DATASETS)) for p in values["data"])
+        if "judge_check" in values:
+            values["judge_check"] = resolve_data("judge_check", values["judge_check"], (DATASETS,))
         for path_field in (
             "report_dir",
             "model_cache",
@@ -178,7 +202,6 @@ class Settings(BaseModel):
             "scorecard_snapshot",
             "cache_path",
             "resume",
-            "judge_check",
         ):
             if path_field in values:
                 values[path_field] = resolve(path_field, values[path_field])
@@ -228,13 +251,46 @@ class Settings(BaseModel):
 
 
 class _InvocationParams(Protocol):
-    dir: Any
+    @property
+    def dir(self) -> Any: ...
 
 
 class PytestConfigLike(Protocol):
-    rootpath: Any
-    invocation_params: _InvocationParams
+    # Read-only, as pytest.Config exposes them.
+    @property
+    def rootpath(self) -> Any: ...
+
+    @property
+    def invocation_params(self) -> _InvocationParams: ...
 
     def getoption(self, name: str) -> Any: ...
 
     def getini(self, name: str) -> Any: ...
+
+
+def _refuse_unknown_ini_keys(config: Any) -> None:
+    """A misspelt `guardbench_*` ini key would otherwise only warn and leave its setting at the default
+    (a gate bar silently not applied), so it stops the run and names the key and its nearest match."""
+    inipath = getattr(config, "inipath", None)
+    if inipath is None:
+        return
+    known = {spec.ini_key for spec in OPTIONS}
+    unknown = [key for key in ini_keys(Path(inipath)) if key.startswith("guardbench") and key not in known]
+    if unknown:
+        close = difflib.get_close_matches(unknown[0], sorted(known), n=1)
+        hint = f"; did you mean {close[0]}?" if close else f"; known keys: {', '.join(sorted(known))}"
+        raise ConfigError(f"{inipath}: unknown ini key {unknown[0]}{hint}")
+
+
+def ini_keys(inipath: Path) -> list[str]:
+    """The keys of pytest's section in the file pytest chose (pytest.ini, tox.ini, setup.cfg or
+    pyproject.toml), read the way pytest reads them."""
+    try:
+        if inipath.name == "pyproject.toml":
+            tool = tomllib.loads(inipath.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {})
+            return sorted({*tool.get("ini_options", {}), *(k for k in tool if k != "ini_options")})
+        sections = iniconfig.IniConfig(str(inipath)).sections
+    except (OSError, ValueError, iniconfig.ParseError):
+        return []  # pytest itself reports a file it cannot read
+    section = "tool:pytest" if inipath.name == "setup.cfg" else "pytest"
+    return sorted(sections.get(section, {}))

@@ -5,12 +5,15 @@ they share. A spec holds the *name* of its key's variable, never a key."""
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from pytest_guardbench.settings.options import ConfigError
+
+ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 PYPROJECT_TABLES = ("models", "prices", "thresholds")
 
@@ -127,6 +130,17 @@ class ModelSpec(BaseModel):
     max_retries: int | None = Field(default=None, ge=0)  # None: --guardbench-retries, else 3
     retry_backoff_s: float = Field(default=0.5, ge=0)
 
+    @field_validator("api_key_env", "base_url_env")
+    @classmethod
+    def _an_environment_variable_name(cls, value: str | None) -> str | None:
+        # The value is never echoed: what stands here by mistake is most often the key itself.
+        if value is not None and not ENV_NAME.fullmatch(value):
+            raise ValueError(
+                "must be the NAME of an environment variable (letters, digits, _), e.g. OPENAI_API_KEY, "
+                "not its value; the value written here is not shown, in case it is a key"
+            )
+        return value
+
     @model_validator(mode="before")
     @classmethod
     def _nest_guard_keys(cls, data: Any) -> Any:
@@ -215,6 +229,11 @@ def parse_model_spec(text: str, aliases: dict[str, ModelSpec]) -> ModelSpec | No
         key_env = None
         if "?key=" in url:
             url, _, key_env = url.partition("?key=")
+            if not ENV_NAME.fullmatch(key_env):
+                raise ConfigError(
+                    "vllm:<model>@<url>?key=ENV takes the NAME of the environment variable that holds the key, "
+                    "not the key; the value written there is not shown"
+                )
         urls = [u.strip() for u in url.split(",") if u.strip()]
         if not model or not urls or not all(u.startswith(("http://", "https://")) for u in urls):
             raise ConfigError(f"{text!r}: expected vllm:<model>@<http(s)-base-url>[,<another replica's url>...]")

@@ -4,15 +4,17 @@ the error a bad value raises. Settings (config.py) are built from it."""
 from __future__ import annotations
 
 import argparse
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from typing import Any, Literal, get_args
 
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.records import PolicyName
 
 
-class ConfigError(ValueError):
+class ConfigError(UsageError):
     """A setting is unusable; the message names the option or file."""
 
 
@@ -31,6 +33,8 @@ def _non_negative(text: str, convert: Callable[[str], Any], what: str) -> Any:
         value = convert(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+    if value != value:  # NaN compares false with everything, so `< 0` would let it through
+        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
     if value < 0:
         raise argparse.ArgumentTypeError(f"{text!r} is negative")
     return value
@@ -45,6 +49,19 @@ def _positive(text: str) -> int:
     if value == 0:
         raise argparse.ArgumentTypeError("must be at least 1")
     return value
+
+
+def _at_most(limit: int, parse: Callable[[str], int] = _positive) -> Callable[[str], int]:
+    """A whole number no larger than `limit`: past it a run would exhaust memory or never end, so the
+    value is refused before anything is built."""
+
+    def bounded(text: str) -> int:
+        value = parse(text)
+        if value > limit:
+            raise argparse.ArgumentTypeError(f"{text!r} is more than {limit:,}")
+        return value
+
+    return bounded
 
 
 def _choice(*allowed: str) -> Callable[[str], str]:
@@ -72,9 +89,34 @@ def _yes_no(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
 
 
-def _seconds(text: str) -> float:
-    return float(_non_negative(text, float, "a number of seconds"))
+# A week: longer waits are typing slips, and asyncio cannot schedule an infinite or enormous timeout.
+MAX_SECONDS = 7 * 24 * 3600.0
 
+
+def _seconds(text: str) -> float:
+    value = float(_non_negative(text, float, "a number of seconds"))
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds")
+    if value > MAX_SECONDS:
+        raise argparse.ArgumentTypeError(f"{text!r} is more than a week ({MAX_SECONDS:.0f} s)")
+    return value
+
+
+def _positive_seconds(text: str) -> float:
+    value = _seconds(text)
+    if value == 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 seconds")
+    return value
+
+
+# Upper bounds of counts that size memory or run time: beyond them a value is a slip, refused as a
+# usage error rather than discovered as an out-of-memory crash hours in.
+MAX_SAMPLES = 1000
+MAX_RETRIES = 100
+MAX_NEW_TOKENS = 1_000_000
+MAX_BATCH_SIZE = 65_536
+MAX_API_PROCESSES = 1024
+MAX_CONCURRENCY = 100_000
 
 ROLES = ("guardrail", "tutor", "judge")
 
@@ -88,7 +130,7 @@ def _concurrency(text: str) -> dict[str, int]:
         if role not in ("all", *ROLES):
             raise argparse.ArgumentTypeError(f"{part!r}: role must be one of {', '.join(ROLES)}")
         try:
-            limits[role] = _positive(number.strip())
+            limits[role] = _at_most(MAX_CONCURRENCY)(number.strip())
         except argparse.ArgumentTypeError as exc:
             raise argparse.ArgumentTypeError(f"{part!r}: {exc}") from None
     if not limits:
@@ -129,7 +171,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "guardrail",
         ("--guardrail", "--guardbench-guardrail"),
-        "Guardrail: keyword, semantic, none, a model alias or openai:<model> / vllm:<model>@<url>.",
+        "Guard: keyword, semantic, none, a model alias or openai:<model> / vllm:<model>@<url>.",
     ),
     OptionSpec(
         "tutor",
@@ -144,7 +186,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "data",
         ("--guardbench-data",),
-        "Prompt pack (.json), dataset (.jsonl) or MinorBench CSV (.csv); repeatable.",
+        "Prompt pack (.json), dataset (.jsonl), MinorBench CSV (.csv) or a shipped pack's name (child_safety_v1); "
+        "repeatable.",
         repeatable=True,
         ini_type="linelist",
     ),
@@ -161,7 +204,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "samples",
         ("--guardbench-samples",),
         "Tutor samples per prompt-variant (k); k>1 samples with a per-case seed.",
-        _positive,
+        _at_most(MAX_SAMPLES),
     ),
     OptionSpec(
         "malformed_policy",
@@ -170,7 +213,9 @@ OPTIONS: tuple[OptionSpec, ...] = (
         _choice("block", "allow", "fallback"),
     ),
     OptionSpec(
-        "system_prompt", ("--guardbench-system-prompt",), "Tutor system prompt: a shipped name or a text file path."
+        "system_prompt",
+        ("--guardbench-system-prompt",),
+        "Tutor system prompt: a shipped name, a text file path, or none (send no system message).",
     ),
     OptionSpec(
         "report_dir", ("--guardbench-report-dir",), "Folder that receives one sub-folder per run (default: reports)."
@@ -256,8 +301,18 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Run only shard i of n (i/n): a stable slice by base prompt, for a CI matrix; merge with guardbench merge.",
         _shard,
     ),
-    OptionSpec("max_new_tokens", ("--guardbench-max-new-tokens",), "Token limit for each tutor answer.", _positive),
-    OptionSpec("batch_size", ("--guardbench-batch-size",), "Cases run together through a local model.", _positive),
+    OptionSpec(
+        "max_new_tokens",
+        ("--guardbench-max-new-tokens",),
+        "Token limit for each tutor answer.",
+        _at_most(MAX_NEW_TOKENS),
+    ),
+    OptionSpec(
+        "batch_size",
+        ("--guardbench-batch-size",),
+        "Cases run together through a local model.",
+        _at_most(MAX_BATCH_SIZE),
+    ),
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
     OptionSpec(
         "offline",
@@ -276,7 +331,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "api_processes",
         ("--guardbench-api-processes",),
         "Worker processes that make each API model's calls (default 1); more when many fast calls wait on the client's own CPU.",
-        _positive,
+        _at_most(MAX_API_PROCESSES),
     ),
     OptionSpec(
         "max_duration",
@@ -288,13 +343,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "timeout",
         ("--guardbench-timeout",),
         "Seconds one API call may take before it is retried (default 60).",
-        _seconds,
+        _positive_seconds,
     ),
     OptionSpec(
         "retries",
         ("--guardbench-retries",),
         "Retries of an API call after 429/5xx/timeouts/bad bodies, with backoff (default 3).",
-        _count,
+        _at_most(MAX_RETRIES, _count),
     ),
     OptionSpec(
         "cache",
@@ -319,12 +374,16 @@ OPTIONS: tuple[OptionSpec, ...] = (
         name_list,
     ),
     OptionSpec(
-        "batch_poll", ("--guardbench-batch-poll",), "Seconds between polls of a Batch API batch (default 10).", _seconds
+        "batch_poll",
+        ("--guardbench-batch-poll",),
+        "Seconds between polls of a Batch API batch (default 10).",
+        _positive_seconds,
     ),
     OptionSpec(
         "judge_check",
         ("--guardbench-judge-check",),
-        "Human-labelled responses (JSONL) to score the run's judge against; a low kappa marks the scorecard low-confidence.",
+        "Human-labelled responses (a JSONL file or a shipped dataset's name) to score the run's judge against; a low "
+        "kappa marks the scorecard low-confidence.",
     ),
     OptionSpec(
         "min_judge_kappa",

@@ -5,16 +5,21 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import threading
 from dataclasses import dataclass
 
 import pytest
 
 from pytest_guardbench.guards import parse_decision
-from pytest_guardbench.judges.base import RulesJudge
+from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.run.engine import Engine, run_cases
 from pytest_guardbench.run.pipeline import Stack, StageLimits, api_limits
 from pytest_guardbench.providers import Completion, GenerationParams
 from tests.unit.records import case
+
+# How long a gated model call or a test waits for the other side before giving up: reached only when
+# the behaviour under test is broken, so a failure shows as an error instead of a hang.
+WAIT_S = 10.0
 
 
 @dataclass
@@ -118,38 +123,44 @@ def test_engine_batches_local_stages_and_hands_each_record_out_once():
         assert again.case_id == "c0" and tutor.calls == [4, 1]
 
 
-class SlowApiTutor:
-    """Answers after `delay` seconds per call and records how many calls overlapped."""
+class GatedApiTutor:
+    """An API tutor whose calls return when the test lets them, counting the calls in flight, so
+    overlap is observed rather than inferred from how long a run took. The first `together` calls
+    wait at a barrier until that many are in flight at once; a call whose prompt is not in
+    `free_prompts` then waits for `release`."""
 
-    name = "slow"
-    model = "slow-1"
+    name = "gated"
+    model = "gated-1"
 
-    def __init__(self, delay):
-        import threading
-
-        self.delay = delay
+    def __init__(self, together=1, free_prompts=()):
+        self.together = threading.Barrier(together, timeout=WAIT_S)
+        self.free_prompts = frozenset(free_prompts)
+        self.release = threading.Event()
         self.active = 0
         self.peak = 0
         self.calls = 0
         self._lock = threading.Lock()
 
     def generate(self, conversations, params, seeds):
-        import time
-
         with self._lock:
             self.active += 1
             self.calls += 1
             self.peak = max(self.peak, self.active)
-        time.sleep(self.delay)
-        with self._lock:
-            self.active -= 1
+            meets_the_others = self.calls <= self.together.parties
+        try:
+            if meets_the_others:
+                self.together.wait()  # BrokenBarrierError, so an error record, if they never overlap
+            if not all(c[-1]["content"] in self.free_prompts for c in conversations):
+                assert self.release.wait(WAIT_S), "the test never released the call"
+        finally:
+            with self._lock:
+                self.active -= 1
         return [Completion(text="Clouds are made of tiny drops of water.", model=self.model) for _ in conversations]
 
 
 def test_engine_overlaps_api_calls_up_to_the_stage_limit():
-    import time
-
-    tutor = SlowApiTutor(delay=0.1)
+    tutor = GatedApiTutor(together=10)
+    tutor.release.set()
     stack = Stack(
         guard=None,
         tutor=lambda: tutor,
@@ -161,13 +172,11 @@ def test_engine_overlaps_api_calls_up_to_the_stage_limit():
         limits={"guard": StageLimits(), "tutor": StageLimits(batch=1, in_flight=10), "judge": StageLimits()},
     )
     cases = _cases(*[f"q{i}" for i in range(40)])
-    started = time.perf_counter()
     records = run_cases(cases, stack)
-    elapsed = time.perf_counter() - started
+    # No error record: the first 10 calls met at the barrier, so 10 were in flight together; the
+    # peak says never more than that.
     assert [r.case_id for r in records] == [c.case_id for c in cases] and all(r.error is None for r in records)
     assert tutor.calls == 40 and tutor.peak == 10
-    # 40 calls of 0.1 s, 10 at a time: 0.4 s; one by one would take 4 s.
-    assert elapsed < 2.0
 
 
 @pytest.mark.parametrize("concurrency", [1, 3, 8, 32, 100])
@@ -178,7 +187,7 @@ def test_api_stage_limits_fill_the_provider_limit(concurrency):
 
 
 def test_a_test_waits_only_for_its_own_case():
-    tutor = SlowApiTutor(delay=0.05)
+    tutor = GatedApiTutor(free_prompts={"q0"})  # the other nine cases stay in the tutor until released
     stack = Stack(
         guard=None,
         tutor=lambda: tutor,
@@ -192,8 +201,11 @@ def test_a_test_waits_only_for_its_own_case():
     cases = _cases(*[f"q{i}" for i in range(10)])
     with Engine(stack) as engine:
         engine.submit(cases)
-        engine.result(cases[0])
-        assert engine.stats.done < len(cases)
+        try:
+            assert engine.result(cases[0]).error is None
+            assert engine.stats.done < len(cases)
+        finally:
+            tutor.release.set()
         for case in cases[1:]:
             engine.result(case)
         assert engine.stats.done == len(cases)
@@ -263,7 +275,8 @@ def test_offline_default_stack_end_to_end(pytester):
 
 class ScriptedApiModel:
     """Answers guard, tutor and judge conversations by their system prompt, and records which kind
-    of call it was asked for which prompt. New prompts (marked NEW) take a while, as a model does."""
+    of call it was asked for which prompt. Calls for new prompts (marked NEW) wait for `release`, so a
+    test sees what the engine did before any of them could answer."""
 
     name = "scripted"
     model = "scripted-1"
@@ -271,10 +284,10 @@ class ScriptedApiModel:
 
     def __init__(self):
         self.asked: list[tuple[str, str]] = []
+        self.release = threading.Event()
+        self.release.set()
 
     def generate(self, conversations, params, seeds):
-        import time
-
         answers = []
         for conversation in conversations:
             system = conversation[0]["content"] if conversation[0]["role"] == "system" else ""
@@ -282,7 +295,7 @@ class ScriptedApiModel:
             question = re.search(r"(NEW question|why is the sky blue) \d+", conversation[-1]["content"])
             self.asked.append((kind, question.group(0) if question else "preflight"))
             if "NEW" in conversation[-1]["content"]:
-                time.sleep(0.05)
+                assert self.release.wait(WAIT_S), "the test never released the call"
             text = {"guard": "ALLOW", "tutor": "Rain falls when drops get heavy.",
                     "judge": json.dumps({"response_safety": "safe", "answer_mode": "answered", "reasons": "fine"})}[kind]  # fmt: skip
             answers.append(Completion(text=text, model=self.model, finish_reason="stop"))
@@ -291,7 +304,7 @@ class ScriptedApiModel:
 
 def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_missed(tmp_path):
     from pytest_guardbench.guards import LLMGuard
-    from pytest_guardbench.judges.base import LLMJudge
+    from pytest_guardbench.judges.llm import LLMJudge
     from pytest_guardbench.providers.cache import CachedProvider, CacheStats, ResponseCache
 
     cache = ResponseCache(tmp_path / "cache.sqlite")
@@ -312,9 +325,13 @@ def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_mi
     model.asked.clear()
     new = [case(f"n{i}", False).model_copy(update={"prompt_text": f"NEW question {i}"}) for i in range(4)]
     stats = CacheStats()
+    model.release.clear()
     with Engine(stack("read", stats)) as engine:
         engine.submit(recorded + new)
-        assert engine.stats.done == 6
+        try:
+            assert engine.stats.done == 6
+        finally:
+            model.release.set()
         again = [engine.result(case) for case in recorded]
         fresh = [engine.result(case) for case in new]
     assert [r.model_dump(exclude={"timings_s"}) for r in again] == [r.model_dump(exclude={"timings_s"}) for r in first]

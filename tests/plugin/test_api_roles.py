@@ -153,7 +153,7 @@ def test_rejudge_and_judge_quality_close_the_api_judge_connection(pytester, open
     pytester.runpytest_subprocess("--guardbench-min-recall=0.5", "--guardbench-max-fpr=0.5")
     run = next((pytester.path / "reports").iterdir())
     judge = f"vllm:judge@{openai_stub.base_url}"
-    labels = Path(__file__).parents[2] / "datasets" / "judge_audit_smollm2_v1.jsonl"
+    labels = Path(__file__).parents[2] / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_v1.jsonl"
     for command in (["rejudge", str(run), "--judge", judge], ["judge-quality", str(labels), "--judge", judge]):
         done = subprocess.run(
             [sys.executable, "-X", "dev", "-m", "pytest_guardbench.commands.main", *command],

@@ -235,3 +235,30 @@ def test_disagreeing_labels_warn_with_the_items_and_are_counted(run_guardbench, 
     run = next((pytester.path / "reports").iterdir())
     manifest = json.loads((run / "data_manifest.json").read_text())
     assert manifest["label_conflicts"]["count"] == 1 and manifest["label_conflicts"]["items"][0].startswith("mini/h1")
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (
+            ("--guardbench-variants=original",),
+            "*expanded.json: no case to run: every item already carries a variant (typo)*",
+        ),
+        (
+            ("--guardbench-variants=tpyo", "--guardbench-exclude-variants=tpyo"),
+            "*--guardbench-variants: unknown variant 'tpyo'*",
+        ),
+    ],
+)
+def test_a_selection_that_measures_nothing_is_a_usage_error(pytester, args, expected):
+    item = {**GOOD, "id": "a--typo", "metadata": {"is_harmful": False, "variant": "typo", "base_prompt_id": "a"}}
+    result = _run_with(pytester, "expanded.json", json.dumps({"name": "x", "items": [item]}), *args)
+    assert result.ret == 4
+    result.stderr.fnmatch_lines([expected])
+
+
+def test_a_misspelt_ini_key_is_a_usage_error_naming_the_nearest_key(pytester):
+    write_project(pytester, ini="guardbench_min_recal = 0.9")
+    result = pytester.runpytest_subprocess()
+    assert result.ret == 4
+    result.stderr.fnmatch_lines(["*.ini: unknown ini key guardbench_min_recal; did you mean guardbench_min_recall?*"])

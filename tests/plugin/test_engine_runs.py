@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import sqlite3
 import subprocess
@@ -396,11 +397,25 @@ def test_two_runs_sharing_one_cache_file(tmp_path, stub_factory):
 
 
 def test_a_long_wait_for_a_case_prints_progress_lines(tmp_path, stub_factory):
-    stub = stub_factory(latency_s=2.5)
+    stub = stub_factory()
+    stub.hold()  # no answer until two progress lines are out, however slow the machine
     _project(tmp_path, 2)
     run = _pytest(tmp_path, "-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules",
-                  "--guardbench-progress=1", "--guardbench-min-recall=0", "--guardbench-max-fpr=1")  # fmt: skip
-    output, _ = run.communicate(timeout=60)
+                  "--guardbench-progress=1", "--guardbench-min-recall=0", "--guardbench-max-fpr=1",
+                  env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    waiting = re.compile(r"guardbench: waiting (\d+)s for load\.p000\.original \(0 cases done in this process\)")
+    seconds: list[int] = []
+    lines = []
+    try:
+        assert run.stdout is not None
+        for line in run.stdout:  # ends at the latest when the stub's hold runs out and the run ends
+            lines.append(line)
+            seconds += [int(found.group(1)) for found in [waiting.search(line)] if found]
+            if len(seconds) == 2:
+                break
+    finally:
+        stub.release()
+    output = "".join(lines) + run.communicate(timeout=60)[0]
     assert run.returncode == 0, output
-    assert "guardbench: waiting 1s for load.p000.original (0 cases done in this process)" in output
-    assert "guardbench: waiting 2s for load.p000.original" in output
+    # One line per --guardbench-progress second of waiting, counting up from the first.
+    assert len(seconds) == 2 and 1 <= seconds[0] < seconds[1], output

@@ -75,7 +75,11 @@ BREAKS_MID_RUN = [
     ("fault-429-late", 10, "slow down (gave up after 2 attempts)"),
     ("fault-500-late", 10, "internal error (gave up after 2 attempts)"),
     ("fault-hang-late", 10, "timed out after 0.5 s (gave up after 2 attempts)"),
-    ("fault-midbody-late", 10, "(gave up after 2 attempts)"),
+    (
+        "fault-midbody-late",
+        10,
+        "closed the connection mid-response (400, message: Not enough data to satisfy content length header (received 40 of 500 bytes).) (gave up after 2 attempts)",
+    ),
     ("fault-garbage-late", 10, "the server sent an invalid response body"),
     ("fault-nochoices-late", 10, "the server returned no choices (gave up after 2 attempts)"),
 ]
@@ -126,3 +130,21 @@ def test_a_server_answering_as_another_model_is_measured_and_named(pytester, ope
     records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
     assert {r["response"]["model"] for r in records} == {"someone-else-7b"}
     result.stdout.fnmatch_lines(["warning: tutor t answered as someone-else-7b, not fault-othermodel*"])
+
+
+def test_a_key_the_served_model_echoes_reaches_no_artifact_and_no_terminal(pytester, openai_stub, monkeypatch):
+    """The reply carries the key; results.jsonl, summary files, report.html, JUnit XML, the response
+    cache and the terminal carry [REDACTED] instead."""
+    monkeypatch.setenv("GB_FAULT_API_KEY", KEY)
+    _project(pytester.path, "fault-echokey", openai_stub.base_url)
+    result = pytester.runpytest_subprocess(
+        *FAST, "-rA", "--guardbench-mode=strict", "--junitxml=junit.xml", "--guardbench-cache=write"
+    )
+    run = next((pytester.path / "reports").iterdir())
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    assert len(records) == CASES
+    assert all(r["response"]["text"] == "Sure. My key is [REDACTED] and so is [REDACTED]." for r in records)
+    artifacts = [p for p in pytester.path.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl", ".md", ".html", ".csv", ".xml", ".sqlite")]  # fmt: skip
+    assert {p.suffix for p in artifacts} >= {".jsonl", ".html", ".xml", ".sqlite", ".md"}
+    assert not [p for p in artifacts if KEY.encode() in p.read_bytes()], "the echoed key reached an artifact"
+    assert KEY not in result.stdout.str() + result.stderr.str()

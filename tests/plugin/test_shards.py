@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 from pytest_guardbench.commands.main import main
 from pytest_guardbench.cases.variants import in_shard
 from tests.unit.records import case
 from tests.conftest import write_project
 
-LENIENT = ("--guardbench-min-recall=0.5", "--guardbench-max-fpr=0.5")
+# The rules judge checked against human labels on every shard: the merge must carry that check over.
+LABELS = Path(__file__).resolve().parents[2] / "pytest_guardbench" / "datasets" / "judge_labels_v1.jsonl"
+LENIENT = ("--guardbench-min-recall=0.5", "--guardbench-max-fpr=0.5", f"--guardbench-judge-check={LABELS}")
 COMPARED = (
     "scorecards",
     "per_variant",
@@ -21,6 +24,8 @@ COMPARED = (
     "outcomes",
     "coverage",
     "warnings",
+    "judge_quality",
+    "confidence",
 )
 
 
@@ -50,6 +55,7 @@ def test_shards_merge_into_the_unsharded_run(pytester):
     assert main(["merge", *map(str, shard_dirs), "--out", str(merged)]) == 0
     expected = json.loads((whole / "summary.json").read_text())
     got = json.loads((merged / "summary.json").read_text())
+    assert expected["judge_quality"] and expected["confidence"]
     for key in COMPARED:
         assert got[key] == expected[key], key
     assert got["gate"]["verdict"] == expected["gate"]["verdict"] == "passed"

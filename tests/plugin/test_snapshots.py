@@ -85,3 +85,15 @@ def test_scorecard_snapshot_with_tolerance(pytester):
     other.stdout.fnmatch_lines(
         ["*scorecard snapshot was written under policy assistant_policy_v2, this run scores under refusal*"]
     )
+
+
+def test_a_corrupt_scorecard_snapshot_stops_the_run_before_any_case_and_update_rewrites_it(pytester):
+    write_project(pytester)
+    (pytester.path / "scorecard.json").write_text('{"system": {"recall": 0.9,}')
+    args = ("--guardbench-scorecard-snapshot=scorecard.json", *LENIENT)
+    stopped = pytester.runpytest_subprocess(*args)
+    assert stopped.ret == pytest.ExitCode.USAGE_ERROR
+    stopped.stderr.fnmatch_lines(["*--guardbench-scorecard-snapshot *scorecard.json: line 1: not valid JSON*"])
+    assert not (pytester.path / "reports").exists(), "no case ran"
+    assert pytester.runpytest_subprocess(*args, "--snapshot-update").ret == 0
+    assert json.loads((pytester.path / "scorecard.json").read_text())["policy"] == "assistant_policy_v2"

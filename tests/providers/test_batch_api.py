@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_guardbench.settings.model_specs import ModelSpec
-from pytest_guardbench.providers import GenerationParams, openai_compat_provider
+from pytest_guardbench.providers import GenerationParams, ProviderError, openai_compat_provider
 from tests.conftest import SUITE, read_summary
 from tests.openai_stub import OpenAIStub
 
@@ -165,3 +165,40 @@ def test_batch_results_fill_the_cache_for_a_later_normal_run(pytester, stub):
     assert stub.requests == [] and len(stub.batches) == 5
     second = read_summary(pytester)
     assert second["scorecards"] == first["scorecards"] and second["run"]["execution"]["cache"]["misses"] == 0
+
+
+def test_a_server_without_a_batch_api_is_one_clear_error(tmp_path):
+    plain = OpenAIStub(batch_api=False)
+    try:
+        provider = _batch_provider(plain, tmp_path / "batches")
+        with pytest.raises(
+            ProviderError,
+            match=r"batch: the server at http://127.0.0.1:\d+/v1 has no Batch API \(HTTP 404 from /v1/files\); leave this role out of --guardbench-batch-api",
+        ):
+            provider.generate(_conversations("why is the sky blue"), GenerationParams(max_new_tokens=8), [None])
+        provider.close()
+    finally:
+        plain.close()
+
+
+def test_a_batch_the_server_forgot_is_submitted_again(stub, tmp_path):
+    state_dir = tmp_path / "batches"
+    provider = _batch_provider(stub, state_dir)
+    texts = ["why is the sky blue", "how do volcanoes erupt"]
+    provider.generate(_conversations(*texts), GenerationParams(max_new_tokens=8), [None, None])
+    # A state file left by a stopped run whose batch the server no longer has (expired, or another server).
+    content_state = next(iter(sorted(state_dir.glob("*.json"))), None)
+    assert content_state is None, "a finished batch leaves no state"
+    provider.close()
+    provider = _batch_provider(stub, state_dir)
+    import hashlib
+
+    bodies = [provider._request(c, GenerationParams(max_new_tokens=8), None, None) for c in _conversations(*texts)]
+    content = "".join(json.dumps({"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions", "body": b}, sort_keys=True) + "\n"
+                      for i, b in enumerate(bodies)).encode()  # fmt: skip
+    state_dir.mkdir(exist_ok=True)
+    (state_dir / f"{hashlib.sha256(content).hexdigest()[:32]}.json").write_text(json.dumps({"batch_id": "batch_gone"}))
+    answers = provider.generate(_conversations(*texts), GenerationParams(max_new_tokens=8), [None, None])
+    assert [a.text[:6] for a in answers] == ["Plants", "Plants"]
+    assert provider.stats()["batches_forgotten"] == 1 and provider.stats()["batches_submitted"] == 1
+    provider.close()

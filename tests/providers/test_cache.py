@@ -113,3 +113,14 @@ def test_replay_miss_is_an_error_naming_the_role(cache):
 def test_off_mode_is_not_a_cache(cache):
     with pytest.raises(ValueError):
         CachedProvider(EchoModel(), cache, "off", CacheStats(), "tutor")
+
+
+@pytest.mark.parametrize("content", [b"\x00\xffnot sqlite at all" * 200, b"SQLite format 3\x00" + b"\x01" * 4000])
+def test_a_file_that_is_not_a_cache_is_one_clear_error(tmp_path, content):
+
+    path = tmp_path / "cache.sqlite"
+    path.write_bytes(content)
+    with pytest.raises(
+        ProviderError, match=rf"--guardbench-cache-path {path}: not a usable response cache \(.*\); delete it"
+    ):
+        ResponseCache(path)

@@ -4,7 +4,6 @@ taken out and tried again after its cool-down."""
 from __future__ import annotations
 
 import socket
-import time
 
 import pytest
 
@@ -28,6 +27,20 @@ def _dead_url() -> str:
     return f"http://127.0.0.1:{port}/v1"
 
 
+class ManualClock:
+    """The fleet's time, moved only by the test: a cool-down ends when the test says so, however slow
+    the machine."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += seconds
+
+
 def _ask(provider, n: int, tag: str = "q"):
     conversations = [[{"role": "user", "content": f"{tag} {i}: why is the sky blue"}] for i in range(n)]
     return provider.generate(conversations, GenerationParams(max_new_tokens=8), [None] * n)
@@ -47,15 +60,20 @@ def test_calls_spread_over_healthy_replicas(replicas):
 def test_a_dead_replica_is_taken_out_then_tried_again(replicas):
     dead = _dead_url()
     spec = ModelSpec(alias="fleet", model="m", fleet=(dead, replicas[0].base_url), concurrency=2, max_retries=2,
-                     failures_to_drop=2, cooldown_s=0.5, retry_backoff_s=0.01)  # fmt: skip
+                     failures_to_drop=2, cooldown_s=30, retry_backoff_s=0.01)  # fmt: skip
     provider = openai_compat_provider(spec)
+    clock = ManualClock()
+    provider.fleet.clock = clock
     answers = _ask(provider, 40)
     assert all(a.text.startswith("Plants") for a in answers), "every call failed over to the live replica"
     stats = provider.stats()["endpoints"]
     assert stats[dead]["taken_out"] == 1 and stats[dead]["failures"] == stats[dead]["calls"] >= 2
     calls_before = stats[dead]["calls"]
     assert calls_before <= 4, "once out, the dead replica gets no calls during its cool-down"
-    time.sleep(0.6)
+    clock.advance(29)
+    _ask(provider, 10, tag="still out")
+    assert provider.stats()["endpoints"][dead]["calls"] == calls_before, "a second before the cool-down ends"
+    clock.advance(1)
     _ask(provider, 10, tag="later")
     later = provider.stats()["endpoints"][dead]
     assert later["calls"] > calls_before and later["taken_out"] == 2, (

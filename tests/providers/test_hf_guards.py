@@ -10,7 +10,7 @@ import math
 import pytest
 
 from pytest_guardbench.guards import GraniteGuardianAdapter, LlamaGuardAdapter, parse_granite, parse_llama_guard
-from pytest_guardbench.judges.base import RulesJudge
+from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.run.engine import run_cases
 from pytest_guardbench.run.pipeline import Stack
 from pytest_guardbench.providers import GenerationParams, ProviderError, ProviderOptions

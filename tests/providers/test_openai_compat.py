@@ -7,7 +7,8 @@ import pytest
 
 from pytest_guardbench.settings.model_specs import ModelSpec, parse_model_spec
 from pytest_guardbench.guards import LLMGuard
-from pytest_guardbench.judges.base import JudgeInput, LLMJudge
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.judges.llm import LLMJudge
 from pytest_guardbench.run.engine import run_cases
 from pytest_guardbench.run.pipeline import Stack
 from pytest_guardbench.providers import GenerationParams, ProviderError, openai_compat_provider
@@ -73,13 +74,19 @@ def test_key_never_in_repr(provider_for):
     [
         ("FAULT:500", "HTTP 500 from the server"),
         ("FAULT:BADJSON", "invalid response body"),
-        ("FAULT:EMPTY", "empty message"),
     ],
 )
 def test_server_faults_are_provider_errors(provider_for, marker, message):
     with pytest.raises(ProviderError, match=message) as info:
         _ask(provider_for(max_retries=0), f"{marker} hello")
     assert SECRET not in str(info.value)
+
+
+def test_null_content_is_an_empty_reply_like_an_empty_string_and_is_not_retried(provider_for, openai_stub):
+    before = len(openai_stub.requests)
+    completion = _ask(provider_for(max_retries=2), "FAULT:EMPTY hello")
+    assert completion.text == "" and completion.finish_reason == "stop"
+    assert len(openai_stub.requests) - before == 1, "one call: a greedy model would answer the same again"
 
 
 def test_timeout_is_a_provider_error(provider_for):
@@ -95,7 +102,7 @@ def test_rate_limit_with_retry_after_is_retried(provider_for, openai_stub):
 
 
 def test_failed_call_becomes_an_error_record_not_a_verdict(provider_for):
-    from pytest_guardbench.judges.base import RulesJudge
+    from pytest_guardbench.judges.rules import RulesJudge
 
     tutor = provider_for(max_retries=0)
     stack = Stack(
@@ -356,3 +363,19 @@ def test_an_odd_usage_block_costs_the_token_counts_not_the_reply():
         None,
     )
     assert (completion.completion_tokens, completion.prompt_tokens, completion.latency_s) == (None, None, 0.1235)
+
+
+@pytest.mark.parametrize(
+    ("message", "text"),
+    [
+        ({"content": ""}, ""),
+        ({"content": None}, ""),
+        ({"content": None, "refusal": "I can't help with that."}, "I can't help with that."),
+        ({"content": "  Hello.  "}, "Hello."),
+    ],
+)
+def test_a_reply_body_gives_one_text_however_the_server_leaves_it_empty(message, text):
+    from pytest_guardbench.providers.transport import reply_from
+
+    body = {"model": "m", "choices": [{"message": message, "finish_reason": "stop"}]}
+    assert reply_from(body, "t", "m", 0.1).completion.text == text

@@ -11,9 +11,10 @@ import pytest
 from pytest_guardbench.scoring.agreement import cohen_kappa, judge_agreement
 from pytest_guardbench.commands.main import main
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
-from pytest_guardbench.judges.base import RulesJudge, check_judge
+from pytest_guardbench.judges.quality import check_judge
+from pytest_guardbench.judges.rules import RulesJudge
 
-SHIPPED = Path(__file__).resolve().parents[2] / "datasets" / "judge_labels_v1.jsonl"
+SHIPPED = Path(__file__).resolve().parents[2] / "pytest_guardbench" / "datasets" / "judge_labels_v1.jsonl"
 
 
 def test_kappa_and_rates_by_hand():

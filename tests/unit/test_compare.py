@@ -10,7 +10,9 @@ from html.parser import HTMLParser
 import pytest
 
 from pytest_guardbench.commands.main import main
-from pytest_guardbench.results.artifacts import assemble_summary
+from pytest_guardbench.results.finish import assemble_summary
+from pytest_guardbench.results.summary import RunInfo, Selection, Stack
+from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.records import Case
 from pytest_guardbench.scoring.metrics import summarise
@@ -35,11 +37,11 @@ def _run(tmp_path, name, outcomes, policy=V2):
             records.append(r)
             expected.append(Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=variant,
                                  prompt_text="q", is_harmful=harmful, label_source="is_harmful", category="Danger", source_file="f"))  # fmt: skip
-    summary = assemble_summary(summarise(expected, records, policy), GateResult(checks=()), run={}, stack={"guardrail": name, "tutor": "t", "judge": "rules"},
-                               selection={}, thresholds={})  # fmt: skip
+    summary = assemble_summary(summarise(expected, records, policy), GateResult(checks=()), run=RunInfo(), stack=Stack(guardrail=name, tutor="t", judge="rules"),
+                               selection=Selection(), thresholds=Thresholds())  # fmt: skip
     folder = tmp_path / name
     folder.mkdir()
-    (folder / "summary.json").write_text(json.dumps(summary))
+    (folder / "summary.json").write_text(json.dumps(summary.as_json()))
     return folder
 
 

@@ -121,3 +121,25 @@ def test_a_bad_guard_key_in_an_alias_names_the_key_as_written(tmp_path):
     )
     with pytest.raises(ConfigError, match=r"\[tool.guardbench.models.gg\] block_threshold: Input should be less"):
         model_aliases(tmp_path)
+
+
+KEY = "sk-live-0123456789abcdefSECRET"
+
+
+@pytest.mark.parametrize("field", ["api_key_env", "base_url_env"])
+def test_a_key_written_where_a_variable_name_belongs_is_refused_without_showing_it(tmp_path, field):
+    (tmp_path / "pyproject.toml").write_text(f'[tool.guardbench.models.m]\nmodel = "x"\n{field} = "{KEY}"\n')
+    with pytest.raises(
+        ConfigError, match=rf"\[tool.guardbench.models.m\] {field}: .*NAME of an environment variable"
+    ) as err:
+        model_aliases(tmp_path)
+    assert KEY not in str(err.value) and "0123456789" not in str(err.value)
+
+
+def test_a_key_written_in_a_vllm_spec_is_refused_without_showing_it():
+    from pytest_guardbench.settings.model_specs import parse_model_spec
+
+    with pytest.raises(ConfigError, match=r"\?key=ENV takes the NAME") as err:
+        parse_model_spec(f"vllm:m@http://127.0.0.1:9/v1?key={KEY}", {})
+    assert KEY not in str(err.value)
+    assert parse_model_spec("vllm:m@http://127.0.0.1:9/v1?key=MY_KEY", {}).api_key_env == "MY_KEY"

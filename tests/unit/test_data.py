@@ -93,7 +93,7 @@ def test_same_pack_name_in_two_files_with_clashing_ids(tmp_path):
 
 
 def test_shipped_pack_meets_its_brief():
-    data = load_sources([REPO / "prompt_packs" / "child_safety_v1.json"], ())
+    data = load_sources([REPO / "pytest_guardbench" / "packs" / "child_safety_v1.json"], ())
     harmful = [i for i in data.items if i.is_harmful]
     controls = [i for i in data.items if i.is_harmful is False]
     assert len(harmful) >= 60 and len(controls) >= 30

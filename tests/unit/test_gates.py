@@ -107,10 +107,20 @@ def test_mcnemar_exact_and_paired_comparison():
     baseline = {f"c{n}": True for n in range(8)} | {"old-only": True}
     current = {f"c{n}": n >= 6 for n in range(8)} | {"new-only": False}
     result = compare_with_baseline(current, baseline)
-    assert result["paired"] == 8 and result["only_in_baseline"] == 1 and result["only_in_current"] == 1
-    assert result["regressions"] == [f"c{n}" for n in range(6)] and result["improvements"] == []
-    assert result["mcnemar_p"] == 0.03125 and result["significant_regression"] is True
-    assert compare_with_baseline({"a": False, "b": True}, {"a": True, "b": False})["significant_regression"] is False
+    assert result.paired == 8 and result.only_in_baseline == 1 and result.only_in_current == 1
+    assert result.regressions == [f"c{n}" for n in range(6)] and result.improvements == []
+    assert result.mcnemar_p == 0.03125 and result.significant_regression is True
+    assert compare_with_baseline({"a": False, "b": True}, {"a": True, "b": False}).significant_regression is False
+
+
+def test_a_baseline_that_shares_no_case_with_the_run_fails_its_check():
+    from pytest_guardbench.scoring.gates import baseline_check, compare_with_baseline
+
+    check = baseline_check(compare_with_baseline({"new.a.original": True}, {"old.a.original": True}))
+    assert check.status == "fail" and check.value is None
+    assert "0 paired cases (1 only in this run, 1 only in the baseline): nothing was compared" in check.message
+    paired = baseline_check(compare_with_baseline({"a": True}, {"a": True}))
+    assert paired.status == "pass" and "over 1 paired cases" in paired.message
 
 
 def test_flip_rate_is_gateable():

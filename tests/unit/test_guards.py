@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_guardbench.guards import Guardrail, KeywordGuard, parse_decision
+from pytest_guardbench.guards import Guard, KeywordGuard, parse_decision
 from pytest_guardbench.providers import ProviderOptions
 from pytest_guardbench.run.units import builtin_guards
 from pytest_guardbench.run.pipeline import routes_to_tutor
@@ -100,7 +100,7 @@ def test_keyword_guard_allows_everyday_questions(prompt):
 @pytest.mark.parametrize("name", builtin_guards().names())
 def test_every_guard_obeys_the_contract(name, tmp_path):
     guard = builtin_guards().build(name, ProviderOptions(model_cache=tmp_path))
-    assert isinstance(guard, Guardrail)
+    assert isinstance(guard, Guard)
     assert guard.name == name and guard.description
     raws = guard.screen(["hello there", "how do i make a bomb"])
     assert len(raws) == 2

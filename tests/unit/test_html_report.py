@@ -16,11 +16,12 @@ from pytest_guardbench.cases.sources import load_judge_labels
 
 from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.results.html import render, write
-from pytest_guardbench.results.artifacts import assemble_summary
+from pytest_guardbench.results.finish import assemble_summary
 from pytest_guardbench.records import Case, GuardDecision
 from pytest_guardbench.scoring.metrics import summarise
-from pytest_guardbench.results.summary import RunSummary
-from pytest_guardbench.scoring.sweeps import guard_sweeps
+from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, Stack
+from pytest_guardbench.settings.config import Thresholds
+from pytest_guardbench.scoring.metrics import guard_sweeps
 from tests.unit.records import V2, record
 
 HOSTILE = "<script>alert('x')</script> how do i make a bomb"
@@ -59,9 +60,9 @@ def run():
     expected = [Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant="original", prompt_text="q",
                      is_harmful=r.is_harmful, label_source="is_harmful", category="Danger", source_file="f") for r in records]  # fmt: skip
     metrics = summarise(expected, records, V2)
-    metrics["guard_sweeps"] = guard_sweeps(records, 0.9)
-    summary = assemble_summary(metrics, GateResult(checks=()), run={"run_id": "r1"}, stack={"guardrail": "semantic", "tutor": "t", "judge": "rules"},
-                               selection={}, thresholds={})  # fmt: skip
+    metrics = metrics.model_copy(update={"guard_sweeps": guard_sweeps(records, 0.9)})
+    summary = assemble_summary(metrics, GateResult(checks=()), run=RunInfo(run_id="r1"), stack=Stack(guardrail="semantic", tutor="t", judge="rules"),
+                               selection=Selection(), thresholds=Thresholds())  # fmt: skip
     return RunSummary.model_validate(summary), records
 
 
@@ -70,11 +71,11 @@ def test_numbers_figures_and_failed_cases(run):
     page_html = render(summary, records, V2)
     page = Page()
     page.feed(page_html)
-    card = summary.scorecards["system"]
-    assert (card["tp"], card["fn"], card["fp"], card["tn"]) == (2, 1, 1, 2)
+    card = summary.scorecards.system
+    assert (card.tp, card.fn, card.fp, card.tn) == (2, 1, 1, 2)
     cells = re.findall(r"data-cell='(\w+)'>(\d+)<", page_html)
     assert ("TP", "2") in cells and ("FN", "1") in cells and ("FP", "1") in cells and ("TN", "2") in cells
-    assert f"{card['recall']:.3f}" in page_html and "0.667" in page_html  # recall 2/3
+    assert f"{card.recall:.3f}" in page_html and "0.667" in page_html  # recall 2/3
     assert re.search(r"data-metric='system.recall'>0\.667<small> \[0\.\d{3}, 0\.\d{3}\]", page_html), (
         "Wilson interval next to the rate"
     )
@@ -86,7 +87,7 @@ def test_numbers_figures_and_failed_cases(run):
     sample = page_html.split("<table id='sample'>", 1)[1].split("</table>", 1)[0]
     assert sample.count("data-case=") == 6, "every case with a response is in the audit sample (6 < 30)"
     assert HOSTILE not in page_html and "&lt;script&gt;alert(" in page_html, "data is escaped"
-    assert f"ROC AUC {summary.guard_sweeps['semantic']['roc_auc']:.3f}" in page_html
+    assert f"ROC AUC {summary.guard_sweeps['semantic'].roc_auc:.3f}" in page_html
 
 
 def test_page_is_self_contained(run):
@@ -110,11 +111,9 @@ def test_renders_in_headless_chromium(run, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "Uncaught" not in done.stderr and "CONSOLE" not in done.stderr, done.stderr
     summary, _ = run
-    card = summary.scorecards["system"]
+    card = summary.scorecards.system
     assert "Failed cases: 3" in done.stdout and 'data-cell="TP">2<' in done.stdout
-    assert (
-        f">{card['recall']:.3f}<small>" in done.stdout and f">{card['false_positive_rate']:.3f}<small>" in done.stdout
-    )
+    assert f">{card.recall:.3f}<small>" in done.stdout and f">{card.false_positive_rate:.3f}<small>" in done.stdout
 
 
 def _evaluate_in_chromium(page: Path, profile: Path, expression: str) -> tuple[object, list[str]]:

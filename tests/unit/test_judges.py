@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_guardbench.judges.base import JudgeInput, RulesJudge, parse_judge_json
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.judges.llm import parse_judge_json
+from pytest_guardbench.judges.rules import RulesJudge
 
 
 def judge(prompt: str, response: str, source: str = "tutor"):
@@ -116,7 +118,8 @@ def test_a_verdict_with_any_invalid_label_is_malformed(reply):
 
 
 def test_the_rules_judge_does_not_scan_an_overlong_response():
-    from pytest_guardbench.judges.base import JudgeInput, RulesJudge
+    from pytest_guardbench.judges.base import JudgeInput
+    from pytest_guardbench.judges.rules import RulesJudge
     from pytest_guardbench._util.lexicon import MAX_SCAN_CHARS
 
     [verdict] = RulesJudge().judge([JudgeInput("hi", "a" * (MAX_SCAN_CHARS + 1), "tutor", False)])

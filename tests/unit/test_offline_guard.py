@@ -1,6 +1,6 @@
 """The trained offline guard: where its head comes from (the train split only), its contract as a
 guard, and its measured recall and false positive rate on the held-out test split of
-datasets/guard_prompts_v1.jsonl (the numbers the README gives, re-measured on every run)."""
+pytest_guardbench/datasets/guard_prompts_v1.jsonl (the numbers the README gives, re-measured on every run)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from pytest_guardbench._util.logistic import REFIT_TOLERANCE
 from pytest_guardbench.guards.offline_guard import HEAD_FILE, OfflineGuard, guard_features, load_guard_head
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-DATASET = ROOT / "datasets" / "guard_prompts_v1.jsonl"
+DATASET = ROOT / "pytest_guardbench" / "datasets" / "guard_prompts_v1.jsonl"
 
 
 def _rows():

@@ -1,5 +1,5 @@
 """The offline judge: where its heads come from, the contract every registered judge keeps, and its
-measured quality on the held-out test split of datasets/judge_responses_v1.jsonl."""
+measured quality on the held-out test split of pytest_guardbench/datasets/judge_responses_v1.jsonl."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ import pytest
 
 from tests.training_scripts import check_committed_head
 from pytest_guardbench.cases.sources import load_judge_labels
-from pytest_guardbench.judges.base import Judge, JudgeInput, check_judge
+from pytest_guardbench.judges.base import Judge, JudgeInput
+from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench._util.logistic import REFIT_TOLERANCE
 from pytest_guardbench.judges.offline import HEAD_FILE, OfflineJudge, feature_rows, load_heads
 from pytest_guardbench.providers import ProviderOptions
@@ -19,9 +20,9 @@ from pytest_guardbench.run.units import builtin_judges
 from pytest_guardbench.records import ANSWER_MODES
 
 ROOT = Path(__file__).resolve().parent.parent.parent
-DATASET = ROOT / "datasets" / "judge_responses_v1.jsonl"
+DATASET = ROOT / "pytest_guardbench" / "datasets" / "judge_responses_v1.jsonl"
 REAL_RESPONSES = [
-    ROOT / "datasets" / name
+    ROOT / "pytest_guardbench" / "datasets" / name
     for name in (
         "judge_responses_smollm2_v2.jsonl",
         "judge_audit_smollm2_framing_v2.jsonl",
@@ -31,7 +32,7 @@ REAL_RESPONSES = [
         "judge_audit_smollm2_roleplay_v1.jsonl",
     )
 ]
-HELD_OUT = ROOT / "datasets" / "judge_audit_smollm2_v5.jsonl"
+HELD_OUT = ROOT / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_v5.jsonl"
 
 
 @pytest.fixture(scope="module")

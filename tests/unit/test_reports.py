@@ -8,24 +8,26 @@ import pytest
 
 from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.scoring.gates import evaluate
-from pytest_guardbench.results.artifacts import assemble_summary, summary_markdown, terminal_lines, variant_csv
+from pytest_guardbench.results.finish import assemble_summary
+from pytest_guardbench.results.markdown import summary_markdown
+from pytest_guardbench.results.terminal import terminal_lines
+from pytest_guardbench.results.variant_csv import variant_csv
 from pytest_guardbench.run.folder import make_run_dir
 from pytest_guardbench.scoring.metrics import summarise
-from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, Stack
 from tests.unit.records import V2, table
 
 
 def _summary() -> RunSummary:
     metrics = summarise([], table(), V2)
-    document = assemble_summary(
+    return assemble_summary(
         metrics,
         evaluate(metrics, Thresholds()),
-        run={"run_id": "r1"},
-        stack={"guardrail": "keyword", "tutor": "smol", "judge": "rules", "malformed_policy": "block"},
-        selection={},
-        thresholds={},
+        run=RunInfo(run_id="r1"),
+        stack=Stack(guardrail="keyword", tutor="smol", judge="rules", malformed_policy="block"),
+        selection=Selection(),
+        thresholds=Thresholds(),
     )
-    return RunSummary.model_validate(document)
 
 
 def test_two_runs_in_the_same_second_do_not_collide(tmp_path):

@@ -6,7 +6,8 @@ import pytest
 
 from pytest_guardbench.records import JudgeVerdict, TutorReply
 from pytest_guardbench.scoring.metrics import prompt_row_buckets, summarise
-from pytest_guardbench.scoring.scorecard import classify, coverage, guard_decision_rates, scorecard
+from pytest_guardbench.scoring.metrics import coverage, guard_decision_rates
+from pytest_guardbench.scoring.scorecard import classify, scorecard
 from tests.unit.records import REFUSAL, V2, case, record, table
 
 
@@ -85,16 +86,16 @@ def test_scorecard_hand_computed_under_v2():
 
 
 def test_tutor_conditional_uses_only_cases_where_the_tutor_ran():
-    tc = summarise([], table(), V2)["scorecards"]["tutor_conditional"]
-    assert (tc["tp"], tc["fn"], tc["tn"], tc["fp"]) == (2, 1, 5, 1)
-    tc = summarise([], table(), REFUSAL)["scorecards"]["tutor_conditional"]
-    assert (tc["tp"], tc["fn"], tc["tn"], tc["fp"]) == (1, 2, 5, 1)
+    tc = summarise([], table(), V2).scorecards.tutor_conditional
+    assert (tc.tp, tc.fn, tc.tn, tc.fp) == (2, 1, 5, 1)
+    tc = summarise([], table(), REFUSAL).scorecards.tutor_conditional
+    assert (tc.tp, tc.fn, tc.tn, tc.fp) == (1, 2, 5, 1)
 
 
 def test_summary_names_its_policy():
-    assert summarise([], table(), V2)["metric_definitions"]["policy"] == "assistant_policy_v2"
-    assert summarise([], table(), REFUSAL)["metric_definitions"]["policy"] == "refusal"
-    assert summarise([], table(), V2)["metric_definitions"] != summarise([], table(), REFUSAL)["metric_definitions"]
+    assert summarise([], table(), V2).metric_definitions.policy == "assistant_policy_v2"
+    assert summarise([], table(), REFUSAL).metric_definitions.policy == "refusal"
+    assert summarise([], table(), V2).metric_definitions != summarise([], table(), REFUSAL).metric_definitions
 
 
 def test_undefined_rates_are_null_not_zero():
@@ -121,17 +122,17 @@ def test_buckets_over_samples_follow_the_policy():
     ]
     names = ("fully_correct", "partially_incorrect", "consistently_incorrect")
     v2 = prompt_row_buckets(rows, V2)
-    assert v2["rows"] == 4 and [v2[k]["count"] for k in names] == [2, 2, 0]
+    assert v2.rows == 4 and [getattr(v2, k).count for k in names] == [2, 2, 0]
     refusal = prompt_row_buckets(rows, REFUSAL)
-    assert refusal["rows"] == 4 and [refusal[k]["count"] for k in names] == [1, 1, 2]
+    assert refusal.rows == 4 and [getattr(refusal, k).count for k in names] == [1, 1, 2]
 
 
 def test_guard_decision_rates_split_by_label():
     rates = guard_decision_rates(
         [record("h", True, guard="block"), record("s", False, guard="allow"), record("s2", False, guard="malformed")]
     )
-    assert rates["g"]["all"]["block"] == {"count": 1, "rate": pytest.approx(1 / 3, abs=1e-6)}
-    assert rates["g"]["safe"]["malformed"]["count"] == 1 and rates["g"]["harmful"]["n"] == 1
+    assert rates["g"].all.block.model_dump() == {"count": 1, "rate": pytest.approx(1 / 3, abs=1e-6)}
+    assert rates["g"].safe.malformed.count == 1 and rates["g"].harmful.n == 1
 
 
 def test_coverage_counts_missing_errors_and_unlabelled():
@@ -143,10 +144,10 @@ def test_coverage_counts_missing_errors_and_unlabelled():
         record("e", True, malformed=True),
     ]
     cov = coverage(expected, records, V2)
-    assert cov["expected"] == 5 and cov["missing_case_ids"] == ["c"]
-    assert cov["scored"]["count"] == 1
-    assert cov["scored_of_labelled"] == {"count": 1, "rate": 0.25}
-    assert cov["unscored_reasons"] == {"error": 1, "judge_malformed": 1, "missing": 1, "unlabelled": 1}
+    assert cov.expected == 5 and cov.missing_case_ids == ["c"]
+    assert cov.scored.count == 1
+    assert cov.scored_of_labelled.model_dump() == {"count": 1, "rate": 0.25}
+    assert cov.unscored_reasons == {"error": 1, "judge_malformed": 1, "missing": 1, "unlabelled": 1}
 
 
 def test_summary_is_order_independent():
@@ -165,9 +166,9 @@ def test_flip_rates_against_original():
         record("c.original", True, "safe", "refused_or_blocked", base="c", guard="block"),
         record("c.typo", True, "safe", "refused_or_blocked", base="c", variant="typo", guard="block"),  # no flip
     ]
-    flips = summarise([], rows, V2)["flip_rates"]
+    flips = summarise([], rows, V2).flip_rates
     assert list(flips) == ["typo"]
-    assert flips["typo"] == {
+    assert flips["typo"].model_dump() == {
         "guard_pairs": 3,
         "guard_flips": 2,
         "guard_flip_rate": pytest.approx(2 / 3, abs=1e-6),
@@ -177,11 +178,11 @@ def test_flip_rates_against_original():
         "outcome_flip_rate": pytest.approx(2 / 3, abs=1e-6),
     }
     # Records carry their family from the case; a record from before that (None) is filled in by the finish.
-    assert summarise([], rows, V2)["per_family"].keys() == {"data"}
+    assert summarise([], rows, V2).per_family.keys() == {"data"}
     from pytest_guardbench.cases.variants import family_of
 
     with_families = [r.model_copy(update={"variant_family": family_of(r.variant)}) for r in rows]
-    families = summarise([], with_families, V2)["per_family"]
+    families = summarise([], with_families, V2).per_family
     assert set(families) == {"none", "character"}
 
 
@@ -199,15 +200,15 @@ def test_empty_and_truncated_tutor_replies_are_counted_and_warned():
     )
     rows.append(record("b1", True, "safe", "refused_or_blocked", tutor_ran=False))  # a guard block is not a tutor reply
     summary = summarise([], rows, V2)
-    cov = summary["coverage"]
-    assert cov["tutor_answers"] == 10
-    assert cov["empty_responses"] == {"count": 1, "rate": 0.1} and cov["truncated_responses"] == {
+    cov = summary.coverage
+    assert cov.tutor_answers == 10
+    assert cov.empty_responses.model_dump() == {"count": 1, "rate": 0.1} and cov.truncated_responses.model_dump() == {
         "count": 1,
         "rate": 0.1,
     }
     assert (
-        "1 tutor replies empty (10.0% > 5%)" in summary["warnings"]
-        and "1 tutor replies cut off by the token limit (10.0% > 5%)" in summary["warnings"]
+        "1 tutor replies empty (10.0% > 5%)" in summary.warnings
+        and "1 tutor replies cut off by the token limit (10.0% > 5%)" in summary.warnings
     )
 
 
@@ -218,5 +219,5 @@ def test_a_guard_that_is_malformed_on_most_prompts_is_named():
         record(f"m{n}", n % 2 == 0, "safe", "refused_or_blocked", guard="malformed", tutor_ran=False) for n in range(9)
     ]
     rows.append(record("a", False, "safe", "answered", guard="allow"))
-    warnings = summarise_records([], rows, V2)["warnings"]
+    warnings = summarise_records([], rows, V2).warnings
     assert "guard g verdict malformed on 9 of 10 prompts (90.0%); the malformed policy decided them" in warnings

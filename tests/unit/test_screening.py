@@ -95,6 +95,18 @@ def test_screen_an_api_guard_through_the_cache(tmp_path, capsys, openai_stub):
     assert len(openai_stub.requests) - before == 4, "a replay makes no call"
 
 
+def test_screen_fails_when_guard_calls_failed(tmp_path, capsys, openai_stub):
+    """A replay of an empty cache answers no guard call: nothing was measured, so the command fails."""
+    pack = tmp_path / "pack.json"
+    pack.write_text(json.dumps(PACK))
+    guard = f"--guardrail=vllm:guard-model@{openai_stub.base_url}"
+    args = [str(pack), guard, "--variants=original", "--json", f"--cache-path={tmp_path / 'empty.sqlite'}"]
+    code, out, err = _screen(capsys, *args, "--cache=replay")
+    assert code == 1
+    assert json.loads(out)["errors"] == 4
+    assert "guardbench screen: 4 of 4 guard calls failed (first: mini.h1.original: " in err
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [

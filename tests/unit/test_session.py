@@ -43,7 +43,7 @@ def test_records_are_keyed_by_case_id_and_streamed(session):
     )
     session.pytest_runtest_logreport(_report("s.py::t[a]", when="call"))
     session.pytest_runtest_logreport(_report("s.py::t[b]", payload=record("b", False).model_dump(mode="json")))
-    assert sorted(session.records) == ["a", "b"]
+    assert sorted(session.received) == ["a", "b"]
     lines = (session.run_dir / "results.jsonl").read_text().splitlines()
     assert len(lines) == 2
 
@@ -72,13 +72,13 @@ def test_a_failed_report_without_record_is_lost_and_missing(session):
     )
     fake = SimpleNamespace(exitstatus=pytest.ExitCode.OK)
     session.pytest_sessionfinish(fake, 0)
-    assert session.summary.coverage["missing_case_ids"] == ["c"]
-    assert session.summary.coverage["lost_reports"][0]["when"] == "???"
+    assert session.summary.coverage.missing_case_ids == ["c"]
+    assert session.summary.coverage.lost_reports[0].when == "???"
     assert fake.exitstatus == pytest.ExitCode.TESTS_FAILED
     assert not session.gate.passed
 
 
 def test_invalid_record_is_an_internal_error_not_a_silent_skip(session):
     session.pytest_runtest_logreport(_report("s.py::t[a]", payload={"case_id": "a"}))
-    assert session.records == {}
+    assert session.received == set()
     assert session.internal_errors and "s.py::t[a]" in session.internal_errors[0]

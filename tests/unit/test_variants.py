@@ -156,3 +156,33 @@ def test_cases_carry_their_variant_family():
     }
     record = CaseRecord.for_case(cases[1], guard=None, tutor_ran=False, response=None, judge=None, error=None)
     assert record.variant_family == "character"
+
+
+@pytest.mark.parametrize(
+    ("selected", "excluded", "message"),
+    [
+        (("tpyo",), ("tpyo",), "--guardbench-variants: unknown variant 'tpyo'"),
+        (("original", "typo"), ("tpyo",), "--guardbench-exclude-variants: unknown variant 'tpyo'"),
+        (("original", "camoflage"), ("camoflage",), "--guardbench-variants: unknown variant 'camoflage'"),
+        (("original", "typo"), ("encodings",), "--guardbench-exclude-variants: unknown variant 'encodings'"),
+        (("typo",), ("typo",), "leaves nothing of --guardbench-variants=typo to run"),
+        (("character",), ("character",), "leaves nothing of --guardbench-variants="),
+    ],
+)
+def test_a_misspelt_or_empty_selection_is_an_error_on_either_side(selected, excluded, message):
+    with pytest.raises(VariantError, match=message):
+        expand([_item("a")], selected, excluded=excluded)
+
+
+def test_excluding_a_family_drops_its_members():
+    cases = expand([_item("a")], ("original", "encoding"), excluded=("encoding",))
+    assert [case.variant for case in cases] == ["original"]
+
+
+def test_a_pack_of_expanded_items_with_none_of_its_variants_selected_is_an_error():
+    items = [_item("a--typo", "typo", base="a"), _item("a--camouflage", "camouflage", base="a")]
+    with pytest.raises(
+        VariantError, match=r"no case to run: every item already carries a variant \(camouflage, typo\)"
+    ):
+        expand(items, ("original",))
+    assert [case.variant for case in expand(items, ("typo",))] == ["typo"]

@@ -1,0 +1,35 @@
+"""Sphinx configuration: MyST pages, the Furo theme, and reference pages rendered from the code."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+DOCS = Path(__file__).resolve().parent
+sys.path.insert(0, str(DOCS / "_ext"))
+sys.path.insert(0, str(DOCS.parent))
+
+project = "pytest-guardbench"
+author = "pytest-guardbench contributors"
+copyright = "2026, pytest-guardbench contributors"
+
+extensions = [
+    "myst_parser",
+    "sphinx.ext.autodoc",
+    "sphinxarg.ext",
+    "guardbench_reference",
+]
+source_suffix = {".md": "markdown"}
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+myst_enable_extensions = ["colon_fence", "deflist"]
+myst_heading_anchors = 3
+
+# Every cross-reference must resolve; pytest's Config is documented by pytest, not here.
+nitpicky = True
+nitpick_ignore = [("py:class", "_pytest.config.Config")]
+
+autodoc_member_order = "bysource"
+autodoc_typehints = "description"
+
+html_theme = "furo"
+html_title = "pytest-guardbench"

@@ -1,0 +1,80 @@
+"""`guardbench compare`: runs side by side (rows = runs, columns = variants, per metric); the work is
+`results.compare`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from pytest_guardbench.results.compare import CompareError, compare, heatmap_html, long_csv, markdown
+from pytest_guardbench.results.summary import load_run
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    command = commands.add_parser("compare", help="Put runs side by side: rows = runs, columns = variants, per metric.")
+    command.add_argument("run_dirs", nargs="+", help="reports/<run-id> folders.")
+    command.add_argument(
+        "--name", action="append", default=[], help="Row name for each run, in order (default: guardrail/tutor/judge)."
+    )
+    command.add_argument(
+        "--out", help="Folder for compare.csv (long form), compare.md and compare.html (default: print markdown only)."
+    )
+    command.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    dirs = [Path(d) for d in args.run_dirs]
+    if args.name and len(args.name) != len(dirs):
+        print(
+            f"guardbench compare: {len(args.name)} --name for {len(dirs)} runs; give one per run or none",
+            file=sys.stderr,
+        )
+        return 4
+    named = []
+    for n, run_dir in enumerate(dirs):
+        path = run_dir / "summary.json"
+        if not path.is_file():
+            print(
+                f"guardbench compare: {run_dir} has no summary.json (expected a finished reports/<run-id> folder)",
+                file=sys.stderr,
+            )
+            return 4
+        try:
+            summary = load_run(run_dir)
+        except ValidationError as exc:
+            missing = [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == "missing"]
+            what = (
+                f"has no {', '.join(missing)}" if missing else f"does not read as a summary ({exc.errors()[0]['msg']})"
+            )
+            if "metric_definitions" in missing:
+                what = "has no metric definitions"
+            print(f"guardbench compare: {run_dir}: its summary.json {what} (written by an older pytest-guardbench?); re-score it first",
+                  file=sys.stderr)  # fmt: skip
+            return 4
+        stack = summary.stack
+        default = "/".join("?" if role is None else role for role in (stack.guardrail, stack.tutor, stack.judge))
+        named.append((args.name[n] if args.name else default, summary))
+    if not args.name:  # the same stack twice (e.g. before and after a change): tell them apart by folder
+        names = [name for name, _ in named]
+        named = [
+            (f"{name} ({d.name})" if names.count(name) > 1 else name, s)
+            for (name, s), d in zip(named, dirs, strict=True)
+        ]
+    try:
+        comparison = compare(named)
+    except CompareError as exc:
+        print(f"guardbench compare: {exc}", file=sys.stderr)
+        return 4
+    text = markdown(comparison)
+    if args.out:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "compare.csv").write_text(long_csv(comparison), encoding="utf-8")
+        (out / "compare.md").write_text(text, encoding="utf-8")
+        (out / "compare.html").write_text(heatmap_html(comparison), encoding="utf-8")
+        print(f"wrote {out / 'compare.csv'}, {out / 'compare.md'}, {out / 'compare.html'}")
+    print(text)
+    return 0

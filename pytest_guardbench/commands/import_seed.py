@@ -1,0 +1,77 @@
+"""`guardbench import-seed`: rescore a results.jsonl recorded in the seed project's format, and check
+it against the summary the seed run shipped; the work is `run.seed_import.import_seed_run`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pytest_guardbench.run.seed_import import import_seed_run
+from pytest_guardbench.results.minor_bench import seed_summary_differences
+from pytest_guardbench.results.summary import load_run
+from pytest_guardbench.scoring.policies import DEFAULT_POLICY, POLICIES
+from pytest_guardbench.settings.config import MINORBENCH_HARMFUL_CATEGORIES
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    command = commands.add_parser("import-seed", help="Rescore a results.jsonl recorded in the seed's format.")
+    command.add_argument("results", help="The seed run's results.jsonl.")
+    command.add_argument("--out", required=True, help="New run folder to write.")
+    command.add_argument(
+        "--judge", default="recorded", help="recorded (the seed's labels), offline, rules, a model alias or a spec."
+    )
+    command.add_argument("--pack", help="Pack name for case ids (default: the file name).")
+    command.add_argument(
+        "--harmful-categories",
+        default=",".join(MINORBENCH_HARMFUL_CATEGORIES),
+        help="Category rule for unlabelled rows.",
+    )
+    command.add_argument(
+        "--policy", choices=sorted(POLICIES), default=DEFAULT_POLICY, help=f"Scoring policy (default {DEFAULT_POLICY})."
+    )
+    command.add_argument(
+        "--safety-source",
+        choices=("llm_judge", "rules"),
+        help="How the seed run labelled safety (default: read from its rows).",
+    )
+    command.add_argument("--check-summary", help="The summary.json the seed run shipped (default: the one beside results.jsonl, when there is one); "
+                         "exit 1 when a count differs.")  # fmt: skip
+    command.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    categories = tuple(c.strip().lower() for c in args.harmful_categories.split(",") if c.strip())
+    out = Path(args.out)
+    if out.exists():
+        print(f"guardbench import-seed: {out} exists; choose a new folder", file=sys.stderr)
+        return 4
+    results = Path(args.results)
+    shipped = Path(args.check_summary) if args.check_summary else results.parent / "summary.json"
+    if args.check_summary and not shipped.is_file():
+        print(f"guardbench import-seed: --check-summary {shipped}: no such file", file=sys.stderr)
+        return 4
+    try:
+        import_seed_run(results, out, args.judge, root=Path.cwd(), harmful_categories=categories, pack=args.pack, policy=args.policy,
+                        safety_source=args.safety_source)  # fmt: skip
+    except (OSError, ValueError) as exc:
+        print(f"guardbench import-seed: {exc}", file=sys.stderr)
+        return 4
+    print(f"scorecard: {out / 'summary.json'}")
+    if args.judge != "recorded" or args.policy != DEFAULT_POLICY or not shipped.is_file():
+        return 0
+    seed_summary = json.loads(shipped.read_text(encoding="utf-8"))
+    if seed_summary.get("metric_definition_version") != DEFAULT_POLICY:
+        print(
+            f"{shipped} was not written by the seed's {DEFAULT_POLICY} report generator; its counts follow other rules and are not compared"
+        )
+        return 0
+    differences = seed_summary_differences(seed_summary, load_run(out))
+    if differences:
+        print(f"differs from {shipped}:")
+        for line in differences:
+            print(f"  {line}")
+        return 1
+    print(f"reproduces {shipped}: confusion counts, malformed count, per-variant counts and prompt-row buckets agree")
+    return 0

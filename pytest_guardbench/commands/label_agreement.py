@@ -1,0 +1,52 @@
+"""`guardbench label-agreement`: how far two labellings of the same responses agree; the work is
+`judges.labeller_agreement`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pytest_guardbench.cases.sources import DataError, load_judge_labels
+from pytest_guardbench.judges.labeller_agreement import LabellingMismatch, labeller_agreement
+from pytest_guardbench.scoring.scorecard import fmt_rate
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    command = commands.add_parser(
+        "label-agreement",
+        help="How far two labellings of the same responses agree (judge-labels JSONL): the ceiling for any judge.",
+    )
+    command.add_argument("first", help="Judge-labels JSONL (e.g. an audit).")
+    command.add_argument("second", help="A second labelling of some of the same ids (another person, or later).")
+    command.add_argument("--json", action="store_true", help="Print the full result as JSON.")
+    command.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        first, second = load_judge_labels(Path(args.first)), load_judge_labels(Path(args.second))
+        result = labeller_agreement(first, second)
+    except (DataError, LabellingMismatch) as exc:
+        print(f"guardbench label-agreement: {exc}", file=sys.stderr)
+        return 4
+    if not result["shared_rows"]:
+        print(f"guardbench label-agreement: {args.first} and {args.second} share no id", file=sys.stderr)
+        return 4
+    if args.json:
+        print(json.dumps(result, indent=2, sort_keys=True))
+        return 0
+    print(f"{result['shared_rows']} responses labelled in both files ({result['only_in_first']} only in the first, "
+          f"{result['only_in_second']} only in the second); 95% Wilson intervals in brackets:")  # fmt: skip
+    for name in ("safety", "answer_mode", "policy_label"):
+        part = result[name]
+        bounds = part["agreement_interval_95"]
+        interval = f" [{bounds[0]:.3f}, {bounds[1]:.3f}]" if bounds else ""
+        kappa = f", kappa {fmt_rate(part['cohen_kappa'])}" if "cohen_kappa" in part else ""
+        print(
+            f"  {name.replace('_', ' ')}: agreement {fmt_rate(part['agreement'])}{interval} over {part['rows']} rows{kappa}"
+        )
+    for row in result["disagreements"]:
+        print(f"  {row['id']}: {'/'.join(map(str, row['first']))} vs {'/'.join(map(str, row['second']))}")
+    return 0

@@ -1,0 +1,38 @@
+"""`guardbench merge`: merge the run folders of a sharded run into one run; the work is
+`run.merge.merge_runs`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from pytest_guardbench.commands.exit_status import gate_exit_code
+from pytest_guardbench.run.merge import merge_runs
+from pytest_guardbench.results.summary import load_run
+from pytest_guardbench.results.terminal import incomplete_lines
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    command = commands.add_parser("merge", help="Merge the run folders of a sharded run into one run.")
+    command.add_argument("run_dirs", nargs="+", help="reports/<run-id> folders, one per shard.")
+    command.add_argument("--out", required=True, help="New run folder to write.")
+    command.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.out)
+    if out.exists():
+        print(f"guardbench merge: {out} exists; choose a new folder", file=sys.stderr)
+        return 4
+    try:
+        merge_runs([Path(d) for d in args.run_dirs], out)
+    except (OSError, ValueError) as exc:
+        print(f"guardbench merge: {exc}", file=sys.stderr)
+        return 4
+    summary = load_run(out)
+    print(f"merged {summary.coverage.expected} cases; gate {summary.gate.verdict}")
+    for line in incomplete_lines(summary, "INCOMPLETE RUN: "):
+        print(line)
+    print(f"scorecard: {out / 'summary.json'}")
+    return gate_exit_code(summary)

@@ -1,0 +1,37 @@
+"""What the plugin prints: the `--guardbench-list` listing and the report header line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_names
+from pytest_guardbench.cases.sources import NO_SYSTEM_PROMPT, shipped_system_prompts
+from pytest_guardbench.run.inputs import RunInputs
+from pytest_guardbench.run.units import Units
+from pytest_guardbench.settings.model_specs import model_aliases
+
+
+def listing(units: Units, root: Path) -> list[str]:
+    """`--guardbench-list`: every registered unit and alias a run can name."""
+    lines = ["variants (name, family):"] + [
+        f"  {m.name} ({m.family}): {m.description}" for m in units.mutators.table().values()
+    ]
+    lines += ["guardrails:", "  none: no guardrail; every prompt goes to the tutor"]
+    lines += [f"  {name}: {description}" for name, description in units.guards.describe().items()]
+    lines += [f"  aliases: {', '.join(sorted(model_aliases(root)))}"]
+    lines += ["tutors:"] + [f"  {name}: {desc}" for name, desc in units.tutors.describe().items()]
+    lines += ["judges:"] + [f"  {name}: {desc}" for name, desc in units.judges.describe().items()]
+    lines += ["system prompts:"] + [f"  {name}" for name in shipped_system_prompts()]
+    lines += [f"  {NO_SYSTEM_PROMPT}: no system message; the tutor gets only the child's turn"]
+    lines += ["shipped packs and datasets (by name: --guardbench-data, --guardbench-judge-check):"]
+    lines += [f"  {folder}: {', '.join(shipped_names(folder))}" for folder in (PACKS, DATASETS)]
+    return lines
+
+
+def header_line(inputs: RunInputs) -> str:
+    """The line pytest prints in its header: what this run is made of."""
+    s = inputs.settings
+    return (
+        f"guardbench: guardrail={s.guardrail} tutor={s.tutor} judge={s.judge} malformed={s.malformed_policy} "
+        f"sources={len(inputs.data.sources)} cases={len(inputs.cases)} variants={','.join(s.selected_variants)} reports={s.report_dir}"
+    )

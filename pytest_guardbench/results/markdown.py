@@ -1,0 +1,141 @@
+"""summary.md: the scorecards, gate and warnings of a run for people (also the GitHub job summary)."""
+
+from __future__ import annotations
+
+
+from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.results.terminal import incomplete_lines, resume_lines
+from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
+
+
+def _md_table(rows: list[tuple[str, Scorecard]]) -> list[str]:
+    columns = ("n", "tp", "fp", "tn", "fn", "recall", "false_positive_rate", "balanced_error_rate", "f1", "precision")
+    lines = ["| scope | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    for name, card in rows:
+        lines.append(f"| {name} | " + " | ".join(fmt_rate(getattr(card, c)) for c in columns) + " |")
+    return lines
+
+
+def summary_markdown(summary: RunSummary) -> str:
+    gate = summary.gate
+    definitions = summary.metric_definitions
+    system = summary.scorecards.system
+    stack = summary.stack
+    lines = [
+        f"# guardbench run {summary.run.run_id}",
+        "",
+        f"Stack: guardrail `{stack.guardrail}`, tutor `{stack.tutor}`, judge `{stack.judge}`, "
+        f"malformed policy `{stack.malformed_policy}`.",
+        "",
+        f"Scoring policy `{definitions.policy}` (version {definitions.policy_version}): a harmful prompt is handled correctly when "
+        f"{definitions.harmful_prompt_correct_when}; a safe prompt when {definitions.safe_prompt_correct_when}. "
+        "TP/FN = harmful prompts handled correctly/wrongly, TN/FP = safe prompts handled correctly/wrongly.",
+        "",
+        f"Harmful prompt success {fmt_rate(system.harmful_prompt_success_rate)}, safe prompt success {fmt_rate(system.safe_prompt_success_rate)}, "
+        f"safe prompt over-refusal {fmt_rate(system.safe_prompt_overrefusal_rate)}, harmful prompt unsafe answers "
+        f"{fmt_rate(system.harmful_prompt_unsafe_answer_rate)}, overall success {fmt_rate(system.overall_success_rate)}.",
+        "",
+        f"**Gate: {gate.verdict.upper()}**",
+        "",
+        *(line + "\n" for line in incomplete_lines(summary, "**INCOMPLETE RUN**: ")),
+        *(line + "\n" for line in resume_lines(summary)),
+    ]
+    marks = {"pass": "ok", "fail": "FAIL", "inconclusive": "UNDECIDED"}
+    lines += [f"- {marks[c.status]}: {c.message}" for c in gate.checks]
+    lines += ["", "## Scorecards", ""]
+    lines += _md_table(summary.scorecards.scopes())
+    lines += ["", "## Per variant (system)", ""]
+    lines += _md_table([(v, cards.system) for v, cards in summary.per_variant.items()])
+    lines += ["", "## Per mutator family (system)", ""]
+    lines += _md_table([(f, cards.system) for f, cards in summary.per_family.items()])
+    if summary.flip_rates:
+        lines += [
+            "",
+            "## Flip rate against original",
+            "",
+            "| variant | guard flips | outcome flips | became mishandled | became handled |",
+            "|---|---|---|---|---|",
+        ]
+        for variant, f in summary.flip_rates.items():
+            lines.append(
+                f"| {variant} | {fmt_rate(f.guard_flip_rate)} ({f.guard_flips}/{f.guard_pairs}) | {fmt_rate(f.outcome_flip_rate)} "
+                f"| {f.became_mishandled} | {f.became_handled} |"
+            )
+    lines += ["", "## Per category (system)", ""]
+    lines += _md_table([(c, cards.system) for c, cards in summary.per_category.items()])
+    cov = summary.coverage
+    lines += [
+        "",
+        "## Coverage",
+        "",
+        f"expected {cov.expected}, scored {cov.scored.count}, unlabelled {cov.unlabelled.count}, "
+        f"errored {cov.errored.count}, judge malformed {cov.malformed_judge.count}, judge labels incomplete "
+        f"{cov.incomplete_judge.count}, missing {cov.missing.count}, tutor ran on {cov.tutor_evaluable.count}.",
+    ]
+    buckets = summary.prompt_row_buckets
+    lines += [
+        "",
+        "## Prompt-row buckets",
+        "",
+        f"{buckets.rows} rows: fully correct {buckets.fully_correct.count}, partially incorrect "
+        f"{buckets.partially_incorrect.count}, consistently incorrect {buckets.consistently_incorrect.count}.",
+    ]
+    if summary.guard_decisions:
+        lines += ["", "## Guardrail decisions", ""]
+        for guard, split in summary.guard_decisions.items():
+            for label, rates in split.sides():
+                lines.append(
+                    f"- {guard} / {label} (n={rates.n}): allow {fmt_rate(rates.allow.rate)}, block {fmt_rate(rates.block.rate)}, "
+                    f"malformed {fmt_rate(rates.malformed.rate)}"
+                )
+    for guard, result in summary.guard_sweeps.items():
+        point = result.operating_point
+        at = (
+            f"threshold {point.threshold:.4g} gives recall {fmt_rate(point.recall)} at FPR {fmt_rate(point.false_positive_rate)}"
+            if point
+            else result.operating_point_note
+        )
+        lines += [
+            "",
+            f"## Guard threshold sweep: {guard}",
+            "",
+            f"{result.n} scored cases ({result.positives} harmful): ROC AUC {fmt_rate(result.roc_auc)}, "
+            f"average precision {fmt_rate(result.average_precision)}; for recall >= {result.target_recall:g}, {at}.",
+        ]
+    usage = summary.run.usage
+    if usage:
+        lines += ["", "## Time and tokens", "", "| stage | cases | p50 s | p95 s | total s |", "|---|---|---|---|---|"]
+        for stage, t in usage.stages.items():
+            lines.append(f"| {stage} | {t.cases} | {fmt_rate(t.p50_s)} | {fmt_rate(t.p95_s)} | {t.total_s:.1f} |")
+        tokens = usage.tutor_tokens
+        cost = "unknown" if usage.tutor_cost_usd is None else f"${usage.tutor_cost_usd:.4f}"
+        note = f" ({usage.cost_note})" if usage.cost_note else ""
+        lines += ["", f"Tutor: {tokens.answers} answers, prompt tokens {tokens.prompt_tokens if tokens.prompt_tokens is not None else 'unknown'}, "
+                  f"completion tokens {tokens.completion_tokens if tokens.completion_tokens is not None else 'unknown'}, cost {cost}{note}."]  # fmt: skip
+    quality = summary.judge_quality
+    if quality and "error" not in quality:
+        lines += ["", f"## Judge quality ({quality['labels_file']})", "",
+                  f"{quality['judge']}: agreement {fmt_rate(quality['agreement'])}, Cohen's kappa {fmt_rate(quality['cohen_kappa'])}, "
+                  f"over-block {fmt_rate(quality['over_block_rate'])}, miss {fmt_rate(quality['miss_rate'])}, malformed {fmt_rate(quality['malformed_rate'])} "
+                  f"over {quality['rows']} labelled responses.", ""]  # fmt: skip
+        if "answer_mode_agreement" in quality:
+            lines += [
+                f"Answer mode agreement {fmt_rate(quality['answer_mode_agreement'])} over {quality['answer_mode_rows']} rows.",
+                "",
+            ]
+        if "policy_label_agreement" in quality:
+            lines += [
+                f"Policy label agreement {fmt_rate(quality['policy_label_agreement'])} over {quality['policy_label_rows']} rows.",
+                "",
+            ]
+        lines += ["| bucket | rows | agreement | over-block | miss |", "|---|---|---|---|---|"]
+        for bucket, b in quality["per_bucket"].items():
+            lines.append(
+                f"| {bucket} | {b['rows']} | {fmt_rate(b['agreement'])} | {fmt_rate(b['over_block_rate'])} | {fmt_rate(b['miss_rate'])} |"
+            )
+    confidence = summary.confidence
+    if confidence and confidence.level == "low":
+        lines += ["", f"**Low-confidence scorecard:** {confidence.reason}."]
+    if summary.warnings:
+        lines += ["", "## Warnings", ""] + [f"- {w}" for w in summary.warnings]
+    return "\n".join(lines) + "\n"

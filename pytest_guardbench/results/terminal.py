@@ -1,0 +1,57 @@
+"""The lines a run prints at the end of the pytest output (and `guardbench merge` prints)."""
+
+from __future__ import annotations
+
+
+from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
+
+
+def terminal_lines(summary: RunSummary) -> list[str]:
+    """The compact scorecard table printed at the end of the pytest output."""
+    width = max([26, *(len(v) + 11 for v in summary.per_variant)])
+    header = f"{'scope':<{width}}{'n':>6}{'TP':>5}{'FP':>5}{'TN':>5}{'FN':>5}{'recall':>8}{'FPR':>7}{'BER':>7}{'F1':>7}"
+    lines = [f"scoring policy: {summary.policy}", header]
+
+    def row(name: str, card: Scorecard) -> str:
+        return (
+            f"{name:<{width}}{card.n:>6}{card.tp:>5}{card.fp:>5}{card.tn:>5}{card.fn:>5}"
+            f"{fmt_rate(card.recall):>8}{fmt_rate(card.false_positive_rate):>7}{fmt_rate(card.balanced_error_rate):>7}{fmt_rate(card.f1):>7}"
+        )
+
+    for scope, card in summary.scorecards.scopes():
+        lines.append(row(scope, card))
+    for variant, cards in summary.per_variant.items():
+        lines.append(row(f"  variant {variant}", cards.system))
+    cov = summary.coverage
+    lines.append(
+        f"coverage: {cov.scored.count}/{cov.expected} scored, {cov.unlabelled.count} unlabelled, "
+        f"{cov.errored.count} errored, {cov.malformed_judge.count} judge-malformed, {cov.missing.count} missing"
+    )
+    lines.extend(f"warning: {w}" for w in summary.warnings)
+    # The engine's counters are an open block (see RunInfo.execution): read them as the JSON they are.
+    for role, calls in sorted(summary.run.execution.get("api_calls", {}).items()):
+        if isinstance(calls, dict) and calls.get("circuit_breaker"):
+            breaker = calls["circuit_breaker"]
+            lines.append(f"{role}: {breaker['reason']} ({breaker['calls_not_sent']} calls not sent)")
+    lines.extend(resume_lines(summary))
+    lines.extend(incomplete_lines(summary, "INCOMPLETE RUN: "))
+    return lines
+
+
+def resume_lines(summary: RunSummary) -> list[str]:
+    """A resumed run says so: how many cases it took from the stopped run and how many it re-ran
+    because their text or label changed."""
+    info = summary.run.execution.get("resume")
+    if not info:
+        return []
+    changed = info.get("changed_cases", 0)
+    return [f"resumed {info['run_dir']}: {info['finished_before']} finished cases reused"
+            + (f", {changed} re-run because their prompt or label changed" if changed else "")]  # fmt: skip
+
+
+def incomplete_lines(summary: RunSummary, prefix: str) -> list[str]:
+    """One line saying why the run is not a whole measurement, or nothing."""
+    if summary.completeness.complete:
+        return []
+    return [prefix + "; ".join(summary.completeness.reasons)]

@@ -1,0 +1,59 @@
+"""The objects one process of a run (the controller or an xdist worker) holds while it runs: the
+registered units, the models built for this run, the response cache and the engine."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_guardbench.providers import ChatProvider
+from pytest_guardbench.providers.cache import CachedProvider, CacheMode, CacheStats, ResponseCache
+from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.run.engine import Engine
+from pytest_guardbench.run.units import Units, builtin_units
+
+
+@dataclass
+class ProcessState:
+    """Per-process (controller or worker) objects: the registered units, the models built for this
+    run (one per distinct spec, shared between roles), the response cache and the engine."""
+
+    units: Units = field(default_factory=builtin_units)
+    engine: Engine | None = None
+    tutor: ChatProvider | None = None
+    cache: ResponseCache | None = None
+    cache_mode: CacheMode = "off"
+    cache_stats: CacheStats = field(default_factory=CacheStats)
+    models: dict[str, Any] = field(default_factory=dict)  # spec json -> provider
+    role_models: dict[str, Any] = field(default_factory=dict)  # role -> provider, for call counts
+    submitted_all: bool = False
+    xdist_queue: Any = None  # the xdist worker's queue of item indices; False when there is none
+    prior: dict[str, CaseRecord] = field(default_factory=dict)
+    started: float = field(default_factory=time.monotonic)  # for --guardbench-max-duration
+
+    def cached(self, provider: Any, role: str) -> Any:
+        """`provider` behind the response cache, when this run has one."""
+        if self.cache is None:  # only opened when --guardbench-cache is not off
+            return provider
+        return CachedProvider(provider, self.cache, self.cache_mode, self.cache_stats, role)
+
+    def execution(self) -> dict[str, Any] | None:
+        if self.engine is None:
+            return None
+        stats = self.engine.stats
+        result: dict[str, Any] = {"cases_run": stats.done, "cases_reused": stats.reused, "case_errors": stats.errors}
+        if self.cache is not None:
+            result["cache"] = self.cache_stats.as_dict()
+        calls = {role: counts for role, model in self.role_models.items() if (counts := model.stats())}
+        if calls:
+            result["api_calls"] = calls
+        return result
+
+    def close(self) -> None:
+        if self.engine is not None:
+            self.engine.close()
+        for model in self.models.values():
+            model.close()
+        if self.cache is not None:
+            self.cache.close()

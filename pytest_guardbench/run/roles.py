@@ -1,0 +1,45 @@
+"""What `--guardrail`, `--tutor` and `--judge` name: a built-in unit, or a model spec (an alias or an
+API spec) checked against what its guard adapter can do before anything is built."""
+
+from __future__ import annotations
+
+from pytest_guardbench.guards import CHILD_SAFETY_GUIDELINES, granite_version
+from pytest_guardbench.settings.model_specs import ModelSpec, parse_model_spec
+from pytest_guardbench.settings.options import ConfigError
+
+
+def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, ModelSpec]) -> ModelSpec | None:
+    """None for a built-in unit; a ModelSpec for an alias or API spec; ConfigError otherwise."""
+    if value in builtins:
+        return None
+    spec = parse_model_spec(value, aliases)
+    if spec is None:
+        raise ConfigError(
+            f"--{role}={value}: unknown {role}; known: {', '.join(builtins)}; aliases: {', '.join(sorted(aliases))}; "
+            "or openai:<model>, vllm:<model>@<url>"
+        )
+    if spec.guard.decoding == "logits" and (spec.provider != "hf-local" or spec.guard.adapter != "granite-guardian"):
+        raise ConfigError(
+            f'--{role}={value}: decoding = "logits" needs a local (hf-local) Granite Guardian model; over an API use the default decoding'
+        )
+    if spec.guard.adapter == "granite-guardian" and (spec.guard.think or spec.guard.granite_version):
+        version = granite_version(spec.model, spec.guard.granite_version)
+        if spec.guard.think and version != "3.3":
+            raise ConfigError(f"--{role}={value}: think = true needs Granite Guardian 3.3; {spec.model} is {version}")
+        if spec.guard.think and spec.guard.decoding == "logits":
+            raise ConfigError(f'--{role}={value}: think = true generates a trace; it cannot use decoding = "logits"')
+    if spec.guard.adapter == "shieldgemma":
+        unknown = [
+            p for p in spec.guard.risks or () if p not in {**CHILD_SAFETY_GUIDELINES, **spec.guard.risk_definitions}
+        ]
+        if unknown:
+            raise ConfigError(
+                f"--{role}={value}: ShieldGemma policy {unknown[0]!r} has no guideline; give it one in risk_definitions "
+                f"or use one of {', '.join(CHILD_SAFETY_GUIDELINES)}"
+            )
+    missing = spec.missing_key()
+    if missing:
+        raise ConfigError(
+            f"--{role}={value}: environment variable {missing} is not set (it holds the API key for {spec.model})"
+        )
+    return spec

@@ -1,0 +1,170 @@
+"""The typed blocks of a run's metrics, as summary.json writes them. `tally.RunTally` builds them
+once; every writer, the gate and `compare` read their attributes. Field names are the JSON keys."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from pytest_guardbench.records import Case
+from pytest_guardbench.scoring.policies import MetricDefinitions
+from pytest_guardbench.scoring.scorecard import Scorecard
+from pytest_guardbench.scoring.sweeps import GuardSweep
+
+
+class Block(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class CountRate(Block):
+    """A count and its share of a whole (None when the whole is empty)."""
+
+    count: int
+    rate: float | None
+
+
+class ScopeCards(Block):
+    """`system`: final pipeline behaviour; `tutor_conditional`: only cases where the tutor actually ran."""
+
+    system: Scorecard
+    tutor_conditional: Scorecard
+
+    def scopes(self) -> list[tuple[str, Scorecard]]:
+        return [("system", self.system), ("tutor_conditional", self.tutor_conditional)]
+
+
+class FlipRate(Block):
+    """How often a variant's handling differs from `original` over the (base prompt, sample) pairs."""
+
+    guard_pairs: int
+    guard_flips: int
+    guard_flip_rate: float | None
+    outcome_pairs: int
+    became_mishandled: int
+    became_handled: int
+    outcome_flip_rate: float | None
+
+
+class RowBuckets(Block):
+    """Prompt rows (pack, item, variant) by how their scored samples were handled."""
+
+    rows: int
+    fully_correct: CountRate
+    partially_incorrect: CountRate
+    consistently_incorrect: CountRate
+
+    @classmethod
+    def none(cls) -> RowBuckets:
+        """No row counted (summaries written before the buckets were)."""
+        empty = CountRate(count=0, rate=None)
+        return cls(rows=0, fully_correct=empty, partially_incorrect=empty, consistently_incorrect=empty)
+
+
+class GuardRates(Block):
+    """One guard's decisions on the prompts of one label side."""
+
+    n: int
+    allow: CountRate
+    block: CountRate
+    malformed: CountRate
+
+
+class GuardSides(Block):
+    all: GuardRates
+    harmful: GuardRates
+    safe: GuardRates
+
+    def sides(self) -> list[tuple[str, GuardRates]]:
+        return [("all", self.all), ("harmful", self.harmful), ("safe", self.safe)]
+
+
+class LostReport(Block):
+    """A selected case whose test failed before it produced a record."""
+
+    case_id: str
+    nodeid: str
+    when: str
+    reason: str
+
+
+class Coverage(Block):
+    """What share of the selected cases produced a scored outcome, and why the rest did not. Keys
+    later versions added have defaults, so older summaries still read."""
+
+    expected: int
+    received: int = 0
+    scored: CountRate
+    scored_of_labelled: CountRate
+    labelled: CountRate
+    unlabelled: CountRate
+    valid_judge: CountRate
+    malformed_judge: CountRate
+    incomplete_judge: CountRate = CountRate(count=0, rate=None)
+    tutor_evaluable: CountRate
+    tutor_answers: int = 0
+    empty_responses: CountRate = CountRate(count=0, rate=None)
+    truncated_responses: CountRate = CountRate(count=0, rate=None)
+    errored: CountRate
+    missing: CountRate
+    missing_case_ids: list[str] = Field(default_factory=list)
+    # Whole cases, not only ids, so `merge` and `rejudge` can carry them into the runs they write;
+    # None in summaries written before they were kept.
+    missing_cases: list[Case] | None = None
+    lost_reports: list[LostReport] = Field(default_factory=list)
+    unscored_reasons: dict[str, int] = Field(default_factory=dict)
+
+
+class StageTiming(Block):
+    """Each case's share of its batch or call, in seconds."""
+
+    cases: int
+    p50_s: float | None
+    p95_s: float | None
+    total_s: float
+
+
+class TutorTokens(Block):
+    answers: int
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    models: list[str]
+
+
+class Usage(Block):
+    """Per-stage time and the tutor's tokens and cost (None when unknown, never 0)."""
+
+    stages: dict[str, StageTiming]
+    tutor_tokens: TutorTokens
+    tutor_cost_usd: float | None
+    cost_note: str | None
+
+
+class RunMetrics(Block):
+    """Every metric of a run: what scoring gives the finish step, and the part of summary.json that
+    depends only on the records."""
+
+    metric_definitions: MetricDefinitions
+    scorecards: ScopeCards
+    per_variant: dict[str, ScopeCards]
+    per_family: dict[str, ScopeCards] = Field(default_factory=dict)
+    per_category: dict[str, ScopeCards] = Field(default_factory=dict)
+    flip_rates: dict[str, FlipRate] = Field(default_factory=dict)
+    variant_families: dict[str, str] = Field(default_factory=dict)
+    prompt_row_buckets: RowBuckets = Field(default_factory=RowBuckets.none)
+    guard_decisions: dict[str, GuardSides] = Field(default_factory=dict)
+    coverage: Coverage
+    outcomes: dict[str, int] = Field(default_factory=dict)
+    warnings: list[str] = Field(default_factory=list)
+    guard_sweeps: dict[str, GuardSweep] = Field(default_factory=dict)
+
+    @property
+    def policy(self) -> str:
+        return self.metric_definitions.policy
+
+
+class Confidence(Block):
+    """Whether the judge agreed well enough with human labels for the scorecard to be trusted."""
+
+    level: Literal["low", "normal"]
+    reason: str

@@ -1,0 +1,131 @@
+"""Stopping a run by signal: SIGTERM is Ctrl-C (reports written, marked incomplete, exit 2), and a second
+Ctrl-C or SIGTERM exits 2 at once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import SUITE
+from tests.openai_stub import OpenAIStub
+
+
+@pytest.fixture
+def slow_stub():
+    stub = OpenAIStub(latency_s=0.1)
+    yield stub
+    stub.close()
+
+
+def test_a_second_interrupt_exits_2_at_once():
+    # The handler itself, in a process of its own: the first signal is a KeyboardInterrupt the program
+    # handles (pytest writes its reports there); the second ends the process with 2 before the next line.
+    code = (
+        "import os, signal, sys\n"
+        "from pytest_guardbench.plugin.interrupts import InterruptHandler\n"
+        "assert InterruptHandler().install()\n"
+        "first = signal.SIGTERM\n"
+        "try:\n    os.kill(os.getpid(), first)\n    signal.pause()\nexcept KeyboardInterrupt:\n    print('first: interrupted', flush=True)\n"
+        "os.kill(os.getpid(), signal.SIGINT)\nsignal.pause()\nprint('never printed')\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert done.stdout == "first: interrupted\n"
+    assert "guardbench: SIGINT again: stopping now without finishing the reports (exit 2)" in done.stderr
+
+
+def test_sigterm_mid_run_writes_the_reports_marked_incomplete_and_exits_2(tmp_path, slow_stub):
+    stub = slow_stub
+    items = [{"id": f"p{i}", "prompt_text": f"question {i}", "metadata": {"is_harmful": False}} for i in range(60)]
+    (tmp_path / "pack.json").write_text(json.dumps({"name": "pack", "items": items}))
+    (tmp_path / "test_suite.py").write_text(SUITE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\n")
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "--guardrail=none",
+         f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules", "--guardbench-concurrency=1",
+         "--guardbench-min-recall=0", "--guardbench-max-fpr=1"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    deadline = time.time() + 60
+    while time.time() < deadline and not any(
+        len(p.read_text().splitlines()) >= 10 for p in Path(tmp_path / "reports").glob("*/results.jsonl")
+    ):
+        time.sleep(0.05)
+    run.send_signal(signal.SIGTERM)  # to the runner alone, as `timeout` or a CI cancel sends it
+    try:
+        output, _ = run.communicate(timeout=30)
+    except subprocess.TimeoutExpired:
+        run.kill()
+        pytest.fail("the run did not stop within 30 s of SIGTERM")
+    assert run.returncode == pytest.ExitCode.INTERRUPTED, output
+    folder = next((tmp_path / "reports").iterdir())
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["completeness"]["complete"] is False
+    assert summary["completeness"]["reasons"][0].startswith("run stopped early")
+    assert 10 <= summary["coverage"]["scored"]["count"] < 60
+
+
+def _slow_project(tmp_path: Path, stub: OpenAIStub, n: int = 60) -> list[str]:
+    items = [{"id": f"p{i}", "prompt_text": f"question {i}", "metadata": {"is_harmful": i % 2 == 1}} for i in range(n)]
+    (tmp_path / "pack.json").write_text(json.dumps({"name": "pack", "items": items}))
+    (tmp_path / "test_suite.py").write_text(SUITE)
+    (tmp_path / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\n")
+    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}",
+            "--judge=rules", "--guardbench-concurrency=1", "--guardbench-min-recall=0", "--guardbench-max-fpr=1"]  # fmt: skip
+
+
+def _wait_for_results(tmp_path: Path, lines: int) -> Path:
+    deadline = time.time() + 60
+    while time.time() < deadline:
+        for path in Path(tmp_path / "reports").glob("*/results.jsonl"):
+            if len(path.read_text().splitlines()) >= lines:
+                return path.parent
+        time.sleep(0.05)
+    pytest.fail(f"no run wrote {lines} results within 60 s")
+
+
+def test_ctrl_c_under_xdist_still_reports_how_many_cases_were_selected(tmp_path, slow_stub):
+    command = _slow_project(tmp_path, slow_stub)
+    run = subprocess.Popen([*command, "-n", "2"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                           text=True, start_new_session=True)  # fmt: skip
+    folder = _wait_for_results(tmp_path, 6)
+    os.killpg(run.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the controller and its workers
+    try:
+        output, _ = run.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(run.pid, signal.SIGKILL)
+        pytest.fail("the run did not stop within 60 s of Ctrl-C")
+    assert run.returncode == pytest.ExitCode.INTERRUPTED, output
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["completeness"]["complete"] is False
+    assert summary["selection"]["selected_cases"] == 60, "the workers' selection is known before they finish"
+
+
+def test_a_second_resume_of_a_folder_in_use_stops_at_once_naming_the_holder(tmp_path, slow_stub):
+    command = _slow_project(tmp_path, slow_stub)
+    first = subprocess.run([*command, "-p", "no:xdist", "-x", "--guardbench-max-duration=0.5"], cwd=tmp_path,
+                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    folder = next((tmp_path / "reports").iterdir())
+    assert json.loads((folder / "summary.json").read_text())["completeness"]["complete"] is False, first.stdout
+    resuming = subprocess.Popen([*command, "-p", "no:xdist", f"--guardbench-resume={folder}"], cwd=tmp_path,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and not (folder / "run.lock.holder").exists():
+            time.sleep(0.05)
+        second = subprocess.run([*command, "-p", "no:xdist", f"--guardbench-resume={folder}"], cwd=tmp_path,
+                                capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert second.returncode == pytest.ExitCode.USAGE_ERROR
+        assert f"{folder}: another process is writing this run folder (pid {resuming.pid} on " in second.stderr
+    finally:
+        output, _ = resuming.communicate(timeout=120)
+    assert resuming.returncode == 0, output
+    records = (folder / "results.jsonl").read_text().splitlines()
+    assert len(records) == 60, "one writer: each case written once"
