@@ -29,7 +29,8 @@ import numpy as np
 
 from pytest_guardbench._util.logistic import LogisticHead
 from pytest_guardbench.cases.sources import load_judge_labels
-from pytest_guardbench.judges.base import JudgeInput, check_judge
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench.judges.offline import FEATURE_VERSION, HEAD_FILE, OfflineJudge, feature_rows
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 from pytest_guardbench.records import ANSWER_MODES, JudgeLabel
