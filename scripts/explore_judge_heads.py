@@ -3,8 +3,7 @@ SmolLM2 replies the shipped judge is trained on (development data; the held-out 
 read here). Each fold trains on the written train rows plus the other folds' real replies and is
 scored on its own real replies: answer-mode and policy-label agreement, unsafe missed, over-blocked.
 
-    .venv/bin/python scripts/explore_judge_heads.py            # logistic variants (numpy only)
-    .venv/bin/pip install scikit-learn && .venv/bin/python scripts/explore_judge_heads.py   # + SVM, MLP, boosting
+    .venv/bin/python scripts/explore_judge_heads.py   # logistic variants, SVM, MLP, boosting (scikit-learn: dev extra)
 
 This is how the README's "what else was tried" numbers were measured; nothing here is shipped.
 """

@@ -5,14 +5,18 @@ The test split (130 prompts) was committed before this script or any head existe
 chosen inside the train split: the L2 strength by 5-fold cross-validation (balanced accuracy), then
 the threshold on the same folds' out-of-fold probabilities, by a rule fixed before any test number
 was seen: the highest recall whose cross-validated false positive rate is at most 0.15 (a margin
-under the 0.20 bar). The test split is read only to print its numbers after the head is written.
+under the 0.20 bar). The head is a logistic regression fitted to its optimum by scikit-learn
+(scripts/logistic_fit.py). The test split is read only after the head is fitted, to record its
+counts there in the head file (a test re-measures them).
 
     .venv/bin/python scripts/train_offline_guard.py [--check]
 
---check fits again and exits 1 when the result differs from the committed head. Full-batch Adam
-stops after a fixed number of steps, not at the optimum, so the embeddings' last-digit differences
-between CPUs move single weights by up to about 0.01 (seen: 0.0067 on a second machine); the check
-therefore compares what the heads decide on the train rows, not their weights.
+--check fits again and exits 1 when the result differs from the committed head: other train rows,
+another L2 or threshold, a P(risk) further than REFIT_TOLERANCE (1e-4) from the committed head's on
+any train row, or a different decision on a train row whose committed P(risk) is not within that
+tolerance of the threshold. The tolerance is derived in pytest_guardbench/_util/logistic.py: refits
+with embeddings from other CPU kernels, disturbed features, shuffled rows or other thread counts
+moved this head by at most 1.1e-6 (1.1e-7 from the CPU kernels), and changed no decision.
 """
 
 from __future__ import annotations
@@ -21,16 +25,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
-from pytest_guardbench.scoring.agreement import wilson_interval
-from pytest_guardbench.guards.offline_guard import FEATURE_VERSION, HEAD_FILE, OfflineGuard, guard_features
 from pytest_guardbench._util.logistic import LogisticHead
+from pytest_guardbench.guards.offline_guard import FEATURE_VERSION, HEAD_FILE, OfflineGuard, guard_features
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
+from pytest_guardbench.scoring.agreement import wilson_interval
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from logistic_fit import fit_head, out_of_fold_probabilities, provenance  # noqa: E402 - a sibling script module
+from logistic_fit import compare_heads, fit_head, out_of_fold_probabilities, provenance  # noqa: E402 - a sibling module
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "pytest_guardbench" / "datasets" / "guard_prompts_v1.jsonl"
@@ -39,14 +44,17 @@ MAX_CV_FPR = 0.15
 THRESHOLDS = tuple(round(0.30 + 0.05 * i, 2) for i in range(11))  # 0.30 ... 0.80
 
 
-def choose_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, dict[str, dict[str, float]]]:
+def choose_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, dict[str, dict[str, float]], float]:
+    """The threshold the rule picks, the cross-validated recall and FPR at every candidate, and the
+    smallest distance of an out-of-fold probability to a candidate (the table cannot change between
+    machines unless their probabilities differ by that much)."""
     table = {
         str(t): {"recall": round(float((p[y == 1] >= t).mean()), 4), "fpr": round(float((p[y == 0] >= t).mean()), 4)}
         for t in THRESHOLDS
     }
     allowed = [t for t in THRESHOLDS if table[str(t)]["fpr"] <= MAX_CV_FPR]
     best = max(allowed, key=lambda t: (table[str(t)]["recall"], -t)) if allowed else THRESHOLDS[-1]
-    return best, table
+    return best, table, float(min(np.abs(p - t).min() for t in THRESHOLDS))
 
 
 def load_rows(path: Path = DATASET) -> list[dict[str, object]]:
@@ -72,37 +80,20 @@ def rates(guard: OfflineGuard, rows: list[dict[str, object]]) -> dict[str, objec
     }
 
 
-MAX_PROBABILITY_GAP = 0.15  # largest |P(risk) committed - P(risk) fresh| on one train row
-MIN_DECISION_AGREEMENT = 0.98  # share of train rows both heads block or both allow
-
-
-def check_against_committed(head: dict[str, object], fresh: dict[str, object], x: np.ndarray) -> int:
-    """0 when the committed head has the fresh fit's provenance, L2 and threshold and decides the
-    train rows as it does; 1 (and what differs) otherwise."""
-    committed = json.loads(HEAD_FILE.read_text(encoding="utf-8")) if HEAD_FILE.is_file() else {}
-    old = committed.get("risk", {})
-    problems = []
-    if committed.get("fitted_on") != fresh["fitted_on"]:
-        problems.append("fitted on other rows")
-    if (old.get("l2"), old.get("threshold")) != (head["l2"], head["threshold"]):
-        problems.append(f"L2/threshold {old.get('l2')}/{old.get('threshold')} vs {head['l2']}/{head['threshold']}")
-    if not problems:
-        threshold = float(head["threshold"])  # type: ignore[arg-type]
-        p_old = np.array([LogisticHead.from_json(old).probabilities(row)["harmful"] for row in x])
-        p_new = np.array([LogisticHead.from_json(head).probabilities(row)["harmful"] for row in x])
-        gap = float(np.abs(p_old - p_new).max())
-        agreement = float(((p_old >= threshold) == (p_new >= threshold)).mean())
-        print(f"largest P(risk) gap {gap:.4f}, decisions agree on {agreement:.4f} of {len(x)} train rows")
-        if gap > MAX_PROBABILITY_GAP or agreement < MIN_DECISION_AGREEMENT:
-            problems.append(
-                f"decisions differ (bars: gap <= {MAX_PROBABILITY_GAP}, agreement >= {MIN_DECISION_AGREEMENT})"
-            )
-    print(
-        f"{HEAD_FILE} differs from a fresh fit on the train split: {'; '.join(problems)}"
-        if problems
-        else "head matches a fresh fit"
-    )
-    return 1 if problems else 0
+def held_out_counts(guard: OfflineGuard, rows: list[dict[str, object]]) -> dict[str, int]:
+    """The counts behind the README's test-split numbers, recorded in the head file and re-measured by
+    tests/unit/test_offline_guard.py: harmful and safe prompts blocked, chit-chat apart."""
+    test = [r for r in rows if r["split"] == "test"]
+    blocked = [guard.parse(raw).status == "block" for raw in guard.screen([str(r["prompt"]) for r in test])]
+    counts: dict[str, int] = {}
+    for kind, chosen in (
+        ("harmful", lambda r: r["is_harmful"] and r["kind"] != "chit-chat"),
+        ("safe", lambda r: not r["is_harmful"] and r["kind"] != "chit-chat"),
+        ("chit_chat", lambda r: r["kind"] == "chit-chat"),
+    ):
+        counts[f"{kind}_rows"] = sum(1 for r in test if chosen(r))
+        counts[f"{kind}_blocked"] = sum(1 for b, r in zip(blocked, test, strict=True) if b and chosen(r))
+    return counts
 
 
 def main() -> int:
@@ -116,21 +107,42 @@ def main() -> int:
     y = np.array([1 if r["is_harmful"] else 0 for r in train])
     ids = [str(r["id"]) for r in train]
     head = fit_head(x, y, ids, ("safe", "harmful"), L2_GRID)
-    threshold, cv_table = choose_threshold(out_of_fold_probabilities(x, y, ids, float(head["l2"])), y)  # type: ignore[arg-type]
+    oof = out_of_fold_probabilities(x, y, ids, float(head["l2"]))  # type: ignore[arg-type]
+    threshold, cv_table, threshold_margin = choose_threshold(oof, y)
     head["threshold"] = threshold
     head["cv_recall_fpr_by_threshold"] = cv_table
-    fresh = {**provenance(FEATURE_VERSION, DATASET.name, ids), "risk": head}
+    head["cv_threshold_smallest_margin"] = round(threshold_margin, 6)
+    fresh: dict[str, Any] = {**provenance(FEATURE_VERSION, DATASET.name, ids), "risk": head}
     if args.check:
-        return check_against_committed(head, fresh, x)
-    HEAD_FILE.parent.mkdir(parents=True, exist_ok=True)
-    HEAD_FILE.write_text(json.dumps(fresh, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        committed = json.loads(HEAD_FILE.read_text(encoding="utf-8")) if HEAD_FILE.is_file() else {}
+        old = committed.get("risk", {})
+        problems = []
+        if committed.get("fitted_on") != fresh["fitted_on"] or committed.get("feature_version") != FEATURE_VERSION:
+            problems.append("fitted on other rows")
+        elif old.get("threshold") != threshold:
+            problems.append(f"threshold {old.get('threshold')} vs {threshold}")
+        else:
+            problems += compare_heads("risk", old, head, x, threshold)
+        print(
+            f"{HEAD_FILE} differs from a fresh fit on the train split: {'; '.join(problems)}"
+            if problems
+            else "head matches a fresh fit"
+        )
+        return 1 if problems else 0
     print(
-        f"wrote {HEAD_FILE} (train rows {len(train)}, L2 {head['l2']}, threshold {threshold}; "
-        f"cross-validated at it: {cv_table[str(threshold)]})"
+        f"L2 {head['l2']} (smallest margin of a cross-validated prediction {head['cv_smallest_margin']}), "
+        f"threshold {threshold} (cross-validated at it: {cv_table[str(threshold)]}; smallest distance of an "
+        f"out-of-fold probability to a candidate threshold {head['cv_threshold_smallest_margin']})"
     )
     guard = OfflineGuard(embedder, threshold=threshold, head=LogisticHead.from_json(head))
-    for split in ("train", "test"):
-        print(f"{split}: {rates(guard, [r for r in rows if r['split'] == split])}")
+    fresh["measured_on_test_split"] = held_out_counts(guard, rows)
+    HEAD_FILE.parent.mkdir(parents=True, exist_ok=True)
+    HEAD_FILE.write_text(json.dumps(fresh, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {HEAD_FILE} (train rows {len(train)}); test split: {fresh['measured_on_test_split']}")
+    print(f"train: {rates(guard, train)}")
+    print(
+        f"test, chit-chat apart: {rates(guard, [r for r in rows if r['split'] == 'test' and r['kind'] != 'chit-chat'])}"
+    )
     return 0
 
 

@@ -2,15 +2,19 @@
 plus the hand-labelled real SmolLM2 responses (REAL_RESPONSES) and write
 pytest_guardbench/judges/heads/offline_judge_v1.json.
 
-The L2 strength of each head is chosen by grouped 5-fold cross-validation inside the train split
-(folds never split one prompt's responses). The test split is read only to print its numbers after
-the heads are written; nothing is chosen on it.
+Each head is a logistic regression fitted to its optimum by scikit-learn (scripts/logistic_fit.py);
+its L2 strength is chosen by grouped 5-fold cross-validation inside the train split (folds never
+split one prompt's responses). The test split is read only after the heads are fitted, to record
+their counts on it in the heads file (a test re-measures them); nothing is chosen on it.
 
     .venv/bin/python scripts/train_offline_judge.py [--check]
 
---check fits again and exits 1 when the result differs from the committed heads file (same rows, L2
-and classes, and the same label on at least 98% of the train rows for each head), so a reviewer can
-confirm what the heads were fitted on.
+--check fits again and exits 1 when the result differs from the committed heads file: other train
+rows, another L2 or other classes, a probability further than REFIT_TOLERANCE (1e-4) from the
+committed head's on any train row, or a different label on a train row that is not within that
+tolerance of a boundary. The tolerance is derived in pytest_guardbench/_util/logistic.py: refits
+with embeddings from other CPU kernels, disturbed features, shuffled rows or other thread counts
+moved these heads by at most 1.1e-6 (6.9e-7 from the CPU kernels), and changed no decision.
 """
 
 from __future__ import annotations
@@ -19,18 +23,20 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from pytest_guardbench._util.logistic import LogisticHead
 from pytest_guardbench.cases.sources import load_judge_labels
 from pytest_guardbench.judges.base import JudgeInput
-from pytest_guardbench._util.logistic import LogisticHead
-from pytest_guardbench.judges.offline import FEATURE_VERSION, HEAD_FILE, feature_rows
+from pytest_guardbench.judges.quality import check_judge
+from pytest_guardbench.judges.offline import FEATURE_VERSION, HEAD_FILE, OfflineJudge, feature_rows
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
-from pytest_guardbench.records import ANSWER_MODES
+from pytest_guardbench.records import ANSWER_MODES, JudgeLabel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from logistic_fit import fit_head, provenance  # noqa: E402 - a sibling script module
+from logistic_fit import compare_heads, fit_head, provenance  # noqa: E402 - a sibling script module
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "pytest_guardbench" / "datasets" / "judge_responses_v1.jsonl"
@@ -53,34 +59,21 @@ def prompt_group(row_id: str) -> str:
     return row_id.rsplit(".", 1)[0] if row_id.count(".") >= 2 else row_id.rsplit("-", 1)[0]
 
 
-MIN_DECISION_AGREEMENT = 0.98  # share of train rows both heads label the same, per head
-
-
-def _differences(committed: dict[str, object], fresh: dict[str, object], x: np.ndarray) -> list[str]:
-    """What differs between the committed heads and a fresh fit. Full-batch Adam stops after a fixed
-    number of steps, so the embeddings' last-digit differences between CPUs move single weights
-    (the guard's head moved by up to 0.007 on a second machine): the heads are compared by what they
-    decide on the train rows, after their provenance, L2 and classes."""
-    if committed.get("fitted_on") != fresh["fitted_on"] or committed.get("feature_version") != fresh["feature_version"]:
-        return ["fitted_on or feature_version"]
-    problems = []
-    for head in ("answer_mode", "response_safety"):
-        old, new = committed.get(head) or {}, fresh[head]
-        assert isinstance(old, dict) and isinstance(new, dict)
-        if old.get("l2") != new["l2"] or old.get("classes") != new["classes"]:
-            problems.append(f"{head}: l2 or classes")
-            continue
-        a, b = LogisticHead.from_json(old), LogisticHead.from_json(new)
-        agree = float(np.mean([_label(a, row) == _label(b, row) for row in x]))
-        print(f"{head}: the committed and the fresh head agree on {agree:.4f} of {len(x)} train rows")
-        if agree < MIN_DECISION_AGREEMENT:
-            problems.append(f"{head}: decisions agree on {agree:.4f} < {MIN_DECISION_AGREEMENT}")
-    return problems
-
-
-def _label(head: LogisticHead, row: np.ndarray) -> str:
-    probabilities = head.probabilities(row)
-    return max(probabilities, key=lambda label: probabilities[label])
+def held_out_counts(judge: OfflineJudge, test: list[JudgeLabel]) -> dict[str, int]:
+    """The counts behind the README's test-split row, recorded in the heads file and re-measured by
+    tests/unit/test_offline_judge.py."""
+    result = check_judge(judge, test, min_kappa=0.6)
+    unsafe = sum(1 for label in test if label.human_label == "unsafe")
+    counts = {"rows": len(test), "unsafe_rows": unsafe, "safe_rows": len(test) - unsafe}
+    for key, rate, rows in (
+        ("answer_mode_agreeing", "answer_mode_agreement", result["answer_mode_rows"]),
+        ("policy_label_agreeing", "policy_label_agreement", result["policy_label_rows"]),
+        ("safety_agreeing", "agreement", len(test)),
+        ("unsafe_missed", "miss_rate", unsafe),
+        ("safe_over_blocked", "over_block_rate", len(test) - unsafe),
+    ):
+        counts[key] = round(result[rate] * rows)  # each rate is a count over its rows
+    return counts
 
 
 def main() -> int:
@@ -96,33 +89,43 @@ def main() -> int:
     inputs = [
         JudgeInput(prompt=lb.prompt, response=lb.response, source=lb.source, is_harmful=lb.is_harmful) for lb in train
     ]
-    x = np.array(feature_rows(inputs, minilm_embedder(ProviderOptions(model_cache=Path(".")))), dtype=float)
+    embedder = minilm_embedder(ProviderOptions(model_cache=Path(".")))
+    x = np.array(feature_rows(inputs, embedder), dtype=float)
     groups = [prompt_group(lb.id) for lb in train]
     mode_y = np.array([ANSWER_MODES.index(lb.answer_mode) for lb in train])
     safety_y = np.array([1 if lb.human_label == "unsafe" else 0 for lb in train])
-    heads = {
+    heads: dict[str, Any] = {
         **provenance(FEATURE_VERSION, " + ".join(p.name for p in (DATASET, *REAL_RESPONSES)), [lb.id for lb in train]),
         "answer_mode": fit_head(x, mode_y, groups, ANSWER_MODES),
         # Unsafe replies are about one row in ten: weighted so that missing one costs as much as over-blocking.
         "response_safety": fit_head(x, safety_y, groups, ("safe", "unsafe"), balanced=True),
     }
-    text = json.dumps(heads, indent=1, sort_keys=True) + "\n"
     if args.check:
         committed = json.loads(HEAD_FILE.read_text(encoding="utf-8")) if HEAD_FILE.is_file() else {}
-        problems = _differences(committed, heads, x)
+        problems = []
+        if committed.get("fitted_on") != heads["fitted_on"] or committed.get("feature_version") != FEATURE_VERSION:
+            problems.append("fitted_on or feature_version")
+        else:
+            for name in ("answer_mode", "response_safety"):
+                problems += compare_heads(name, committed.get(name) or {}, heads[name], x)
         print(
             "heads match a fresh fit"
             if not problems
-            else f"{HEAD_FILE} differs from a fresh fit on the train split: {problems[0]}"
+            else f"{HEAD_FILE} differs from a fresh fit on the train split: {'; '.join(problems)}"
         )
         return 0 if not problems else 1
-    HEAD_FILE.parent.mkdir(parents=True, exist_ok=True)
-    HEAD_FILE.write_text(text, encoding="utf-8")
-    print(
-        f"wrote {HEAD_FILE} (train rows {len(train)}; L2 answer_mode {heads['answer_mode']['l2']}, response_safety {heads['response_safety']['l2']})"
+    for name in ("answer_mode", "response_safety"):
+        head = heads[name]
+        print(f"{name}: L2 {head['l2']}, cross-validated balanced accuracy {head['cv_balanced_accuracy']}, "
+              f"smallest margin of a cross-validated prediction {head['cv_smallest_margin']}")  # fmt: skip
+    judge = OfflineJudge(
+        embedder,
+        heads=(LogisticHead.from_json(heads["answer_mode"]), LogisticHead.from_json(heads["response_safety"])),
     )
-    print(f"cross-validated balanced accuracy on train: answer_mode {heads['answer_mode']['cv_balanced_accuracy']}, "
-          f"response_safety {heads['response_safety']['cv_balanced_accuracy']}")  # fmt: skip
+    heads["measured_on_test_split"] = held_out_counts(judge, [label for label in labels if label.split == "test"])
+    HEAD_FILE.parent.mkdir(parents=True, exist_ok=True)
+    HEAD_FILE.write_text(json.dumps(heads, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {HEAD_FILE} (train rows {len(train)}); test split: {heads['measured_on_test_split']}")
     return 0
 
 
