@@ -64,3 +64,9 @@ def test_judge_quality_with_a_judge_that_cannot_answer_is_one_line_and_exit_4(ca
     err = capsys.readouterr().err
     assert f"guardbench judge-quality: --judge {judge}: judge preflight failed: " in err and "connection refused" in err
     assert "Traceback" not in err
+
+
+def test_the_readme_table_is_the_one_the_code_has():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    for code, meaning in EXIT_STATUSES:
+        assert f"| {code} | {meaning} |" in readme
