@@ -156,7 +156,7 @@ class ResultColumn:
 
 # Closed sets (the records' literals) are categoricals with fixed categories, so a value a run never
 # produced still counts (as 0) in a groupby and two runs' frames concatenate without turning into objects.
-_CATEGORIES: dict[str, tuple[str, ...]] = {
+RESULT_CATEGORIES: dict[str, tuple[str, ...]] = {
     "label_source": get_args(LabelSource), "guard_status": get_args(GuardStatus), "response_source": get_args(ResponseSource),
     "answer_mode": get_args(AnswerMode), "response_safety": get_args(ResponseSafety), "error_stage": get_args(PipelineStage),
     "outcome": ("TP", "FP", "TN", "FN"),
@@ -307,7 +307,7 @@ def load_results(run_dir: Path | str, policy: ScoringPolicy | None = None) -> pa
     policy = policy or run_policy(run_dir)
     frame = pandas.DataFrame([_row(r, policy) for r in load_records(run_dir)], columns=[c.name for c in RESULT_COLUMNS])
     dtypes = {
-        c.name: pandas.CategoricalDtype(_CATEGORIES[c.name]) if c.name in _CATEGORIES else c.dtype
+        c.name: pandas.CategoricalDtype(RESULT_CATEGORIES[c.name]) if c.name in RESULT_CATEGORIES else c.dtype
         for c in RESULT_COLUMNS
     }
     return frame.astype(dtypes)
