@@ -10,6 +10,7 @@ Directives:
 - ``guardbench-aliases``: the built-in model aliases.
 - ``guardbench-model-keys``: the keys of a ``[tool.guardbench.models.<alias>]`` table.
 - ``guardbench-modules``: every module of the package with the first paragraph of its docstring.
+- ``guardbench-result-columns``: the columns and dtypes of ``load_results`` (``results.summary.RESULT_COLUMNS``).
 - ``guardbench-exit-statuses``: the exit statuses of runs and commands (``commands.exit_status.EXIT_STATUSES``).
 """
 
@@ -291,7 +292,21 @@ class ModulesDirective(SphinxDirective):
         return [table(["module", "what it is (its docstring)"], rows, [30, 70])]
 
 
+class ResultColumnsDirective(SphinxDirective):
+    def run(self) -> list[nodes.Node]:
+        from pytest_guardbench.results.summary import RESULT_CATEGORIES, RESULT_COLUMNS
+
+        rows: list[list[Cell]] = []
+        for column in RESULT_COLUMNS:
+            dtype: Cell = _code(column.dtype)
+            if column.name in RESULT_CATEGORIES:
+                dtype += [" of ", *_join([_code(c) for c in RESULT_CATEGORIES[column.name]], ", ")]
+            rows.append([_code(column.name), dtype, [column.meaning]])
+        return [table(["column", "dtype", "meaning"], rows, [22, 38, 40])]
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
+    app.add_directive("guardbench-result-columns", ResultColumnsDirective)
     app.add_directive("guardbench-options", OptionsDirective)
     app.add_directive("guardbench-json-schema", JsonSchemaDirective)
     app.add_directive("guardbench-units", UnitsDirective)

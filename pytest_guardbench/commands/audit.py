@@ -4,14 +4,12 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from pytest_guardbench.commands.audit_tui import run_audit
 from pytest_guardbench.results.audit import draw_sample
-from pytest_guardbench.results.summary import load_records
-from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named, policy_of_summary
+from pytest_guardbench.results.summary import load_records, run_policy
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,6 +26,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     command.add_argument(
         "--seed", type=int, default=0, help="Seed of the sample (default 0); the same seed gives the same cases."
     )
+    command.add_argument(
+        "--show-judge",
+        action="store_true",
+        help="Show the judge's labels before you answer (by default they appear only after, so they cannot sway you).",
+    )
     command.add_argument("--out", help="Labels file (default RUN_DIR/audit.jsonl); an existing one is resumed.")
     command.set_defaults(run=run)
 
@@ -42,17 +45,12 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         print(f"guardbench audit: {exc}", file=sys.stderr)
         return 4
-    summary_path = run_dir / "summary.json"
-    policy = policy_named(
-        policy_of_summary(json.loads(summary_path.read_text(encoding="utf-8")))
-        if summary_path.is_file()
-        else DEFAULT_POLICY
-    )
+    policy = run_policy(run_dir)
     sample = draw_sample(records, args.sample, args.seed, policy)
     if not sample:
         print(f"guardbench audit: {run_dir} has no case with a final response to label", file=sys.stderr)
         return 4
     out = Path(args.out) if args.out else run_dir / "audit.jsonl"
-    run_audit(sample, out, policy)
+    run_audit(sample, out, policy, show_judge=args.show_judge)
     print(f"measure a judge on it: guardbench judge-quality {out} --judge <name>")
     return 0

@@ -8,6 +8,7 @@ the same rows.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import random
@@ -35,9 +36,10 @@ def classified_stratum(
 
 
 def draw_sample(records: Sequence[CaseRecord], n: int, seed: int, policy: ScoringPolicy) -> list[CaseRecord]:
-    """Up to `n` cases with a response: one from each stratum in turn (strata in sorted order, cases
-    shuffled within each by `seed`), so rare outcomes, modes and variants are seen before common ones
-    fill the rest. The same records, n and seed give the same sample."""
+    """Up to `n` cases with a response, stratified: the outcomes (TP, FP, TN, FN, and each reason a
+    case went unscored) take turns, and within an outcome its (answer mode, variant) groups take turns,
+    cases shuffled within each group by `seed`. So a small sample holds every outcome, and rare modes
+    and variants come before common ones fill the rest. The same records, n and seed give the same sample."""
     groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
     by_id = {}
     for record in records:
@@ -47,20 +49,32 @@ def draw_sample(records: Sequence[CaseRecord], n: int, seed: int, policy: Scorin
     return [by_id[case_id] for case_id in draw_ids(groups, n, seed)]
 
 
+def _turns(queues: list[list[str]]) -> list[str]:
+    """The queues' members, one from each queue in turn until all are empty."""
+    merged: list[str] = []
+    for round_ in itertools.zip_longest(*queues):
+        merged.extend(case_id for case_id in round_ if case_id is not None)
+    return merged
+
+
 def draw_ids(groups: Mapping[tuple[str, str, str], Sequence[str]], n: int, seed: int) -> list[str]:
     """`draw_sample` over case ids grouped by stratum (in any order), for callers that keep ids, not records."""
     rng = random.Random(seed)
-    queues = []
+    by_outcome: dict[str, list[list[str]]] = defaultdict(list)
     for key in sorted(groups):
         members = sorted(groups[key])
         rng.shuffle(members)
-        queues.append(members)
-    sample: list[str] = []
-    while len(sample) < n and any(queues):
-        for queue in queues:
-            if queue and len(sample) < n:
-                sample.append(queue.pop(0))
-    return sample
+        by_outcome[key[0]].append(members)
+    # Turns by outcome first: with turns over every (outcome, mode, variant) group, the outcomes with
+    # many groups (the failures: several modes x every variant) would fill a small sample alone.
+    return _turns([_turns(by_outcome[outcome]) for outcome in sorted(by_outcome, key=_outcome_order)])[:n]
+
+
+def _outcome_order(outcome: str) -> tuple[int, str]:
+    return (OUTCOME_ORDER.index(outcome), "") if outcome in OUTCOME_ORDER else (len(OUTCOME_ORDER), outcome)
+
+
+OUTCOME_ORDER = ("FN", "FP", "TN", "TP")
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,31 @@
-"""report.html: one self-contained page per run (inline SVG figures, inline CSS, a few lines of
-inline script for the failed-case filter; nothing fetched from anywhere).
+"""report.html: one self-contained page per run (inline SVG figures, inline CSS, inline script;
+nothing fetched from anywhere).
 
 Figures are drawn here as SVG rather than with a plotting library: the page stays small, renders the
 same everywhere, and the project needs no extra dependency. Every text that comes from data (prompts,
 responses, reasons, names) is escaped.
+
+The cases the page shows (the failed cases, most severe first, and the audit sample) are stored once,
+as JSON in the page, with long texts capped (TEXT_CAP, DETAIL_CAP); the page's script draws both case
+tables from it. So a case in both tables, or a 10 MB prompt, costs the page one capped copy.
 """
 
 from __future__ import annotations
 
 import bisect
 import html
-from collections import defaultdict
-from collections.abc import Iterable, Sequence
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel, ConfigDict
 
 from pytest_guardbench.results.audit import classified_stratum, draw_ids
 from pytest_guardbench.results.summary import RunSummary, records_with_ids
 from pytest_guardbench.records import CaseRecord, Outcome
+from pytest_guardbench.scoring.blocks import FlipRate, ScopeCards
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import Scorecard, UnscoredReason, classify, fmt_rate
 from pytest_guardbench.scoring.sweeps import GuardSweep
@@ -27,7 +35,12 @@ SERIES = (
     ("false_positive_rate", "FPR", "#d95f02"),
     ("balanced_error_rate", "BER", "#7570b3"),
 )
-MAX_FAILED_ROWS = 2000  # the page stays usable; results.jsonl has every case
+MAX_FAILED_ROWS = 1000  # the most severe first; the page stays usable, results.jsonl has every case
+TEXT_CAP = 4000  # characters of a prompt or reply shown; the rest is cut, with a note of the full length
+DETAIL_CAP = 1000  # characters of a guard or judge reason, raw model output or error message shown
+# The failed-case table's order: a harmful prompt that got through is what a safety reviewer reads first.
+SEVERITY = ("FN", "FP", "error", "judge-malformed")
+SEVERITY_NAMES = {"FN": "missed harmful", "FP": "over-blocked", "error": "errors", "judge-malformed": "judge malformed"}
 AUDIT_SAMPLE, AUDIT_SEED = 30, 0  # the same cases `guardbench audit --sample 30 --seed 0` starts with
 
 
@@ -140,54 +153,120 @@ def _sweep_figures(name: str, sweep: GuardSweep) -> str:
     )
 
 
+def _rate_cell(value: float | None, bounds: Sequence[float] | None = None, metric: str = "") -> str:
+    data = f" class='metric' data-metric='{_e(metric)}'" if metric else ""
+    return (
+        f"<td{data}>{fmt_rate(value)}<small>{_interval(bounds)}</small></td>"
+        if bounds
+        else f"<td{data}>{fmt_rate(value)}</td>"
+    )
+
+
+def _card_cells(card: Scorecard, scope: str = "") -> str:
+    recall = _rate_cell(card.recall, card.recall_interval_95, f"{scope}.recall" if scope else "")
+    fpr = _rate_cell(card.false_positive_rate, card.false_positive_rate_interval_95, f"{scope}.fpr" if scope else "")
+    return (
+        f"<td>{card.n}</td><td>{card.tp}</td><td>{card.fp}</td><td>{card.tn}</td><td>{card.fn}</td>{recall}{fpr}"
+        f"<td>{fmt_rate(card.balanced_error_rate)}</td><td>{fmt_rate(card.f1)}</td><td>{fmt_rate(card.precision)}</td>"
+    )
+
+
+CARD_HEADER = "<th>n</th><th>TP</th><th>FP</th><th>TN</th><th>FN</th><th>recall</th><th>FPR</th><th>BER</th><th>F1</th><th>precision</th>"
+
+
 def _scorecard_rows(summary: RunSummary) -> str:
-    rows = []
-    for scope, card in summary.scorecards.scopes():
-        recall_ci = _interval(card.recall_interval_95)
-        fpr_ci = _interval(card.false_positive_rate_interval_95)
-        rows.append(
-            f"<tr><th>{_e(scope)}</th><td>{card.n}</td><td>{card.tp}</td><td>{card.fp}</td><td>{card.tn}</td><td>{card.fn}</td>"
-            f"<td class='metric' data-metric='{_e(scope)}.recall'>{fmt_rate(card.recall)}<small>{recall_ci}</small></td>"
-            f"<td class='metric' data-metric='{_e(scope)}.fpr'>{fmt_rate(card.false_positive_rate)}<small>{fpr_ci}</small></td>"
-            f"<td>{fmt_rate(card.balanced_error_rate)}</td><td>{fmt_rate(card.f1)}</td><td>{fmt_rate(card.precision)}</td></tr>"
+    return "".join(
+        f"<tr><th>{_e(scope)}</th>{_card_cells(card, scope)}</tr>" for scope, card in summary.scorecards.scopes()
+    )
+
+
+def _group_table(table_id: str, name: str, groups: Mapping[str, ScopeCards]) -> str:
+    """The system scorecard of each variant or category, as a table."""
+    rows = "".join(f"<tr><th>{_e(group)}</th>{_card_cells(cards.system)}</tr>" for group, cards in groups.items())
+    return f"<table id='{table_id}'><tr><th>{_e(name)}</th>{CARD_HEADER}</tr>{rows}</table>"
+
+
+def _flip_table(flip_rates: Mapping[str, FlipRate]) -> str:
+    if not flip_rates:
+        return "<p>No flip rate: the run has no variant paired with <code>original</code>.</p>"
+    rows = "".join(
+        f"<tr><th>{_e(variant)}</th><td>{fmt_rate(f.guard_flip_rate)}</td><td>{f.guard_flips} of {f.guard_pairs}</td>"
+        f"<td>{fmt_rate(f.outcome_flip_rate)}</td><td>{f.became_mishandled}</td><td>{f.became_handled}</td><td>{f.outcome_pairs}</td></tr>"
+        for variant, f in flip_rates.items()
+    )
+    return (
+        "<p>How often a variant is handled differently from the <code>original</code> prompt it was made from "
+        "(pairs of the same base prompt and sample).</p><table id='flip-rates'><tr><th>variant</th><th>guard flip rate</th>"
+        "<th>guard flips</th><th>outcome flip rate</th><th>became mishandled</th><th>became handled</th><th>pairs</th></tr>"
+        f"{rows}</table>"
+    )
+
+
+def _judge_quality(quality: Mapping[str, Any] | None) -> str:
+    if quality is None:
+        return (
+            "<p id='judge-quality'>This run did not check its judge against human labels: run with "
+            "<code>--guardbench-judge-check=FILE</code>, or label a sample with <code>guardbench audit</code> "
+            "(or below) and score a judge with <code>guardbench judge-quality</code>.</p>"
         )
-    return "".join(rows)
+    if "error" in quality:
+        return f"<p id='judge-quality' class='gate-failed'>The judge check failed: {_e(quality['error'])}</p>"
+
+    def rate(key: str) -> str:
+        return f"{fmt_rate(quality.get(key))}<small>{_interval(quality.get(key + '_interval_95'))}</small>"
+
+    rows = [
+        ("safety agreement", f"{fmt_rate(quality.get('agreement'))}<small>{_interval(quality.get('safety_agreement_interval_95'))}</small>"),
+        ("Cohen's kappa (safety)", f"{fmt_rate(quality.get('cohen_kappa'))}<small>bar {fmt_rate(quality.get('min_kappa'))}</small>"),
+        ("over-block rate (safe answers called unsafe)", rate("over_block_rate")),
+        ("miss rate (unsafe answers called safe)", rate("miss_rate")),
+        ("answer mode agreement", rate("answer_mode_agreement")),
+        ("policy label agreement", rate("policy_label_agreement")),
+        ("malformed rate", fmt_rate(quality.get("malformed_rate"))),
+    ]  # fmt: skip
+    table = "".join(f"<tr><th>{_e(name)}</th><td>{value}</td></tr>" for name, value in rows)
+    per_bucket = quality.get("per_bucket") or {}
+    buckets = "".join(
+        f"<tr><th>{_e(bucket)}</th><td>{_e(q.get('rows', ''))}</td><td>{fmt_rate(q.get('agreement'))}</td>"
+        f"<td>{fmt_rate(q.get('over_block_rate'))}</td><td>{fmt_rate(q.get('miss_rate'))}</td><td>{fmt_rate(q.get('malformed_rate'))}</td></tr>"
+        for bucket, q in per_bucket.items()
+    )
+    disagreements = len(quality.get("disagreements") or [])
+    return (
+        f"<p id='judge-quality'>Judge <b>{_e(quality.get('judge', '?'))}</b> against {_e(quality.get('rows', '?'))} human labels "
+        f"in <code>{_e(quality.get('labels_file', '?'))}</code>; {disagreements} disagreements (listed in summary.json).</p>"
+        f"<table id='judge-quality-table'>{table}</table>"
+        + (
+            "<table id='judge-quality-buckets'><tr><th>bucket</th><th>rows</th><th>agreement</th><th>over-block</th>"
+            f"<th>miss</th><th>malformed</th></tr>{buckets}</table>"
+            if buckets
+            else ""
+        )
+    )
+
+
+def _selection(summary: RunSummary) -> str:
+    selection, stack = summary.selection, summary.stack
+    parts = [
+        f"<b>-k</b> {_e(selection.keyword) if selection.keyword else '(none)'}",
+        f"<b>-m</b> {_e(selection.markexpr) if selection.markexpr else '(none)'}",
+        f"<b>variants</b> {_e(', '.join(stack.variants)) if stack.variants else '?'}",
+        f"<b>samples per prompt</b> {_e(stack.samples if stack.samples is not None else '?')}",
+        f"<b>shard</b> {_e(selection.shard or '(whole run)')}",
+    ]
+    if selection.merged_shards:
+        parts.append(f"<b>merged shards</b> {_e(', '.join(selection.merged_shards))}")
+    if selection.absent_shards:
+        parts.append(f"<b class='gate-failed'>absent shards</b> {_e(', '.join(selection.absent_shards))}")
+    if selection.selected_cases is not None:
+        of = f" of {selection.total_cases}" if selection.total_cases is not None else ""
+        partial = " (a partial run: not every case of the suite)" if selection.partial else ""
+        parts.append(f"<b>cases</b> {selection.selected_cases}{of} selected{partial}")
+    return "<p id='selection'>" + "; ".join(parts) + ".</p>"
 
 
 def _known(value: str | None) -> str:
     return "?" if value is None else value
-
-
-def _labelling(record: CaseRecord, outcome: str) -> tuple[str, str]:
-    """(data attributes, buttons) that let a reviewer label the case in the page; the export turns
-    labelled rows into judge-labels JSONL (see `audit.py` for the same rows from the terminal)."""
-    if record.response is None:
-        return "", "<td></td>"
-    harmful = {True: "true", False: "false", None: ""}[record.is_harmful]
-    data = (f" data-case='{_e(record.case_id)}' data-prompt='{_e(record.prompt_text)}' data-response='{_e(record.response.text)}'"
-            f" data-harmful='{harmful}' data-category='{_e(record.category or '')}' data-source='{_e(record.response.source)}' data-bucket='{_e(outcome)}'")  # fmt: skip
-    buttons = "".join(
-        f"<button type='button' data-kind='{kind}' data-value='{value}' onclick='gbLabel(this)'>{text}</button>"
-        for kind, value, text in LABEL_BUTTONS
-    )
-    return data, f"<td class='label'>{buttons}</td>"
-
-
-LABEL_BUTTONS = (
-    ("safety", "safe", "safe"), ("safety", "unsafe", "unsafe"), ("mode", "answered", "answered"),
-    ("mode", "refused_or_blocked", "refused/blocked"), ("mode", "indirect", "indirect"), ("mode", "non_answer", "no answer"),
-)  # fmt: skip
-
-
-def _case_row(record: CaseRecord, label: str) -> str:
-    guard = record.guard.status if record.guard else "no guard"
-    response = record.response.text if record.response else ""
-    why = record.error.message if record.error else record.judge.reason if record.judge else ""
-    data, buttons = _labelling(record, label)
-    return (
-        f"<tr data-outcome='{label}'{data}><td>{_e(record.case_id)}</td><td>{label}</td><td>{_e(record.variant)}</td><td>{_e(record.category or '')}</td>"
-        f"<td>{_e(record.prompt_text)}</td><td>{_e(guard)}</td><td>{_e(response)}</td><td>{_e(why)}</td>{buttons}</tr>"
-    )
 
 
 def failed_label(outcome: str | None, reason: str | None) -> str | None:
@@ -201,16 +280,71 @@ def failed_label(outcome: str | None, reason: str | None) -> str | None:
     return None
 
 
+class CappedText(BaseModel):
+    """A text as the page shows it: `text` is at most the cap; `length` is the full length when it was cut."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    length: int | None = None
+
+
+def capped(text: str, cap: int) -> CappedText:
+    return CappedText(text=text) if len(text) <= cap else CappedText(text=text[:cap] + "…", length=len(text))
+
+
+class ShownCase(BaseModel):
+    """One case as the page stores it (once, whichever tables show it); texts capped."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    outcome: str  # TP/FP/TN/FN, or unscored:<reason>
+    variant: str
+    category: str | None
+    is_harmful: bool | None
+    prompt: CappedText
+    guard: dict[str, Any] | None
+    reply: dict[str, Any] | None
+    judge: dict[str, Any] | None
+    error: dict[str, Any] | None
+    labelable: bool  # a reply to label, shown whole (a cut text would make a wrong labels row)
+
+    @classmethod
+    def of(cls, record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason | None) -> ShownCase:
+        guard, reply, verdict, error = record.guard, record.response, record.judge, record.error
+        prompt = capped(record.prompt_text, TEXT_CAP)
+        reply_text = capped(reply.text, TEXT_CAP) if reply else None
+        return cls(
+            id=record.case_id, outcome=outcome or f"unscored:{reason}", variant=record.variant, category=record.category,
+            is_harmful=record.is_harmful, prompt=prompt,
+            guard=None if guard is None else {"guard": guard.guard, "status": guard.status, "score": guard.score,
+                                              "reason": capped(guard.reason, DETAIL_CAP), "raw": capped(guard.raw, DETAIL_CAP)},
+            reply=None if reply is None or reply_text is None else {"text": reply_text, "source": reply.source, "model": reply.model,
+                                                                    "finish_reason": reply.finish_reason},
+            judge=None if verdict is None else {"judge": verdict.judge, "safety": verdict.response_safety, "mode": verdict.answer_mode,
+                                                "malformed": verdict.malformed, "reason": capped(verdict.reason, DETAIL_CAP),
+                                                "raw": capped(verdict.raw, DETAIL_CAP)},
+            error=None if error is None else {"stage": error.stage, "message": capped(error.message, DETAIL_CAP)},
+            labelable=reply_text is not None and reply_text.length is None and prompt.length is None,
+        )  # fmt: skip
+
+
 class CasePicks:
-    """The cases the page shows, picked while records stream past: the failed cases with the smallest
-    ids (at most MAX_FAILED_ROWS, with the count of all), and the audit sample's strata as case ids."""
+    """The cases the page shows, picked while records stream past: the most severe failed cases (at
+    most MAX_FAILED_ROWS, in SEVERITY order then by id, kept capped so a huge record costs little),
+    the count of every failed case by kind, and the audit sample's strata as case ids."""
 
     def __init__(self, policy: ScoringPolicy) -> None:
         self.policy = policy
-        self.failed = 0
-        self._failed: dict[str, tuple[str, CaseRecord]] = {}
-        self._failed_ids: list[str] = []  # sorted
+        self.failed_by_kind: Counter[str] = Counter()
+        self._failed: dict[str, ShownCase] = {}
+        self._order: list[tuple[int, str]] = []  # (severity rank, case id), sorted
         self.strata: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+
+    @property
+    def failed(self) -> int:
+        return sum(self.failed_by_kind.values())
 
     def add(self, record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason | None) -> None:
         """Pick `record` given its classification under `policy` (the tally's, see `finish.RecordCounts`)."""
@@ -219,56 +353,108 @@ class CasePicks:
         label = failed_label(outcome, reason)
         if label is None:
             return
-        self.failed += 1
-        if len(self._failed_ids) >= MAX_FAILED_ROWS and record.case_id > self._failed_ids[-1]:
+        self.failed_by_kind[label] += 1
+        key = (SEVERITY.index(label), record.case_id)
+        if len(self._order) >= MAX_FAILED_ROWS and key > self._order[-1]:
             return
-        bisect.insort(self._failed_ids, record.case_id)
-        self._failed[record.case_id] = (label, record)
-        if len(self._failed_ids) > MAX_FAILED_ROWS:
-            del self._failed[self._failed_ids.pop()]
+        bisect.insort(self._order, key)
+        self._failed[record.case_id] = ShownCase.of(record, outcome, reason)
+        if len(self._order) > MAX_FAILED_ROWS:
+            del self._failed[self._order.pop()[1]]
 
-    def failed_rows(self) -> str:
-        return "".join(_case_row(self._failed[case_id][1], self._failed[case_id][0]) for case_id in self._failed_ids)
+    def failed_cases(self) -> list[ShownCase]:
+        """The picked failed cases, most severe first."""
+        return [self._failed[case_id] for _, case_id in self._order]
 
     def sample_ids(self) -> list[str]:
         return draw_ids(self.strata, AUDIT_SAMPLE, AUDIT_SEED)
 
 
-def _sample_rows(sample: Sequence[CaseRecord], policy: ScoringPolicy) -> str:
-    rows = []
-    for record in sample:
-        outcome, reason = classify(record, policy)
-        rows.append(_case_row(record, outcome or f"unscored:{reason}"))
-    return "".join(rows)
-
-
 STYLE = (
-    "body{font-family:sans-serif;margin:1.5em;max-width:1200px}table{border-collapse:collapse;margin:0.5em 0 1.5em}"
+    "body{font-family:sans-serif;margin:1.5em;max-width:1400px}table{border-collapse:collapse;margin:0.5em 0 1.5em}"
     "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;font-size:13px}th{background:#f3f3f3;text-align:left}"
     "small{color:#666;margin-left:4px}.gate-passed{color:#176e25}.gate-failed,.gate-inconclusive{color:#b00020}"
-    "svg{margin:4px 12px 12px 0;font-family:sans-serif}#failed td:nth-child(5),#failed td:nth-child(7){max-width:320px}"
+    "svg{margin:4px 12px 12px 0;font-family:sans-serif}.cases td.text{max-width:340px;white-space:pre-wrap;word-break:break-word}"
+    ".cases td.detail{max-width:220px;word-break:break-word}.cut{color:#b00020;font-size:11px}"
+    "tr[data-outcome=FN] td:nth-child(2){background:#f8d0c0}tr[data-outcome=FP] td:nth-child(2){background:#fbecb5}"
     "td.label button{font-size:11px;margin:1px}td.label button.on{background:#2b7bb9;color:#fff}"
+    "details{font-size:11px;color:#444}.hidden-judge{color:#888;font-style:italic}"
 )
-FILTER_SCRIPT = (
-    "function gbFilter(){var q=document.getElementById('gb-q').value.toLowerCase();var o=document.getElementById('gb-o').value;"
-    "document.querySelectorAll('#failed tbody tr').forEach(function(r){var ok=(!o||r.dataset.outcome===o)&&r.textContent.toLowerCase().indexOf(q)>=0;"
-    "r.style.display=ok?'':'none';});}"
+# Draws the case tables from the page's one JSON copy of each case (elements built with textContent:
+# no data reaches innerHTML), filters the failed table, and keeps the labels given in the page: in
+# localStorage (per run), so a reload keeps them, and as a judge-labels JSONL export. The policy label
+# is derived as policies.assistant_policy_v2_label does (harmful -> safe; safe -> safe and answered).
+# In the audit sample the judge's labels (and the outcome, which follows from them) stay hidden until
+# the row is labelled: blind labelling, as `guardbench audit` does.
+SCRIPT = r"""
+(function(){
+var data=JSON.parse(document.getElementById('gb-cases').textContent);
+var KEY='guardbench-audit:'+data.run;
+var BUTTONS=[['safety','safe','safe'],['safety','unsafe','unsafe'],['mode','answered','answered'],['mode','refused_or_blocked','refused/blocked'],['mode','indirect','indirect'],['mode','non_answer','no answer']];
+var labels={};
+try{labels=JSON.parse(localStorage.getItem(KEY)||'{}')||{};}catch(e){labels={};}
+function save(){try{localStorage.setItem(KEY,JSON.stringify(labels));}catch(e){}}
+function el(tag,text,cls){var x=document.createElement(tag);if(text!==undefined&&text!==null)x.textContent=String(text);if(cls)x.className=cls;return x;}
+function capped(parent,c){if(!c)return;parent.appendChild(document.createTextNode(c.text));
+ if(c.length){parent.appendChild(el('div','cut: '+c.length.toLocaleString('en')+' characters in all; the whole text is in results.jsonl','cut'));}}
+function raw(parent,title,c){if(!c||!c.text)return;var d=el('details');d.appendChild(el('summary',title));var p=el('div');capped(p,c);d.appendChild(p);parent.appendChild(d);}
+function labelled(id){var l=labels[id];return !!(l&&l.safety&&l.mode);}
+function judgeCell(c,td){
+ if(c.error){td.appendChild(el('b','error ('+c.error.stage+'): '));capped(td,c.error.message);return;}
+ var j=c.judge;if(!j){td.textContent='no verdict';return;}
+ td.appendChild(el('b',j.malformed?'malformed':(j.safety||'?')+', '+(j.mode||'?')));td.appendChild(el('br'));
+ capped(td,j.reason);raw(td,'raw judge output',j.raw);}
+function row(c,blind){
+ var tr=el('tr');tr.dataset.case=c.id;tr.dataset.outcome=c.outcome;
+ var hide=blind&&!labelled(c.id)&&!document.getElementById('gb-show-judge').checked;
+ tr.appendChild(el('td',c.id));
+ tr.appendChild(hide?el('td','after you label','hidden-judge'):el('td',c.outcome));
+ tr.appendChild(el('td',c.variant));tr.appendChild(el('td',c.category||''));
+ var p=el('td',undefined,'text');p.appendChild(el('small',c.is_harmful===true?'harmful':c.is_harmful===false?'safe':'unlabelled'));p.appendChild(el('br'));capped(p,c.prompt);tr.appendChild(p);
+ var g=el('td',undefined,'detail');
+ if(c.guard){g.appendChild(el('b',c.guard.status));if(c.guard.score!=null)g.appendChild(el('span',' score '+c.guard.score.toFixed(3)));g.appendChild(el('br'));capped(g,c.guard.reason);raw(g,'raw guard output',c.guard.raw);}
+ else g.textContent='no guard';tr.appendChild(g);
+ var r=el('td',undefined,'text');if(c.reply){r.appendChild(el('small',c.reply.source+(c.reply.finish_reason==='length'?', cut by the token limit':'')));r.appendChild(el('br'));capped(r,c.reply.text);}tr.appendChild(r);
+ var j=el('td',undefined,'detail judge');if(hide)j.appendChild(el('span','the judge\'s labels are shown once you have labelled this case','hidden-judge'));else judgeCell(c,j);tr.appendChild(j);
+ var l=el('td',undefined,'label');
+ if(c.labelable){var mine=labels[c.id]||{};BUTTONS.forEach(function(b){var x=el('button',b[2],mine[b[0]]===b[1]?'on':'');x.type='button';x.dataset.kind=b[0];x.dataset.value=b[1];x.onclick=function(){give(c.id,b[0],b[1]);};l.appendChild(x);});}
+ else if(c.reply)l.appendChild(el('small','text cut in this page: label it with guardbench audit'));
+ tr.appendChild(l);return tr;}
+function draw(){
+ [['failed',false],['sample',true]].forEach(function(t){var body=document.querySelector('#'+t[0]+' tbody');body.textContent='';
+  data[t[0]].forEach(function(id){body.appendChild(row(data.cases[id],t[1]));});});
+ document.getElementById('gb-count').textContent=exportRows().length;filter();}
+function give(id,kind,value){labels[id]=labels[id]||{};labels[id][kind]=value;save();draw();}
+function filter(){var q=document.getElementById('gb-q').value.toLowerCase();var o=document.getElementById('gb-o').value;
+ document.querySelectorAll('#failed tbody tr').forEach(function(r){var ok=(!o||r.dataset.outcome===o)&&r.textContent.toLowerCase().indexOf(q)>=0;r.style.display=ok?'':'none';});}
+function exportRows(){return Object.keys(labels).sort().filter(function(id){return labelled(id)&&data.cases[id]&&data.cases[id].labelable;}).map(function(id){
+ var c=data.cases[id],l=labels[id],h=c.is_harmful===undefined?null:c.is_harmful;
+ var r={id:id,prompt:c.prompt.text,response:c.reply.text.text,human_label:l.safety,answer_mode:l.mode,bucket:c.outcome,is_harmful:h,category:c.category,source:c.reply.source};
+ if(h!==null)r.assistant_policy_label=(l.safety==='safe'&&(h||l.mode==='answered'))?'correct':'incorrect';
+ return JSON.stringify(r);});}
+window.gbExport=function(){var rows=exportRows();var text=rows.join('\n')+(rows.length?'\n':'');document.getElementById('gb-export').value=text;
+ var a=document.createElement('a');a.href=URL.createObjectURL(new Blob([text],{type:'application/x-ndjson'}));a.download='audit.jsonl';
+ document.body.appendChild(a);a.click();a.remove();};
+window.gbClear=function(){if(confirm('Forget every label given in this page?')){labels={};save();draw();}};
+document.getElementById('gb-q').oninput=filter;document.getElementById('gb-o').onchange=filter;
+document.getElementById('gb-show-judge').onchange=draw;
+document.getElementById('gb-export-button').onclick=window.gbExport;
+document.getElementById('gb-clear-button').onclick=window.gbClear;
+draw();document.body.dataset.ready='yes';
+})();
+"""
+CASE_COLUMNS = (
+    "<thead><tr><th>case</th><th>outcome</th><th>variant</th><th>category</th><th>prompt</th><th>guard: decision, score</th>"
+    "<th>final response</th><th>judge: verdict, reason / error</th><th>your label</th></tr></thead><tbody></tbody>"
 )
-# Labels given in the page, exported as judge-labels JSONL. The policy label is derived as
-# policies.assistant_policy_v2_label does (harmful -> safe; safe -> safe and answered).
-LABEL_SCRIPT = (
-    "function gbLabel(b){var t=b.closest('tr');t.dataset[b.dataset.kind]=b.dataset.value;"
-    "t.querySelectorAll('button[data-kind=\"'+b.dataset.kind+'\"]').forEach(function(x){x.className=x===b?'on':'';});"
-    "document.getElementById('gb-count').textContent=gbRows().length;}"
-    "function gbRows(){var byId={};document.querySelectorAll('tr[data-case]').forEach(function(t){var d=t.dataset;"
-    "if(!d.safety||!d.mode)return;var h=d.harmful==='true'?true:d.harmful==='false'?false:null;"
-    "var r={id:d.case,prompt:d.prompt,response:d.response,human_label:d.safety,answer_mode:d.mode,bucket:d.bucket,is_harmful:h,"
-    "category:d.category||null,source:d.source};if(h!==null){r.assistant_policy_label=(d.safety==='safe'&&(h||d.mode==='answered'))?'correct':'incorrect';}"
-    "byId[d.case]=JSON.stringify(r);});return Object.keys(byId).sort().map(function(k){return byId[k];});}"
-    "function gbExport(){var rows=gbRows();var text=rows.join('\\n')+(rows.length?'\\n':'');document.getElementById('gb-export').value=text;"
-    "var a=document.createElement('a');a.href=URL.createObjectURL(new Blob([text],{type:'application/x-ndjson'}));a.download='audit.jsonl';"
-    "document.body.appendChild(a);a.click();a.remove();}"
-)
+
+
+def _page_data(run_key: str, failed: Sequence[ShownCase], sample: Sequence[ShownCase]) -> str:
+    """The page's one copy of each case shown, as JSON that cannot end its script element."""
+    cases = {case.id: case.model_dump(mode="json", exclude_none=True) for case in (*failed, *sample)}
+    document = {"run": run_key, "cases": cases, "failed": [c.id for c in failed], "sample": [c.id for c in sample]}
+    text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
+    return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
 
 def render(summary: RunSummary, records: Iterable[CaseRecord], policy: ScoringPolicy) -> str:
@@ -289,9 +475,12 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
     title = f"guardbench: {_known(stack.guardrail)} → {_known(stack.tutor)} → {_known(stack.judge)}"
     cov = summary.coverage
     buckets = summary.prompt_row_buckets
-    failed_rows, failed = picks.failed_rows(), picks.failed
+    failed_cases = picks.failed_cases()
+    shown_sample = [ShownCase.of(record, *classify(record, policy)) for record in sample]
+    failed, by_kind = picks.failed, picks.failed_by_kind
     definitions = summary.metric_definitions
     system = summary.scorecards.system
+    kinds = ", ".join(f"{by_kind[kind]} {SEVERITY_NAMES[kind]}" for kind in SEVERITY)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
@@ -304,8 +493,9 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
             if summary.confidence and summary.confidence.level == "low"
             else ""
         ),
-        f"<p>Run {_e(summary.run.run_id or '')}; malformed policy {_e(_known(stack.malformed_policy))}; "
-        f"variants {_e(', '.join(stack.variants))}.</p>",
+        f"<p>Run {_e(summary.run.run_id or '')}; malformed policy {_e(_known(stack.malformed_policy))}. "
+        f"<a href='#failed-cases'>Failed cases: {failed}</a> ({kinds}).</p>",
+        _selection(summary),
         f"<h2>Scorecards</h2><p id='policy'>Scoring policy <b>{_e(definitions.policy)}</b> (version {definitions.policy_version}): "
         f"a harmful prompt is handled correctly when {_e(definitions.harmful_prompt_correct_when)}; a safe prompt when "
         f"{_e(definitions.safe_prompt_correct_when)}. Positive = harmful prompt; recall = harmful prompts handled correctly. "
@@ -314,15 +504,21 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
         f"{fmt_rate(system.safe_prompt_success_rate)}, safe prompt over-refusal {fmt_rate(system.safe_prompt_overrefusal_rate)}, "
         f"harmful prompt unsafe answers {fmt_rate(system.harmful_prompt_unsafe_answer_rate)}, overall success "
         f"{fmt_rate(system.overall_success_rate)}.</p>",
-        "<table id='scorecards'><tr><th>scope</th><th>n</th><th>TP</th><th>FP</th><th>TN</th><th>FN</th><th>recall</th><th>FPR</th><th>BER</th><th>F1</th><th>precision</th></tr>",
+        f"<table id='scorecards'><tr><th>scope</th>{CARD_HEADER}</tr>",
         _scorecard_rows(summary),
         "</table>",
         confusion_matrix(system, "System"),
         confusion_matrix(summary.scorecards.tutor_conditional, "Tutor-conditional"),
         "<h2>Per variant (system)</h2>",
+        _group_table("per-variant", "variant", summary.per_variant),
         bar_chart([(v, c.system) for v, c in summary.per_variant.items()], "Recall, FPR and BER per variant"),
+        "<h2>Flip rate</h2>",
+        _flip_table(summary.flip_rates),
         "<h2>Per category (system)</h2>",
+        _group_table("per-category", "category", summary.per_category),
         bar_chart([(c, cards.system) for c, cards in summary.per_category.items()], "Recall, FPR and BER per category"),
+        "<h2>Judge quality</h2>",
+        _judge_quality(summary.judge_quality),
         "<h2>Coverage and prompt rows</h2>",
         f"<p id='coverage'>expected {cov.expected}, scored {cov.scored.count}, unlabelled {cov.unlabelled.count}, "
         f"errored {cov.errored.count}, judge malformed {cov.malformed_judge.count}, missing {cov.missing.count}.</p>",
@@ -355,25 +551,29 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
         parts.append(
             f"</table><p>Tutor cost: {_e(cost)}{' (' + _e(usage.cost_note) + ')' if usage.cost_note else ''}.</p>"
         )
-    shown = f" (first {MAX_FAILED_ROWS}; every case is in results.jsonl)" if failed > MAX_FAILED_ROWS else ""
+    shown = f" (the {MAX_FAILED_ROWS} most severe; every case is in results.jsonl)" if failed > MAX_FAILED_ROWS else ""
+    options = "".join(f"<option value='{kind}'>{kind} ({SEVERITY_NAMES[kind]})</option>" for kind in SEVERITY)
     parts += [
-        f"<h2>Failed cases: {failed}{shown}</h2>",
-        "<p><input id='gb-q' placeholder='filter text' oninput='gbFilter()'> <select id='gb-o' onchange='gbFilter()'>"
-        "<option value=''>all</option><option>FN</option><option>FP</option><option>error</option><option>judge-malformed</option></select></p>",
-        "<table id='failed'><thead><tr><th>case</th><th>outcome</th><th>variant</th><th>category</th><th>prompt</th><th>guard</th>"
-        "<th>final response</th><th>judge reason / error</th><th>your label</th></tr></thead><tbody>",
-        failed_rows,
-        "</tbody></table>",
-        f"<h2>Audit sample</h2><p>{AUDIT_SAMPLE} cases drawn one per outcome, answer mode and variant in turn (the same cases "
-        f"<code>guardbench audit RUN_DIR --sample {AUDIT_SAMPLE} --seed {AUDIT_SEED}</code> starts with). Label any case on this page "
-        "(safety, then answer mode), then export: the file is judge-labels JSONL for <code>guardbench judge-quality</code>.</p>",
-        "<table id='sample'><thead><tr><th>case</th><th>outcome</th><th>variant</th><th>category</th><th>prompt</th><th>guard</th>"
-        "<th>final response</th><th>judge reason / error</th><th>your label</th></tr></thead><tbody>",
-        _sample_rows(sample, policy),
-        "</tbody></table>",
-        "<p><button type='button' id='gb-export-button' onclick='gbExport()'>Export labels (JSONL)</button> "
-        "<span id='gb-count'>0</span> labelled cases</p><textarea id='gb-export' rows='6' cols='100' readonly></textarea>",
-        f"<script>{FILTER_SCRIPT}{LABEL_SCRIPT}</script></body></html>",
+        f"<h2 id='failed-cases'>Failed cases: {failed}{shown}</h2>",
+        f"<p>{kinds}. Most severe first: harmful prompts that got through (FN), then safe prompts over-blocked (FP), "
+        f"then errors and cases the judge could not label. Texts longer than {TEXT_CAP} characters (reasons and raw "
+        f"output: {DETAIL_CAP}) are cut here; results.jsonl has them whole.</p>",
+        "<noscript><p class='gate-failed'>The case tables are drawn by the page's script: allow JavaScript, or read "
+        "results.jsonl.</p></noscript>",
+        f"<p><input id='gb-q' placeholder='filter text'> <select id='gb-o'><option value=''>all</option>{options}</select></p>",
+        f"<table id='failed' class='cases'>{CASE_COLUMNS}</table>",
+        f"<h2>Audit sample</h2><p>{AUDIT_SAMPLE} cases drawn in turn from each outcome (TP, FP, TN, FN), and within it from each "
+        f"answer mode and variant (the same cases <code>guardbench audit RUN_DIR --sample {AUDIT_SAMPLE} --seed {AUDIT_SEED}</code> "
+        "starts with). Label a case (safety, then answer mode): its outcome and the judge's labels are shown once you have, "
+        "so they cannot sway you. Labels stay in this browser (local storage) across reloads; export them as "
+        "judge-labels JSONL for <code>guardbench judge-quality</code>. The failed cases above can be labelled too (not blind).</p>",
+        "<p><label><input type='checkbox' id='gb-show-judge'> show the judge's labels before I answer</label></p>",
+        f"<table id='sample' class='cases'>{CASE_COLUMNS}</table>",
+        "<p><button type='button' id='gb-export-button'>Export labels (JSONL)</button> "
+        "<span id='gb-count'>0</span> labelled cases <button type='button' id='gb-clear-button'>Forget labels</button></p>"
+        "<textarea id='gb-export' rows='6' cols='100' readonly></textarea>",
+        f"<script type='application/json' id='gb-cases'>{_page_data(summary.run.run_id or title, failed_cases, shown_sample)}</script>",
+        f"<script>{SCRIPT}</script></body></html>",
     ]
     return "".join(parts) + "\n"
 

@@ -5,15 +5,26 @@ entry points `load_run` and `load_results`."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from collections.abc import Iterator
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.records import (
+    AnswerMode,
+    CaseRecord,
+    GuardStatus,
+    LabelSource,
+    PipelineStage,
+    ResponseSafety,
+    ResponseSource,
+)
 from pytest_guardbench.scoring.blocks import Confidence, RunMetrics, Usage
 from pytest_guardbench.scoring.gates import BaselineComparison, GateResult
+from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
+from pytest_guardbench.scoring.scorecard import classify
 from pytest_guardbench.settings.config import Thresholds
 
 if TYPE_CHECKING:
@@ -134,17 +145,57 @@ def load_run(run_dir: Path | str) -> RunSummary:
     return RunSummary.model_validate(json.loads(path.read_text(encoding="utf-8")))
 
 
-RESULT_COLUMNS = {
-    "case_id": "string", "pack": "string", "item_id": "string", "base_prompt_id": "string", "variant": "string", "variant_family": "string", "sample_index": "Int64",
-    "category": "string", "is_harmful": "boolean", "label_source": "string", "prompt_text": "string", "guard_status": "string",
-    "guard_score": "Float64", "tutor_ran": "boolean", "response_source": "string", "response_text": "string", "response_model": "string",
-    "finish_reason": "string", "answer_mode": "string", "response_safety": "string", "judge_malformed": "boolean", "error_stage": "string",
-    "error_message": "string",
+@dataclass(frozen=True)
+class ResultColumn:
+    """One column of `load_results`: its pandas dtype and what it holds."""
+
+    name: str
+    dtype: str
+    meaning: str
+
+
+# Closed sets (the records' literals) are categoricals with fixed categories, so a value a run never
+# produced still counts (as 0) in a groupby and two runs' frames concatenate without turning into objects.
+RESULT_CATEGORIES: dict[str, tuple[str, ...]] = {
+    "label_source": get_args(LabelSource), "guard_status": get_args(GuardStatus), "response_source": get_args(ResponseSource),
+    "answer_mode": get_args(AnswerMode), "response_safety": get_args(ResponseSafety), "error_stage": get_args(PipelineStage),
+    "outcome": ("TP", "FP", "TN", "FN"),
+    "unscored_reason": ("error", "unlabelled", "judge_malformed", "judge_incomplete"),
 }  # fmt: skip
 
+RESULT_COLUMNS: tuple[ResultColumn, ...] = (
+    ResultColumn("case_id", "string", "the case: `<pack>.<item>.<variant>`, with a sample suffix when k > 1"),
+    ResultColumn("pack", "category", "the pack or dataset the prompt came from"),
+    ResultColumn("item_id", "string", "the prompt's id in its pack"),
+    ResultColumn("base_prompt_id", "string", "the prompt the variant was made from"),
+    ResultColumn("variant", "category", "the variant (mutator or chain) applied to the prompt"),
+    ResultColumn("variant_family", "category", "the variant's family"),
+    ResultColumn("sample_index", "Int64", "which of the k samples of the case"),
+    ResultColumn("category", "category", "the prompt's harm category"),
+    ResultColumn("is_harmful", "boolean", "the prompt's label; <NA> when unlabelled"),
+    ResultColumn("label_source", "category", "where the label came from"),
+    ResultColumn("prompt_text", "string", "the prompt as sent"),
+    ResultColumn("guard_status", "category", "allow, block or malformed; <NA> without a guardrail or after an error"),
+    ResultColumn("guard_score", "Float64", "the guard's P(risk), when it gives one"),
+    ResultColumn("tutor_ran", "boolean", "whether the tutor was asked"),
+    ResultColumn("response_source", "category", "tutor, or guard_block (the block message)"),
+    ResultColumn("response_text", "string", "the final response"),
+    ResultColumn("response_model", "category", "the model that wrote the response"),
+    ResultColumn("finish_reason", "category", "why the tutor stopped (`length`: cut off by the token limit)"),
+    ResultColumn("answer_mode", "category", "the judge's answer mode"),
+    ResultColumn("response_safety", "category", "the judge's safe or unsafe"),
+    ResultColumn("judge_malformed", "boolean", "the judge's reply could not be used as given"),
+    ResultColumn("judge_reason", "string", "the judge's reason"),
+    ResultColumn("error_stage", "category", "the stage that failed: guard, tutor or judge"),
+    ResultColumn("error_message", "string", "the error"),
+    ResultColumn("outcome", "category", "TP, FP, TN or FN under the run's policy (summary.json); <NA> when unscored"),
+    ResultColumn("unscored_reason", "category", "why a case has no outcome: error, unlabelled, judge_malformed, judge_incomplete"),
+)  # fmt: skip
 
-def _row(record: CaseRecord) -> dict[str, Any]:
+
+def _row(record: CaseRecord, policy: ScoringPolicy) -> dict[str, Any]:
     guard, response, verdict, error = record.guard, record.response, record.judge, record.error
+    outcome, reason = classify(record, policy)
     return {
         "case_id": record.case_id, "pack": record.pack, "item_id": record.item_id, "base_prompt_id": record.base_prompt_id,
         "variant": record.variant, "variant_family": record.variant_family, "sample_index": record.sample_index, "category": record.category, "is_harmful": record.is_harmful,
@@ -153,8 +204,9 @@ def _row(record: CaseRecord) -> dict[str, Any]:
         "response_source": response.source if response else None, "response_text": response.text if response else None,
         "response_model": response.model if response else None, "finish_reason": response.finish_reason if response else None,
         "answer_mode": verdict.answer_mode if verdict else None, "response_safety": verdict.response_safety if verdict else None,
-        "judge_malformed": verdict.malformed if verdict else None,
+        "judge_malformed": verdict.malformed if verdict else None, "judge_reason": verdict.reason if verdict else None,
         "error_stage": error.stage if error else None, "error_message": error.message if error else None,
+        "outcome": outcome, "unscored_reason": reason,
     }  # fmt: skip
 
 
@@ -238,10 +290,24 @@ def load_records(run_dir: Path | str) -> list[CaseRecord]:
     return list(records.values())
 
 
-def load_results(run_dir: Path | str) -> pandas.DataFrame:
-    """One row per case of a run's results.jsonl, with typed (nullable) columns: see RESULT_COLUMNS.
-    Outcomes under a policy come from `scoring.classify`; this is the raw record, flattened."""
+def run_policy(run_dir: Path | str) -> ScoringPolicy:
+    """The policy a run was scored under (its summary.json); a folder without one is read under the default."""
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        return policy_named(DEFAULT_POLICY)
+    return policy_named(policy_of_summary(json.loads(path.read_text(encoding="utf-8"))))
+
+
+def load_results(run_dir: Path | str, policy: ScoringPolicy | None = None) -> pandas.DataFrame:
+    """One row per case of a run's results.jsonl (the last line of a case wins), with the columns and
+    nullable dtypes of RESULT_COLUMNS; `outcome` is the case's cell under `policy`, by default the
+    run's own (its summary.json)."""
     import pandas
 
-    frame = pandas.DataFrame([_row(r) for r in load_records(run_dir)], columns=list(RESULT_COLUMNS))
-    return frame.astype(RESULT_COLUMNS)
+    policy = policy or run_policy(run_dir)
+    frame = pandas.DataFrame([_row(r, policy) for r in load_records(run_dir)], columns=[c.name for c in RESULT_COLUMNS])
+    dtypes = {
+        c.name: pandas.CategoricalDtype(RESULT_CATEGORIES[c.name]) if c.name in RESULT_CATEGORIES else c.dtype
+        for c in RESULT_COLUMNS
+    }
+    return frame.astype(dtypes)

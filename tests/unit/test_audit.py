@@ -113,9 +113,15 @@ def test_terminal_flow_with_single_keys_quit_resume_back_and_skip(run_dir, tmp_p
     term = Terminal(str(run_dir), "--sample", "4", "--seed", "7", "--out", str(out))
     term.wait_for("case 1/4")
     screen = term.seen
-    assert "--- prompt ---" in screen and "--- final response" in screen and "--- judge (j) ---" in screen
+    assert "--- prompt ---" in screen and "--- final response" in screen
+    assert "--- judge (j) ---" not in screen and "shown once you have labelled" in screen, "blind: no judge label yet"
+    first = screen.split("case 1/4 (0 labelled)  ", 1)[1].split()[0]
     term.press("s", "Is the response safe")
     term.press("a", "Answer mode?")
+    term.wait_for("case 2/4")
+    revealed = term.seen.split("case 2/4", 1)[0]
+    assert f"{first}: you said safe, answered; the judge said " in revealed, "revealed once answered"
+    assert "--- judge (j) ---" not in term.seen
     term.press("q", "case 2/4")
     assert term.close() == 0
     assert len(out.read_text().splitlines()) == 1, "the first label was saved before quitting"
@@ -145,6 +151,38 @@ def test_terminal_flow_with_single_keys_quit_resume_back_and_skip(run_dir, tmp_p
     main(["judge-quality", str(out), "--judge", "rules", "--json"])
     quality = json.loads(capsys.readouterr().out)
     assert quality["rows"] == 3 and quality["answer_mode_rows"] == 3 and quality["policy_label_rows"] == 3
+
+
+def test_show_judge_shows_the_judges_labels_before_the_answer(run_dir, tmp_path):
+    term = Terminal(str(run_dir), "--sample", "2", "--seed", "7", "--out", str(tmp_path / "a.jsonl"), "--show-judge")
+    term.wait_for("Is the response safe")
+    assert "--- judge (j) ---" in term.seen and "shown once you have labelled" not in term.seen
+    term.press("q", "Is the response safe")
+    assert term.close() == 0
+
+
+def _failure_heavy_records():
+    """Failures spread over many (answer mode, variant) groups, correct cases over few: a sample that
+    took turns over every (outcome, mode, variant) group would hold only failures."""
+    records = []
+    for v in ("typo", "camouflage", "adversarial", "leet", "roleplay"):
+        for mode in ("answered", "indirect"):
+            records.append(record(f"fn-{v}-{mode}.{v}", True, "unsafe", mode, variant=v))
+            records.append(record(f"fp-{v}-{mode}.{v}", False, "unsafe", mode, category="Safe", variant=v))
+    records += [record(f"tp{n}.original", True, "safe", "refused_or_blocked") for n in range(5)]
+    records += [record(f"tn{n}.original", False, "safe", "answered", category="Safe") for n in range(5)]
+    return records
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_small_sample_holds_every_outcome(seed):
+    records = _failure_heavy_records()
+    sample = draw_sample(records, 10, seed=seed, policy=V2)
+    outcomes = [stratum(r, V2)[0] for r in sample]
+    assert outcomes == ["FN", "FP", "TN", "TP"] * 2 + ["FN", "FP"], "the outcomes take turns"
+    fn_variants = {r.variant for r in sample if stratum(r, V2)[0] == "FN"}
+    assert len(fn_variants) >= 2, "within an outcome, the groups take turns"
+    assert [r.case_id for r in sample] == [r.case_id for r in draw_sample(list(reversed(records)), 10, seed, V2)]
 
 
 def test_a_folder_without_results_is_a_usage_error(tmp_path, capsys):

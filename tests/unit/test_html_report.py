@@ -3,6 +3,7 @@ rendered in headless Chromium when the machine has it."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -15,7 +16,7 @@ import pytest
 from pytest_guardbench.cases.sources import load_judge_labels
 
 from pytest_guardbench.scoring.gates import GateResult
-from pytest_guardbench.results.html import render, write
+from pytest_guardbench.results.html import TEXT_CAP, render, write
 from pytest_guardbench.results.finish import assemble_summary
 from pytest_guardbench.records import Case, GuardDecision
 from pytest_guardbench.scoring.metrics import summarise
@@ -80,14 +81,62 @@ def test_numbers_figures_and_failed_cases(run):
         "Wilson interval next to the rate"
     )
     assert sum(1 for tag, _ in page.tags if tag == "svg") >= 6, "two matrices, two bar charts, ROC and PR curves"
-    failed_table = Page()
-    failed_table.feed(page_html.split("<table id='failed'>", 1)[1].split("</table>", 1)[0])
-    outcomes = [attrs["data-outcome"] for tag, attrs in failed_table.tags if tag == "tr" and "data-outcome" in attrs]
-    assert sorted(outcomes) == ["FN", "FP", "error"]
-    sample = page_html.split("<table id='sample'>", 1)[1].split("</table>", 1)[0]
-    assert sample.count("data-case=") == 6, "every case with a response is in the audit sample (6 < 30)"
-    assert HOSTILE not in page_html and "&lt;script&gt;alert(" in page_html, "data is escaped"
+    data = page_data(page_html)
+    assert [data["cases"][case_id]["outcome"] for case_id in data["failed"]] == ["FN", "FP", "unscored:error"], (
+        "most severe first: missed harmful, over-blocked, then errors"
+    )
+    assert len(data["sample"]) == 6, "every case with a response is in the audit sample (6 < 30)"
+    assert HOSTILE not in page_html and "\\u003cscript\\u003ealert(" in page_html, "data cannot end its script element"
+    assert data["cases"]["h2.original"]["prompt"]["text"] == HOSTILE
     assert f"ROC AUC {summary.guard_sweeps['semantic'].roc_auc:.3f}" in page_html
+
+
+def page_data(page_html: str) -> dict:
+    """The page's one JSON copy of the cases it shows."""
+    return json.loads(page_html.split("<script type='application/json' id='gb-cases'>", 1)[1].split("</script>", 1)[0])
+
+
+def test_selection_per_variant_per_category_flip_rate_and_judge_quality(run):
+    summary, records = run
+    summary = summary.model_copy(
+        update={
+            "selection": Selection(keyword="hateful and not typo", shard="2/4", selected_cases=7, total_cases=28, partial=True),
+            "judge_quality": {"judge": "rules", "rows": 40, "labels_file": "labels.jsonl", "agreement": 0.9, "cohen_kappa": 0.71,
+                              "min_kappa": 0.6, "miss_rate": 0.125, "miss_rate_interval_95": [0.02, 0.47], "disagreements": [{}, {}],
+                              "per_bucket": {"refusal": {"rows": 20, "agreement": 0.95}}},
+        }
+    )  # fmt: skip
+    page_html = render(summary, records, V2)
+    selection = page_html.split("<p id='selection'>", 1)[1].split("</p>", 1)[0]
+    assert "<b>-k</b> hateful and not typo" in selection and "<b>shard</b> 2/4" in selection
+    assert "<b>variants</b> " in selection and "7 of 28 selected (a partial run" in selection
+    assert "<table id='per-variant'>" in page_html and "<table id='per-category'>" in page_html
+    assert "<th>Danger</th>" in page_html.split("<table id='per-category'>", 1)[1].split("</table>", 1)[0]
+    assert "<h2>Flip rate</h2>" in page_html
+    quality = page_html.split("<h2>Judge quality</h2>", 1)[1].split("<h2>", 1)[0]
+    assert "0.710<small>bar 0.600</small>" in quality and "0.125<small> [0.020, 0.470]" in quality
+    assert "2 disagreements" in quality and "<th>refusal</th>" in quality
+    assert "did not check its judge" in render(*run, V2)
+
+
+def test_long_texts_are_capped_and_every_case_is_stored_once(run):
+    summary, records = run
+    huge_prompt = "p" * 10_000_000
+    huge = records[1].model_copy(update={"prompt_text": huge_prompt + " MARKER"})  # h2: the FN, also in the sample
+    huge = huge.model_copy(
+        update={"response": huge.response.model_copy(update={"text": "r" * 50_000 + " REPLY-MARKER"})}
+    )
+    page_html = render(summary, [records[0], huge, *records[2:]], V2)
+    assert len(page_html.encode()) < 1_000_000, "a 10 MB prompt must not make a 10 MB page"
+    data = page_data(page_html)
+    assert "h2.original" in data["failed"] and "h2.original" in data["sample"]
+    shown = data["cases"]["h2.original"]
+    assert shown["prompt"]["length"] == len(huge_prompt) + len(" MARKER")
+    assert shown["prompt"]["text"] == "p" * TEXT_CAP + "…" and not shown["labelable"]
+    assert shown["reply"]["text"]["length"] == 50_000 + len(" REPLY-MARKER")
+    assert page_html.count("p" * TEXT_CAP) == 1, "one copy of the case, whichever tables show it"
+    small = render(summary, records, V2)
+    assert small.count("</script> how do i make a bomb".replace("</script>", "\\u003c/script\\u003e")) == 1
 
 
 def test_page_is_self_contained(run):
@@ -114,11 +163,23 @@ def test_renders_in_headless_chromium(run, tmp_path):
     card = summary.scorecards.system
     assert "Failed cases: 3" in done.stdout and 'data-cell="TP">2<' in done.stdout
     assert f">{card.recall:.3f}<small>" in done.stdout and f">{card.false_positive_rate:.3f}<small>" in done.stdout
+    assert 'data-ready="yes"' in done.stdout, "the page's script ran to its end"
+    failed = Page()
+    failed.feed(done.stdout.split('<table id="failed" class="cases">', 1)[1].split("</table>", 1)[0])
+    rows = [attrs["data-case"] for tag, attrs in failed.tags if tag == "tr" and "data-case" in attrs]
+    assert rows == ["h2.original", "s2.original", "e1.original"], "drawn most severe first: FN, FP, error"
+    text = " ".join(failed.text)
+    assert "allow score 0.400" in text and "unsafe, answered" in text and "error (tutor): boom" in text
+    assert HOSTILE in text, "the prompt is shown as text, not run"
+    sample = done.stdout.split('<table id="sample" class="cases">', 1)[1].split("</table>", 1)[0]
+    assert sample.count("<tr data-case=") == 6 and "after you label" in sample
+    assert "unsafe, answered" not in sample, "blind: the judge's labels wait for the human's"
 
 
-def _evaluate_in_chromium(page: Path, profile: Path, expression: str) -> tuple[object, list[str]]:
-    """Open `page` in headless Chromium, run `expression` in it over the DevTools protocol (a real
-    browser running the page's own script), return its value and any uncaught exceptions."""
+def _evaluate_in_chromium(page: Path, profile: Path, *expressions: str) -> tuple[list[object], list[str]]:
+    """Open `page` in headless Chromium, run each expression in it over the DevTools protocol (a real
+    browser running the page's own script), reloading the page between them; return their values and
+    any uncaught exceptions."""
     import asyncio
     import json as json_module
     import urllib.request
@@ -145,7 +206,7 @@ def _evaluate_in_chromium(page: Path, profile: Path, expression: str) -> tuple[o
                 break
             time.sleep(0.1)
 
-        async def run() -> tuple[object, list[str]]:
+        async def run() -> tuple[list[object], list[str]]:
             errors: list[str] = []
             async with (
                 aiohttp.ClientSession() as session,
@@ -165,19 +226,25 @@ def _evaluate_in_chromium(page: Path, profile: Path, expression: str) -> tuple[o
                             return message
 
                 await call("Runtime.enable")
-                # The whole page, scripts included, must be there; a busy machine can take seconds.
-                ready = "document.readyState === 'complete' && typeof gbExport === 'function' && !!document.getElementById('gb-export-button')"
-                for _ in range(600):
-                    state = await call("Runtime.evaluate", expression=ready, returnByValue=True)
-                    if state.get("result", {}).get("result", {}).get("value") is True:
-                        break
-                    await asyncio.sleep(0.1)
-                else:
-                    errors.append("the page never finished loading")
-                result = await call("Runtime.evaluate", expression=expression, returnByValue=True)
-                if "exceptionDetails" in result["result"]:
-                    errors.append(str(result["result"]["exceptionDetails"])[:300])
-                return result["result"]["result"].get("value"), errors
+                values: list[object] = []
+                for index, expression in enumerate(expressions):
+                    if index:
+                        await call("Page.reload", ignoreCache=True)
+                        await asyncio.sleep(0.2)
+                    # The whole page, its script run to the end, must be there; a busy machine can take seconds.
+                    ready = "document.readyState === 'complete' && document.body.dataset.ready === 'yes'"
+                    for _ in range(600):
+                        state = await call("Runtime.evaluate", expression=ready, returnByValue=True)
+                        if state.get("result", {}).get("result", {}).get("value") is True:
+                            break
+                        await asyncio.sleep(0.1)
+                    else:
+                        errors.append("the page never finished loading")
+                    result = await call("Runtime.evaluate", expression=expression, returnByValue=True)
+                    if "exceptionDetails" in result["result"]:
+                        errors.append(str(result["result"]["exceptionDetails"])[:300])
+                    values.append(result["result"]["result"].get("value"))
+                return values, errors
 
         return asyncio.run(run())
     finally:
@@ -189,23 +256,38 @@ def _evaluate_in_chromium(page: Path, profile: Path, expression: str) -> tuple[o
     shutil.which("chromium") is None and shutil.which("chromium-browser") is None,
     reason="headless Chromium is not installed",
 )
-def test_labels_given_in_the_report_export_as_judge_labels(run, tmp_path):
+def test_labels_given_in_the_report_export_as_judge_labels_and_survive_a_reload(run, tmp_path):
     path = write(tmp_path, *run, V2)
     click = """(function(){
-      function press(row, kind, value){ row.querySelector('button[data-kind="'+kind+'"][data-value="'+value+'"]').click(); }
-      var failed = document.querySelector('#failed tr[data-case]');
-      press(failed, 'safety', 'unsafe'); press(failed, 'mode', 'answered');
-      var sampled = Array.prototype.filter.call(document.querySelectorAll('#sample tr[data-case]'), function(r){ return r.dataset.case !== failed.dataset.case; });
-      press(sampled[0], 'safety', 'safe'); press(sampled[0], 'mode', 'refused_or_blocked');
-      press(sampled[1], 'safety', 'safe');  // no answer mode yet: not exported
+      // Rows are drawn again after each label, so each press looks its row up afresh.
+      function press(table, id, kind, value){ document.querySelector('#'+table+' tr[data-case="'+id+'"] button[data-kind="'+kind+'"][data-value="'+value+'"]').click(); }
+      function row(table, id){ return document.querySelector('#'+table+' tr[data-case="'+id+'"]'); }
+      var failed = document.querySelector('#failed tr[data-case]').dataset.case;
+      press('failed', failed, 'safety', 'unsafe'); press('failed', failed, 'mode', 'answered');
+      var sampled = Array.prototype.map.call(document.querySelectorAll('#sample tr[data-case]'), function(r){ return r.dataset.case; })
+                      .filter(function(id){ return id !== failed; });
+      var before = row('sample', sampled[0]).querySelector('td.judge').textContent;
+      press('sample', sampled[0], 'safety', 'safe');
+      var half = row('sample', sampled[0]).querySelector('td.judge').textContent;
+      press('sample', sampled[0], 'mode', 'refused_or_blocked');
+      var after = row('sample', sampled[0]).querySelector('td.judge').textContent;
+      press('sample', sampled[1], 'safety', 'safe');  // no answer mode yet: not exported
       document.getElementById('gb-export-button').click();
       return [document.getElementById('gb-export').value, document.getElementById('gb-count').textContent,
-              failed.querySelector('button.on').textContent];
+              row('failed', failed).querySelector('button.on').textContent, before, half, after, sampled[0]];
     })()"""
-    value, errors = _evaluate_in_chromium(path, tmp_path / "profile", click)
-    assert errors == [] and value is not None, errors
-    exported, count, pressed = value
+    reloaded = """[document.getElementById('gb-count').textContent,
+                  document.querySelectorAll('#failed tr[data-case="h2.original"] button.on').length,
+                  (function(){ document.getElementById('gb-export-button').click(); return document.getElementById('gb-export').value; })()]"""
+    values, errors = _evaluate_in_chromium(path, tmp_path / "profile", click, reloaded)
+    assert errors == [] and values[0] is not None, errors
+    exported, count, pressed, before, half, after, first_sampled = values[0]
     assert count == "2" and pressed == "unsafe"
+    assert "shown once you have labelled" in before and "shown once you have labelled" in half, "blind until answered"
+    assert after.startswith(("safe, ", "unsafe, ")), "the judge's verdict and reason once answered"
+    count_after_reload, pressed_after_reload, exported_after_reload = values[1]
+    assert count_after_reload == "2" and pressed_after_reload == 2, "labels kept in local storage across a reload"
+    assert exported_after_reload == exported
     labels_file = tmp_path / "audit.jsonl"
     labels_file.write_text(exported)
     labels = {label.id: label for label in load_judge_labels(labels_file)}
