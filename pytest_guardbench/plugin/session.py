@@ -24,6 +24,7 @@ from pytest_guardbench.results.finish import AddedChecks, CheckBuilder, RecordCo
 from pytest_guardbench.cases.sources import manifest
 from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.judges.quality import check_judge
+from pytest_guardbench.plugin.gate_case import gate_nodeid, gate_reports, gate_teststatus
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.judge_factory import run_judge
@@ -57,6 +58,8 @@ class GuardbenchSession:
         self.counts = RecordCounts.under(RunTally(inputs.policy, inputs.settings.thresholds.min_recall or 0.9))
         self._repeated = False  # a case reported twice: the finish recounts results.jsonl, last line winning
         self.expected_ids: set[str] = set()
+        self.suite_path: str | None = None  # the file of the first case, where the gate case is filed
+        self._reporting_gate = False
         self.abandoned = False  # the stack could not be built: no case ran and nothing is written
         self.lost: dict[str, LostReport] = {}
         self.worker_crashes: list[str] = []
@@ -108,6 +111,7 @@ class GuardbenchSession:
             case_id = case_id_of(item.nodeid)
             if case_id in self.inputs.cases_by_id and SLOT_FIXTURE in getattr(item, "fixturenames", ()):
                 self.expected_ids.add(case_id)
+                self.suite_path = self.suite_path or item.nodeid.split("::")[0]
 
     def merge_worker(self, worker_id: str, output: dict[str, Any] | None, error: object) -> None:
         if output is None or error is not None:
@@ -233,17 +237,35 @@ class GuardbenchSession:
             merged["resume"] = self.resume_info
         return merged
 
+    # tryfirst: the gate case's reports must reach the JUnit plugin before its own sessionfinish writes the file.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         try:
             if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.received):
                 return
             self._finish_run(session)
+            self._report_gate()
         except Exception as exc:  # noqa: BLE001 - reporting must never turn into a traceback
             self.internal_errors.append(f"could not write the guardbench report: {type(exc).__name__}: {exc}")
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         finally:
             self.release()
+
+    def _report_gate(self) -> None:
+        """The gate as one more test case, for every reporter (JUnit, the terminal's counts, --lf)."""
+        if self.gate is None:
+            return
+        nodeid = gate_nodeid(self.suite_path, self.inputs.settings.shard)
+        self._reporting_gate = True
+        try:
+            for report in gate_reports(nodeid, self.gate):
+                self.config.hook.pytest_runtest_logreport(report=report)
+        finally:
+            self._reporting_gate = False
+
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        return gate_teststatus(report, self._reporting_gate)
 
     @property
     def received(self) -> set[str]:
@@ -416,11 +438,10 @@ class XdistBridge:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """What each worker selected, known as soon as it has collected: an interrupted run, whose
         workers never send their final output, still knows how many cases were selected."""
-        self.session.expected_ids.update(
-            case_id
-            for case_id in map(case_id_of, ids)
-            if case_id is not None and case_id in self.session.inputs.cases_by_id
-        )
+        cases = [nodeid for nodeid in ids if case_id_of(nodeid) in self.session.inputs.cases_by_id]
+        self.session.expected_ids.update(case_id for case_id in map(case_id_of, cases) if case_id is not None)
+        if cases and self.session.suite_path is None:
+            self.session.suite_path = cases[0].split("::")[0]
 
 
 def _duration(seconds: float) -> str:
