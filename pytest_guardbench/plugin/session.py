@@ -28,6 +28,7 @@ from pytest_guardbench.plugin.gate_case import gate_nodeid, gate_reports, gate_t
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.judge_factory import run_judge
+from pytest_guardbench.run.judge_check import STORE_FOLDER, check_key, judge_identity, stored_check
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, SnapshotCheck, Stack, iter_records
 from pytest_guardbench.records import CaseRecord
@@ -60,6 +61,7 @@ class GuardbenchSession:
         self.expected_ids: set[str] = set()
         self.suite_path: str | None = None  # the file of the first case, where the gate case is filed
         self._reporting_gate = False
+        self.judge_check_reused: dict[str, Any] | None = None  # where the judge check came from, for run.execution
         self.abandoned = False  # the stack could not be built: no case ran and nothing is written
         self.lost: dict[str, LostReport] = {}
         self.worker_crashes: list[str] = []
@@ -210,8 +212,18 @@ class GuardbenchSession:
         if not labels or self.process is None:
             return None, None
         settings = self.inputs.settings
+        assert settings.judge_check is not None and settings.cache_path is not None
         try:
-            quality = check_judge(run_judge(self.inputs, self.process), labels, settings.min_judge_kappa)
+            judge = run_judge(self.inputs, self.process)
+            spec = self.inputs.model_specs.get("judge")
+            key = check_key(judge_identity(judge, spec), settings.judge_check, settings.min_judge_kappa)
+            quality, reused = stored_check(
+                settings.cache_path.parent / STORE_FOLDER,
+                key,
+                lambda: check_judge(judge, labels, settings.min_judge_kappa),
+                lambda: run_folder.utc_now().isoformat(),
+            )
+            self.judge_check_reused = {"reused": reused, **quality.get("stored_check", {})}
         except Exception as exc:  # noqa: BLE001 - a broken check is reported, not a crash
             quality = {"error": f"{type(exc).__name__}: {exc}", "low_confidence": True}
         quality["labels_file"] = str(settings.judge_check)
@@ -233,6 +245,8 @@ class GuardbenchSession:
             if local:
                 parts.append(local)
         merged = merge_counts(parts)
+        if self.judge_check_reused is not None:
+            merged["judge_check"] = self.judge_check_reused
         if self.resume_info is not None:
             merged["resume"] = self.resume_info
         return merged
@@ -388,6 +402,10 @@ class GuardbenchSession:
         if confidence and confidence.level == "low":
             terminalreporter.write_line(
                 f"guardbench: LOW CONFIDENCE scorecard: {confidence.reason}", yellow=True, bold=True
+            )
+        if self.judge_check_reused and self.judge_check_reused["reused"]:
+            terminalreporter.write_line(
+                f"judge check reused from {self.judge_check_reused['path']} (computed {self.judge_check_reused['computed_at']})"
             )
         terminalreporter.write_line(f"scorecard: {self.run_dir / 'summary.json' if self.run_dir else '?'}")
         for crash in self.worker_crashes:
