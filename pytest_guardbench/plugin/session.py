@@ -24,6 +24,7 @@ from pytest_guardbench.results.finish import AddedChecks, CheckBuilder, RecordCo
 from pytest_guardbench.cases.sources import manifest
 from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.judges.quality import check_judge
+from pytest_guardbench.plugin.progress import Progress
 from pytest_guardbench.plugin.gate_case import gate_nodeid, gate_reports, gate_teststatus
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.run.inputs import RunInputs
@@ -77,7 +78,8 @@ class GuardbenchSession:
         self.process: ProcessState | None = None  # this process's models and engine, for its counts and the judge check
         self.prior: dict[str, CaseRecord] = {}
         self.resume_info: dict[str, Any] | None = None
-        self._last_progress = time.perf_counter()
+        self.progress = Progress(config, inputs.settings.progress)
+        self._fresh = 0  # cases run in this run (not reused from a resumed folder), for the rate
         self._pytest_session: pytest.Session | None = None
         self._lock: RunFolderLock | None = None
         settings = inputs.settings
@@ -156,7 +158,7 @@ class GuardbenchSession:
                 self._writer.write(record)
             except run_folder.ReportWriteError as exc:
                 self._stop_run(str(exc))
-            self._progress()
+            self._progress(record)
         elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.received:
             reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
             self.lost[case_id] = LostReport(
@@ -173,25 +175,11 @@ class GuardbenchSession:
         if self._pytest_session is not None:
             self._pytest_session.shouldstop = f"guardbench: {reason}"
 
-    def _progress(self) -> None:
-        """A line every `--guardbench-progress` seconds on long runs; starts on its own line so
-        pytest's dots and percentages stay readable."""
-        every = self.inputs.settings.progress
-        now = time.perf_counter()
-        if every <= 0 or now - self._last_progress < every:
-            return
-        self._last_progress = now
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
+    def _progress(self, record: CaseRecord) -> None:
+        if record.case_id not in self.prior:  # a resumed run's reused cases say nothing of the rate
+            self._fresh += 1
         total = len(self.expected_ids) or len(self.inputs.cases)
-        done = len(self.received)
-        errors = self.counts.tally.errored
-        elapsed = now - self._started_clock
-        rate = done / elapsed if elapsed > 0 else 0.0
-        eta = f", about {_duration((total - done) / rate)} left" if rate > 0 and total > done else ""
-        reporter.ensure_newline()
-        reporter.write_line(f"guardbench: {done}/{total} cases, {rate:.1f} cases/s, {errors} errors{eta}")
+        self.progress.update(len(self.received), total, self._fresh, self.counts.tally.errored)
 
     # -- end of run -------------------------------------------------------------------------
     def _selection(self) -> Selection:
@@ -460,11 +448,6 @@ class XdistBridge:
         self.session.expected_ids.update(case_id for case_id in map(case_id_of, cases) if case_id is not None)
         if cases and self.session.suite_path is None:
             self.session.suite_path = cases[0].split("::")[0]
-
-
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds + 0.5), 60)
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
 
 
 def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
