@@ -55,6 +55,7 @@ class Progress:
         self._testing_since: float | None = (
             None  # the first test's start: collection and xdist's start-up are not case work
         )
+        self._terminal: Any = None  # the terminal reporter, known from the session's start
         self._in_report = False  # the terminal reporter is about to write: draw after it, not now
         self._text = ""
         self._shown = False  # the terminal status line is on the screen
@@ -87,7 +88,7 @@ class Progress:
             self._show(self._clock())
 
     def _reporter(self) -> Any:
-        return self.config.pluginmanager.get_plugin("terminalreporter")
+        return self._terminal
 
     def _tty(self, reporter: Any) -> bool:
         return bool(getattr(reporter, "isatty", False) and reporter._tw.hasmarkup)
@@ -141,6 +142,9 @@ class Progress:
         reporter = self._reporter()
         if reporter is not None and self._text and self._tty(reporter):
             self._draw(reporter)
+
+    def pytest_sessionstart(self) -> None:
+        self._terminal = self.config.pluginmanager.get_plugin("terminalreporter")
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_runtest_logstart(self) -> Generator[None]:
