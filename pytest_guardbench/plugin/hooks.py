@@ -110,6 +110,7 @@ def pytest_configure(config: pytest.Config) -> None:
         if interrupts.install():
             config.stash[INTERRUPTS_KEY] = interrupts
         config.pluginmanager.register(session, "guardbench-session")
+        config.pluginmanager.register(session.progress, "guardbench-progress")
         if config.pluginmanager.hasplugin("xdist"):
             config.pluginmanager.register(XdistBridge(session), "guardbench-xdist-bridge")
 
@@ -126,6 +127,7 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     if session is not None:
         session.release()
         config.pluginmanager.unregister(session)
+        config.pluginmanager.unregister(session.progress)
         bridge = config.pluginmanager.get_plugin("guardbench-xdist-bridge")
         if bridge is not None:
             config.pluginmanager.unregister(bridge)
@@ -191,7 +193,9 @@ def guardbench_record(_guardbench_slot: CaseSlot) -> CaseRecord:
     """The full pipeline record of this case: guard decision, final response, judge verdict."""
     slot = _guardbench_slot
     inputs = slot.config.stash[INPUTS_KEY]
-    record = record_for(slot, slot.config.stash[PROCESS_KEY], inputs.settings.progress)
+    run_session = slot.config.stash.get(SESSION_KEY, None)
+    progress = run_session.progress if run_session is not None else None
+    record = record_for(slot, slot.config.stash[PROCESS_KEY], inputs.settings.progress, progress)
     slot.item.stash[RECORD_KEY] = record.model_dump(mode="json")
     slot.item.user_properties.extend(junit_properties(record, inputs.policy))
     return record

@@ -82,7 +82,8 @@ class GuardbenchOutcome:
         if self.handled:
             return
         if self.mode == "gate":
-            raise pytest.xfail.Exception(self.explanation, pytrace=False)
+            # The outcome leads the reason, so JUnit's <skipped message> (where xfail goes) says FN or FP.
+            raise pytest.xfail.Exception(f"{self.outcome}: {self.explanation}", pytrace=False)
         pytest.fail(self.explanation, pytrace=False)
 
 

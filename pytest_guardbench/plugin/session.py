@@ -24,9 +24,12 @@ from pytest_guardbench.results.finish import AddedChecks, CheckBuilder, RecordCo
 from pytest_guardbench.cases.sources import manifest
 from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.judges.quality import check_judge
+from pytest_guardbench.plugin.progress import Progress
+from pytest_guardbench.plugin.gate_case import gate_nodeid, gate_reports, gate_teststatus
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.judge_factory import run_judge
+from pytest_guardbench.run.judge_check import STORE_FOLDER, check_key, judge_identity, stored_check
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, SnapshotCheck, Stack, iter_records
 from pytest_guardbench.records import CaseRecord
@@ -57,6 +60,9 @@ class GuardbenchSession:
         self.counts = RecordCounts.under(RunTally(inputs.policy, inputs.settings.thresholds.min_recall or 0.9))
         self._repeated = False  # a case reported twice: the finish recounts results.jsonl, last line winning
         self.expected_ids: set[str] = set()
+        self.suite_path: str | None = None  # the file of the first case, where the gate case is filed
+        self._reporting_gate = False
+        self.judge_check_reused: dict[str, Any] | None = None  # where the judge check came from, for run.execution
         self.abandoned = False  # the stack could not be built: no case ran and nothing is written
         self.lost: dict[str, LostReport] = {}
         self.worker_crashes: list[str] = []
@@ -72,7 +78,8 @@ class GuardbenchSession:
         self.process: ProcessState | None = None  # this process's models and engine, for its counts and the judge check
         self.prior: dict[str, CaseRecord] = {}
         self.resume_info: dict[str, Any] | None = None
-        self._last_progress = time.perf_counter()
+        self.progress = Progress(config, inputs.settings.progress)
+        self._fresh = 0  # cases run in this run (not reused from a resumed folder), for the rate
         self._pytest_session: pytest.Session | None = None
         self._lock: RunFolderLock | None = None
         settings = inputs.settings
@@ -108,6 +115,7 @@ class GuardbenchSession:
             case_id = case_id_of(item.nodeid)
             if case_id in self.inputs.cases_by_id and SLOT_FIXTURE in getattr(item, "fixturenames", ()):
                 self.expected_ids.add(case_id)
+                self.suite_path = self.suite_path or item.nodeid.split("::")[0]
 
     def merge_worker(self, worker_id: str, output: dict[str, Any] | None, error: object) -> None:
         if output is None or error is not None:
@@ -150,7 +158,7 @@ class GuardbenchSession:
                 self._writer.write(record)
             except run_folder.ReportWriteError as exc:
                 self._stop_run(str(exc))
-            self._progress()
+            self._progress(record)
         elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.received:
             reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
             self.lost[case_id] = LostReport(
@@ -167,25 +175,11 @@ class GuardbenchSession:
         if self._pytest_session is not None:
             self._pytest_session.shouldstop = f"guardbench: {reason}"
 
-    def _progress(self) -> None:
-        """A line every `--guardbench-progress` seconds on long runs; starts on its own line so
-        pytest's dots and percentages stay readable."""
-        every = self.inputs.settings.progress
-        now = time.perf_counter()
-        if every <= 0 or now - self._last_progress < every:
-            return
-        self._last_progress = now
-        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
+    def _progress(self, record: CaseRecord) -> None:
+        if record.case_id not in self.prior:  # a resumed run's reused cases say nothing of the rate
+            self._fresh += 1
         total = len(self.expected_ids) or len(self.inputs.cases)
-        done = len(self.received)
-        errors = self.counts.tally.errored
-        elapsed = now - self._started_clock
-        rate = done / elapsed if elapsed > 0 else 0.0
-        eta = f", about {_duration((total - done) / rate)} left" if rate > 0 and total > done else ""
-        reporter.ensure_newline()
-        reporter.write_line(f"guardbench: {done}/{total} cases, {rate:.1f} cases/s, {errors} errors{eta}")
+        self.progress.update(len(self.received), total, self._fresh, self.counts.tally.errored)
 
     # -- end of run -------------------------------------------------------------------------
     def _selection(self) -> Selection:
@@ -206,8 +200,18 @@ class GuardbenchSession:
         if not labels or self.process is None:
             return None, None
         settings = self.inputs.settings
+        assert settings.judge_check is not None and settings.cache_path is not None
         try:
-            quality = check_judge(run_judge(self.inputs, self.process), labels, settings.min_judge_kappa)
+            judge = run_judge(self.inputs, self.process)
+            spec = self.inputs.model_specs.get("judge")
+            key = check_key(judge_identity(judge, spec), settings.judge_check, settings.min_judge_kappa)
+            quality, reused = stored_check(
+                settings.cache_path.parent / STORE_FOLDER,
+                key,
+                lambda: check_judge(judge, labels, settings.min_judge_kappa),
+                lambda: run_folder.utc_now().isoformat(),
+            )
+            self.judge_check_reused = {"reused": reused, **quality.get("stored_check", {})}
         except Exception as exc:  # noqa: BLE001 - a broken check is reported, not a crash
             quality = {"error": f"{type(exc).__name__}: {exc}", "low_confidence": True}
         quality["labels_file"] = str(settings.judge_check)
@@ -229,21 +233,41 @@ class GuardbenchSession:
             if local:
                 parts.append(local)
         merged = merge_counts(parts)
+        if self.judge_check_reused is not None:
+            merged["judge_check"] = self.judge_check_reused
         if self.resume_info is not None:
             merged["resume"] = self.resume_info
         return merged
 
+    # tryfirst: the gate case's reports must reach the JUnit plugin before its own sessionfinish writes the file.
+    @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
         try:
             if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.received):
                 return
             self._finish_run(session)
+            self._report_gate()
         except Exception as exc:  # noqa: BLE001 - reporting must never turn into a traceback
             self.internal_errors.append(f"could not write the guardbench report: {type(exc).__name__}: {exc}")
             if session.exitstatus == pytest.ExitCode.OK:
                 session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
         finally:
             self.release()
+
+    def _report_gate(self) -> None:
+        """The gate as one more test case, for every reporter (JUnit, the terminal's counts, --lf)."""
+        if self.gate is None:
+            return
+        nodeid = gate_nodeid(self.suite_path, self.inputs.settings.shard)
+        self._reporting_gate = True
+        try:
+            for report in gate_reports(nodeid, self.gate):
+                self.config.hook.pytest_runtest_logreport(report=report)
+        finally:
+            self._reporting_gate = False
+
+    def pytest_report_teststatus(self, report: pytest.TestReport) -> tuple[str, str, str] | None:
+        return gate_teststatus(report, self._reporting_gate)
 
     @property
     def received(self) -> set[str]:
@@ -367,6 +391,10 @@ class GuardbenchSession:
             terminalreporter.write_line(
                 f"guardbench: LOW CONFIDENCE scorecard: {confidence.reason}", yellow=True, bold=True
             )
+        if self.judge_check_reused and self.judge_check_reused["reused"]:
+            terminalreporter.write_line(
+                f"judge check reused from {self.judge_check_reused['path']} (computed {self.judge_check_reused['computed_at']})"
+            )
         terminalreporter.write_line(f"scorecard: {self.run_dir / 'summary.json' if self.run_dir else '?'}")
         for crash in self.worker_crashes:
             terminalreporter.write_line(f"guardbench: {crash}", red=True)
@@ -416,16 +444,10 @@ class XdistBridge:
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
         """What each worker selected, known as soon as it has collected: an interrupted run, whose
         workers never send their final output, still knows how many cases were selected."""
-        self.session.expected_ids.update(
-            case_id
-            for case_id in map(case_id_of, ids)
-            if case_id is not None and case_id in self.session.inputs.cases_by_id
-        )
-
-
-def _duration(seconds: float) -> str:
-    minutes, secs = divmod(int(seconds + 0.5), 60)
-    return f"{minutes}m{secs:02d}s" if minutes else f"{secs}s"
+        cases = [nodeid for nodeid in ids if case_id_of(nodeid) in self.session.inputs.cases_by_id]
+        self.session.expected_ids.update(case_id for case_id in map(case_id_of, cases) if case_id is not None)
+        if cases and self.session.suite_path is None:
+            self.session.suite_path = cases[0].split("::")[0]
 
 
 def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:

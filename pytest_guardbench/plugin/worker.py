@@ -4,7 +4,6 @@ controller at its session end."""
 
 from __future__ import annotations
 
-import contextlib
 import time
 from dataclasses import dataclass
 from collections.abc import Callable
@@ -16,6 +15,7 @@ import pytest
 from pytest_guardbench.run.engine import Engine
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.records import Case, CaseRecord
+from pytest_guardbench.plugin.progress import Progress
 from pytest_guardbench.plugin.session import SLOT_FIXTURE
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.run.stack import build_stack
@@ -75,11 +75,11 @@ def start_engine(
     state.engine = Engine(stack, prior=state.prior)
 
 
-def record_for(slot: CaseSlot, state: ProcessState, progress_s: float) -> CaseRecord:
+def record_for(slot: CaseSlot, state: ProcessState, progress_s: float, progress: Progress | None) -> CaseRecord:
     """This test's record: the process's queued cases go in flight first, then it waits for its own."""
     assert state.engine is not None, "the engine starts at collection end"
     schedule(state.engine, state, slot.config, slot.item.session.items, hasattr(slot.config, "workerinput"))
-    return state.engine.result(slot.case, waiting_notice(slot.config, slot.case, state), progress_s)
+    return state.engine.result(slot.case, waiting_notice(slot.config, slot.case, state, progress), progress_s)
 
 
 def worker_output(
@@ -109,25 +109,17 @@ def past_deadline(state: ProcessState, limit: float | None) -> str | None:
     return None
 
 
-def waiting_notice(config: pytest.Config, case: Case, state: ProcessState) -> Callable[[float], None] | None:
-    """A line every `--guardbench-progress` seconds while a test waits for its case (a model still
-    loading, a slow server), so a long wait never looks like a hang. None in an xdist worker (its
-    output reaches the terminal only through the controller). Nothing is looked up unless a wait
-    is long: this runs for every test."""
-    if hasattr(config, "workerinput"):
+def waiting_notice(
+    config: pytest.Config, case: Case, state: ProcessState, progress: Progress | None
+) -> Callable[[float], None] | None:
+    """Called every `--guardbench-progress` seconds while a test waits for its case (a model still
+    loading, a slow server), so a long wait never looks like a hang: the progress display's status
+    line on a terminal, at most one line an interval without one. None in an xdist worker (its
+    output reaches the terminal only through the controller)."""
+    if hasattr(config, "workerinput") or progress is None:
         return None
 
     def notice(seconds: float) -> None:
-        reporter = config.pluginmanager.get_plugin("terminalreporter")
-        if reporter is None:
-            return
-        capture = config.pluginmanager.get_plugin("capturemanager")
-        done = state.engine.stats.done if state.engine is not None else 0
-        # The test's output capture is on while its fixture waits; the line goes past it, as live logging does.
-        with capture.global_and_fixture_disabled() if capture is not None else contextlib.nullcontext():
-            reporter.ensure_newline()
-            reporter.write_line(
-                f"guardbench: waiting {seconds:.0f}s for {case.case_id} ({done} cases done in this process)"
-            )
+        progress.waiting(case.case_id, seconds, state.engine.stats.done if state.engine is not None else 0)
 
     return notice

@@ -1,0 +1,86 @@
+"""The judge-quality check, paid once: its result is stored under a key made of everything it depends
+on (the judge's identity, the audit file's bytes, the kappa bar and the code that scores it) and read
+back by every later run with the same key, so an API judge is not billed again for the same answers."""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import json
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from pytest_guardbench.judges import quality
+from pytest_guardbench.judges.base import Judge
+from pytest_guardbench.judges.offline import HEAD_FILE, OfflineJudge
+from pytest_guardbench.scoring import agreement
+from pytest_guardbench.settings.model_specs import ModelSpec
+
+STORE_FOLDER = "judge_checks"
+
+
+def _file_sha256(path: str | Path | None) -> str | None:
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest() if path else None
+    except OSError:
+        return None
+
+
+def judge_identity(judge: Judge, spec: ModelSpec | None) -> dict[str, Any]:
+    """What makes two judges give the same verdicts: name, class and the source file that defines it
+    (a judge registered from a conftest included), the model spec, an LLM judge's instructions and
+    the offline judge's fitted heads."""
+    cls = type(judge)
+    try:
+        source = inspect.getsourcefile(cls)
+    except TypeError:
+        source = None
+    return {
+        "name": getattr(judge, "name", cls.__name__),
+        "class": f"{cls.__module__}.{cls.__qualname__}",
+        "class_source_sha256": _file_sha256(source),
+        "model_spec": None if spec is None else {**spec.flat_dump(), "base_url": spec.resolved_base_url()},
+        "instruction": getattr(judge, "instruction", None),
+        "provider_model": getattr(getattr(judge, "provider", None), "model", None),
+        "heads_sha256": _file_sha256(HEAD_FILE) if isinstance(judge, OfflineJudge) else None,
+    }
+
+
+def check_key(identity: dict[str, Any], labels_file: Path, min_kappa: float) -> str:
+    """sha256 over the judge's identity, the audit file's bytes, the bar and the scoring code."""
+    parts = {
+        "judge": identity,
+        "labels_sha256": _file_sha256(labels_file),
+        "min_kappa": min_kappa,
+        "scoring_sha256": [_file_sha256(quality.__file__), _file_sha256(agreement.__file__)],
+    }
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode("utf-8")).hexdigest()
+
+
+def stored_check(
+    store: Path, key: str, compute: Callable[[], dict[str, Any]], now: Callable[[], str]
+) -> tuple[dict[str, Any], bool]:
+    """The check's result under `key`: read from `store` when there, else computed and written
+    (an errored check is never written, so the next run tries again). Returns (result, reused);
+    the result carries `stored_check` (its file and when it was computed), the same for every run
+    that reads it, so shards that reuse it merge."""
+    path = store / f"{key}.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8")), True
+    except (OSError, ValueError):
+        pass
+    result = compute()
+    if "error" in result:
+        return result, False
+    result = {**result, "stored_check": {"path": str(path), "computed_at": now()}}
+    try:
+        store.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        partial.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
+        partial.replace(path)  # atomic: two processes computing the same check both leave a whole file
+    except OSError:
+        pass  # an unwritable store costs the next run the check again, nothing more
+    # Read back as a later run will, so this run's summary equals theirs (JSON has no tuples).
+    return json.loads(json.dumps(result)), False
