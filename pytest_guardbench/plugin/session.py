@@ -23,13 +23,12 @@ from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.results.finish import AddedChecks, CheckBuilder, RecordCounts, build_summary, write_artifacts
 from pytest_guardbench.cases.sources import manifest
 from pytest_guardbench.scoring.gates import GateResult
-from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench.plugin.progress import Progress
 from pytest_guardbench.plugin.gate_case import gate_nodeid, gate_reports, gate_teststatus
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.judge_factory import run_judge
-from pytest_guardbench.run.judge_check import STORE_FOLDER, check_key, judge_identity, stored_check
+from pytest_guardbench.run.judge_check import STORE_FOLDER, check_key, judge_identity, measured_quality, stored_check
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, SnapshotCheck, Stack, iter_records
 from pytest_guardbench.records import CaseRecord
@@ -208,7 +207,7 @@ class GuardbenchSession:
             quality, reused = stored_check(
                 settings.cache_path.parent / STORE_FOLDER,
                 key,
-                lambda: check_judge(judge, labels, settings.min_judge_kappa),
+                lambda: measured_quality(judge, labels, settings.min_judge_kappa),
                 lambda: run_folder.utc_now().isoformat(),
             )
             self.judge_check_reused = {"reused": reused, **quality.get("stored_check", {})}

@@ -8,13 +8,15 @@ import hashlib
 import inspect
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.judges import quality
 from pytest_guardbench.judges.base import Judge
 from pytest_guardbench.judges.offline import HEAD_FILE, OfflineJudge
+from pytest_guardbench.records import JudgeLabel
+from pytest_guardbench.run.pipeline import preflight_error
 from pytest_guardbench.scoring import agreement
 from pytest_guardbench.settings.model_specs import ModelSpec
 
@@ -84,3 +86,12 @@ def stored_check(
         pass  # an unwritable store costs the next run the check again, nothing more
     # Read back as a later run will, so this run's summary equals theirs (JSON has no tuples).
     return json.loads(json.dumps(result)), False
+
+
+def measured_quality(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) -> dict[str, Any]:
+    """`check_judge`, after one easy judgement: a judge that cannot answer (one that failed its
+    preflight in the run, failing every case with it) is not sent the whole audit file as well."""
+    problem = preflight_error(judge)
+    if problem is not None:
+        return {"error": f"not measured: {problem}", "low_confidence": True}
+    return quality.check_judge(judge, labels, min_kappa)

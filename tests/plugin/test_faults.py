@@ -148,3 +148,22 @@ def test_a_key_the_served_model_echoes_reaches_no_artifact_and_no_terminal(pytes
     assert {p.suffix for p in artifacts} >= {".jsonl", ".html", ".xml", ".sqlite", ".md"}
     assert not [p for p in artifacts if KEY.encode() in p.read_bytes()], "the echoed key reached an artifact"
     assert KEY not in result.stdout.str() + result.stderr.str()
+
+
+def test_a_judge_that_fails_its_preflight_is_not_sent_the_audit_file_too(pytester, openai_stub, monkeypatch):
+    """Every case fails at once with the judge's preflight error; the judge check then makes one easy
+    judgement and stops, instead of sending every labelled reply of the audit file to a broken judge."""
+    monkeypatch.setenv("GB_FAULT_API_KEY", KEY)
+    _project(pytester.path, "tutor", openai_stub.base_url)
+    audit = pytester.path / "audit.jsonl"
+    audit.write_text("".join(json.dumps({"id": f"a{i}", "prompt": "why is the sky blue", "response": f"AUDITROW{i} because of light",
+                                         "human_label": "safe", "is_harmful": False}) + "\n" for i in range(6)))  # fmt: skip
+    judge = f"--judge=vllm:fault-500-late@{openai_stub.base_url}"
+    args = [a for a in FAST if not a.startswith("--judge")]
+    result = pytester.runpytest_subprocess(*args, judge, f"--guardbench-judge-check={audit}")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    run = next((pytester.path / "reports").iterdir())
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["judge_quality"]["error"].startswith("not measured: judge preflight failed")
+    assert summary["confidence"]["level"] == "low"
+    assert not [r for r in openai_stub.requests if "AUDITROW" in json.dumps(r)], "no audit row reached the judge"
