@@ -18,7 +18,8 @@ from pytest_guardbench.results.markdown import summary_markdown
 from pytest_guardbench.results.terminal import terminal_lines
 from pytest_guardbench.run.lock import RunFolderLock
 from pytest_guardbench.run import folder as run_folder, meta as run_meta, resume
-from pytest_guardbench.scoring import gates, scorecard as scoring
+from pytest_guardbench.scoring import baselines
+from pytest_guardbench.scoring.scorecard import classify
 from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.results.finish import AddedChecks, CheckBuilder, RecordCounts, build_summary, write_artifacts
 from pytest_guardbench.cases.sources import manifest
@@ -295,10 +296,10 @@ class GuardbenchSession:
         judge_quality, confidence = self._judge_quality()
         checks: list[CheckBuilder] = []
         if settings.baseline is not None:
-            comparison = gates.compare_with_baseline(
+            comparison = baselines.compare_with_baseline(
                 _handled(iter_records(run_dir), policy), _handled(iter_records(settings.baseline), policy)
             ).model_copy(update={"run_dir": str(settings.baseline)})
-            checks.append(lambda _: AddedChecks(checks=[gates.baseline_check(comparison)], baseline=comparison))
+            checks.append(lambda _: AddedChecks(checks=[baselines.baseline_check(comparison)], baseline=comparison))
         if settings.scorecard_snapshot is not None:
             checks.append(self._scorecard_snapshot)
         run = RunInfo(
@@ -367,11 +368,11 @@ class GuardbenchSession:
         settings = self.inputs.settings
         path, tolerance = settings.scorecard_snapshot, settings.scorecard_tolerance
         assert path is not None
-        current = gates.scorecard_snapshot(metrics)
+        current = baselines.scorecard_snapshot(metrics)
         update = bool(getattr(self.config.option, "update_snapshots", False))
         if path.is_file() and not update:
             stored = json.loads(path.read_text(encoding="utf-8"))
-            return AddedChecks(checks=gates.compare_scorecard(current, stored, tolerance),
+            return AddedChecks(checks=baselines.compare_scorecard(current, stored, tolerance),
                                scorecard_snapshot=SnapshotCheck(path=str(path), tolerance=tolerance, stored=stored))  # fmt: skip
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
@@ -416,7 +417,7 @@ def _handled(records: Iterable[CaseRecord], policy: ScoringPolicy) -> dict[str, 
     are rescored under this run's policy, so the pairs compare like with like)."""
     result = {}
     for record in records:
-        outcome, _ = scoring.classify(record, policy)
+        outcome, _ = classify(record, policy)
         if outcome is not None:
             result[record.case_id] = outcome in ("TP", "TN")
     return result

@@ -23,7 +23,8 @@ from pytest_guardbench.results.summary import (
     Stack,
 )
 from pytest_guardbench.scoring.blocks import Confidence, LostReport, RunMetrics
-from pytest_guardbench.scoring.gates import BaselineComparison, GateCheck, GateResult, evaluate
+from pytest_guardbench.scoring.baselines import BaselineComparison
+from pytest_guardbench.scoring.gates import GateCheck, GateResult, evaluate
 from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.settings.config import Thresholds
 

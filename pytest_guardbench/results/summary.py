@@ -22,7 +22,8 @@ from pytest_guardbench.records import (
     ResponseSource,
 )
 from pytest_guardbench.scoring.blocks import Confidence, RunMetrics, Usage
-from pytest_guardbench.scoring.gates import BaselineComparison, GateResult
+from pytest_guardbench.scoring.baselines import BaselineComparison
+from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
 from pytest_guardbench.scoring.scorecard import classify
 from pytest_guardbench.settings.config import Thresholds

@@ -23,7 +23,7 @@ class SnapshotRates(BaseModel):
 
 
 class ScorecardSnapshotFile(BaseModel):
-    """The committed scorecard file as `gates.scorecard_snapshot` writes it."""
+    """The committed scorecard file as `baselines.scorecard_snapshot` writes it."""
 
     model_config = ConfigDict(extra="forbid")
 

@@ -99,7 +99,7 @@ def test_per_variant_category_and_zero_tolerance_checks():
 
 
 def test_mcnemar_exact_and_paired_comparison():
-    from pytest_guardbench.scoring.gates import compare_with_baseline, mcnemar_exact_p
+    from pytest_guardbench.scoring.baselines import compare_with_baseline, mcnemar_exact_p
 
     assert mcnemar_exact_p(0, 0) == 1.0
     assert mcnemar_exact_p(5, 0) == 0.0625  # 2 * 0.5**5
@@ -114,7 +114,7 @@ def test_mcnemar_exact_and_paired_comparison():
 
 
 def test_a_baseline_that_shares_no_case_with_the_run_fails_its_check():
-    from pytest_guardbench.scoring.gates import baseline_check, compare_with_baseline
+    from pytest_guardbench.scoring.baselines import baseline_check, compare_with_baseline
 
     check = baseline_check(compare_with_baseline({"new.a.original": True}, {"old.a.original": True}))
     assert check.status == "fail" and check.value is None
