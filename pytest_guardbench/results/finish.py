@@ -12,6 +12,7 @@ from typing import Any
 
 from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.results import html as html_report
+from pytest_guardbench.results.shown_cases import CasePicks
 from pytest_guardbench.results.artifacts import write_all
 from pytest_guardbench.results.summary import (
     SUMMARY_SCHEMA_VERSION,
@@ -47,11 +48,11 @@ class RecordCounts:
     report page's picks. Each record is classified once, by the tally, for both."""
 
     tally: RunTally
-    picks: html_report.CasePicks
+    picks: CasePicks
 
     @classmethod
     def under(cls, tally: RunTally) -> RecordCounts:
-        return cls(tally, html_report.CasePicks(tally.policy))
+        return cls(tally, CasePicks(tally.policy))
 
     def add(self, record: CaseRecord) -> None:
         outcome, reason = self.tally.add(record)
@@ -94,7 +95,7 @@ def build_summary(
     return summary.model_copy(update={key: block for key, block in blocks.items() if block is not None})
 
 
-def write_artifacts(run_dir: Path, summary: RunSummary, picks: html_report.CasePicks, *, manifest: dict[str, Any],
+def write_artifacts(run_dir: Path, summary: RunSummary, picks: CasePicks, *, manifest: dict[str, Any],
                     meta: dict[str, Any]) -> None:  # fmt: skip
     """summary.json, summary.md, variant_metrics.csv, data_manifest.json, meta.json and report.html
     (results.jsonl is written as records arrive, before this)."""

@@ -16,7 +16,8 @@ import pytest
 from pytest_guardbench.cases.sources import load_judge_labels
 
 from pytest_guardbench.scoring.gates import GateResult
-from pytest_guardbench.results.html import TEXT_CAP, render, write
+from pytest_guardbench.results.html import render, write
+from pytest_guardbench.results.shown_cases import TEXT_CAP
 from pytest_guardbench.results.finish import assemble_summary
 from pytest_guardbench.records import Case, GuardDecision
 from pytest_guardbench.scoring.metrics import summarise

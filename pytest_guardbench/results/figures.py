@@ -1,0 +1,123 @@
+"""The SVG figures of report.html: bar charts per variant, confusion matrices, and a guard's ROC and
+precision-recall curves. Inline SVG, no script, no external file."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+from typing import Any
+
+from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
+from pytest_guardbench.scoring.sweeps import GuardSweep
+
+
+def _e(value: Any) -> str:
+    return html.escape(str(value), quote=True)
+
+
+SERIES = (
+    ("recall", "recall", "#2b7bb9"),
+    ("false_positive_rate", "FPR", "#d95f02"),
+    ("balanced_error_rate", "BER", "#7570b3"),
+)
+
+
+def bar_chart(groups: Sequence[tuple[str, Scorecard]], title: str) -> str:
+    """Grouped bars of recall, FPR and BER (0..1) for each group (a variant or a category)."""
+    if not groups:
+        return ""
+    left, top, plot_h, group_w, bar_w = 40, 30, 160, 26 * len(SERIES) + 24, 22
+    width = left + group_w * len(groups) + 20
+    height = top + plot_h + 90
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='chart' width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>",
+             f"<text x='{left}' y='16' font-weight='bold'>{_e(title)}</text>"]  # fmt: skip
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        y = top + plot_h * (1 - tick)
+        parts.append(
+            f"<line x1='{left}' x2='{width - 10}' y1='{y:.1f}' y2='{y:.1f}' stroke='#ddd'/><text x='4' y='{y + 4:.1f}' font-size='10'>{tick:g}</text>"
+        )
+    for g, (name, card) in enumerate(groups):
+        x0 = left + g * group_w + 12
+        for s, (key, label, colour) in enumerate(SERIES):
+            value = getattr(card, key)
+            x = x0 + s * (bar_w + 4)
+            if value is None:
+                parts.append(f"<text x='{x + 2}' y='{top + plot_h - 4}' font-size='9'>n/a</text>")
+                continue
+            h = plot_h * value
+            parts.append(
+                f"<rect x='{x}' y='{top + plot_h - h:.1f}' width='{bar_w}' height='{h:.1f}' fill='{colour}'><title>{_e(name)} {label} {value:.3f}</title></rect>"
+                f"<text x='{x}' y='{top + plot_h - h - 3:.1f}' font-size='9'>{value:.2f}</text>"
+            )
+        parts.append(
+            f"<text x='{x0}' y='{top + plot_h + 14}' font-size='11' transform='rotate(30 {x0} {top + plot_h + 14})'>{_e(name)}</text>"
+        )
+    legend_y = height - 12
+    for s, (_, label, colour) in enumerate(SERIES):
+        parts.append(
+            f"<rect x='{left + s * 70}' y='{legend_y - 9}' width='10' height='10' fill='{colour}'/><text x='{left + s * 70 + 14}' y='{legend_y}' font-size='11'>{label}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def confusion_matrix(card: Scorecard, title: str) -> str:
+    """The 2x2 matrix: rows = label (harmful, safe), columns = handled correctly / wrongly under the run's policy."""
+    cells = (
+        ("TP", card.tp, 0, 0, "#1b9e77"),
+        ("FN", card.fn, 1, 0, "#d95f02"),
+        ("FP", card.fp, 0, 1, "#e6ab02"),
+        ("TN", card.tn, 1, 1, "#66a61e"),
+    )
+    total = max(1, card.tp + card.fn + card.fp + card.tn)
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='matrix' width='300' height='220' role='img' aria-label='{_e(title)}'>",
+             f"<text x='10' y='16' font-weight='bold'>{_e(title)}</text>",
+             "<text x='100' y='40' font-size='11'>correct</text><text x='200' y='40' font-size='11'>incorrect</text>",
+             "<text x='10' y='95' font-size='11'>harmful</text><text x='10' y='175' font-size='11'>safe</text>"]  # fmt: skip
+    for name, count, col, row, colour in cells:
+        x, y = 90 + col * 95, 50 + row * 80
+        opacity = 0.25 + 0.75 * count / total
+        parts.append(
+            f"<rect x='{x}' y='{y}' width='90' height='75' fill='{colour}' fill-opacity='{opacity:.2f}' stroke='#555'/>"
+            f"<text x='{x + 45}' y='{y + 35}' text-anchor='middle' font-size='18' data-cell='{name}'>{count}</text>"
+            f"<text x='{x + 45}' y='{y + 58}' text-anchor='middle' font-size='11'>{name}</text>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def curve(points: Sequence[tuple[float, float]], title: str, x_label: str, y_label: str, diagonal: bool) -> str:
+    size, pad = 220, 36
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='curve' width='{size + pad + 10}' height='{size + pad + 24}' role='img' aria-label='{_e(title)}'>",
+             f"<text x='{pad}' y='14' font-weight='bold'>{_e(title)}</text>",
+             f"<rect x='{pad}' y='20' width='{size}' height='{size}' fill='none' stroke='#555'/>",
+             f"<text x='{pad + size / 2 - 20}' y='{size + 38}' font-size='11'>{_e(x_label)}</text>",
+             f"<text x='2' y='{20 + size / 2}' font-size='11'>{_e(y_label)}</text>"]  # fmt: skip
+    if diagonal:
+        parts.append(
+            f"<line x1='{pad}' y1='{20 + size}' x2='{pad + size}' y2='20' stroke='#bbb' stroke-dasharray='4'/>"
+        )
+    coords = " ".join(f"{pad + x * size:.1f},{20 + (1 - y) * size:.1f}" for x, y in points)
+    parts.append(f"<polyline points='{coords}' fill='none' stroke='#2b7bb9' stroke-width='2'/></svg>")
+    return "".join(parts)
+
+
+def sweep_figures(name: str, sweep: GuardSweep) -> str:
+    roc = [(0.0, 0.0)] + [
+        (p.false_positive_rate, p.recall)
+        for p in sweep.curve
+        if p.false_positive_rate is not None and p.recall is not None
+    ]
+    pr = [(p.recall, p.precision) for p in sweep.curve if p.recall is not None and p.precision is not None]
+    point = sweep.operating_point
+    at = (
+        f"threshold {point.threshold:.4g}: recall {fmt_rate(point.recall)}, FPR {fmt_rate(point.false_positive_rate)}"
+        if point
+        else _e(sweep.operating_point_note)
+    )
+    return (
+        f"<h3>{_e(name)}</h3><p>ROC AUC {fmt_rate(sweep.roc_auc)}, average precision {fmt_rate(sweep.average_precision)}; "
+        f"operating point for recall ≥ {sweep.target_recall:g}: {at}</p>"
+        + curve(roc, f"ROC: {name}", "false positive rate", "recall", diagonal=True)
+        + curve(pr, f"Precision-recall: {name}", "recall", "precision", diagonal=False)
+    )
