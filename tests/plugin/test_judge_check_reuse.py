@@ -51,7 +51,8 @@ def test_second_run_reuses_the_check_and_a_changed_audit_file_recomputes(pyteste
     audit_rows = len([line for line in labels.read_text(encoding="utf-8").splitlines() if line.strip()])
 
     first, summary = _run(pytester, labels, *dist)
-    assert len(first) == 6 + audit_rows  # the six cases, then the audit rows
+    # The six cases, then one easy judgement that the judge can answer at all, then the audit rows.
+    assert len(first) == 6 + 1 + audit_rows
     quality = summary["judge_quality"]
     stored = Path(quality["stored_check"]["path"])
     assert stored.parent == pytester.path / ".guardbench" / "judge_checks" and stored.is_file()
@@ -65,6 +66,6 @@ def test_second_run_reuses_the_check_and_a_changed_audit_file_recomputes(pyteste
     rows = labels.read_text(encoding="utf-8").splitlines()
     labels.write_text("\n".join(rows[:-1]) + "\n", encoding="utf-8")
     third, changed = _run(pytester, labels, *dist)
-    assert len(third) == 6 + audit_rows - 1
+    assert len(third) == 6 + 1 + audit_rows - 1
     assert changed["judge_quality"]["rows"] == quality["rows"] - 1
     assert changed["run"]["execution"]["judge_check"]["reused"] is False
