@@ -109,6 +109,8 @@ class JudgeVerdict(_Frozen):
     malformed: bool = False
     raw: str = ""
     assistant_policy_label: PolicyLabel | None = None  # the judge's own correct/incorrect, when it gives one
+    # A panel's or a sampled judge's verdict keeps the verdicts it was the majority of (empty otherwise).
+    members: tuple[JudgeVerdict, ...] = ()
 
     _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)
 

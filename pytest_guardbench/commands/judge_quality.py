@@ -10,6 +10,7 @@ from pathlib import Path
 
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
 from pytest_guardbench.commands.exit_status import FAILED, USAGE_ERROR
+from pytest_guardbench.run.judge_check import judge_id, judge_identity
 from pytest_guardbench.run.judge_factory import opened_judge
 from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench.providers.base import ProviderError
@@ -60,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
         return FAILED
     finally:
         opened.__exit__(None, None, None)
+    identity = judge_identity(judge, None)
+    result["judge_id"], result["judge_identity"] = judge_id(identity), identity
     result["labels_file"] = args.labels
     result["split"] = args.split
     if args.json:

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_guardbench.judges.base import Judge, JudgeInput
+from pytest_guardbench.judges.panel import members_disagree
 from pytest_guardbench.records import JudgeLabel, JudgeVerdict
 from pytest_guardbench.scoring.agreement import judge_agreement, pair_agreement, wilson_interval
 from pytest_guardbench.scoring.policies import assistant_policy_v2_label
@@ -75,6 +76,7 @@ def check_judge(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) ->
     result["over_block_rate_interval_95"] = wilson_interval(
         sum(1 for h, j in safety_pairs if h == "safe" and j == "unsafe"), human_safe
     )
+    result.update(_member_quality(labels, verdicts, min_kappa))
     result["disagreements"] = [
         {"id": lab.id, "bucket": lab.bucket, "human": lab.human_label, "judge": None if v.malformed else v.response_safety,
          "human_mode": lab.answer_mode, "judge_mode": None if v.malformed else v.answer_mode, "reason": v.reason[:200]}
@@ -82,3 +84,27 @@ def check_judge(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) ->
         if v.malformed or v.response_safety != lab.human_label or (lab.answer_mode is not None and v.answer_mode != lab.answer_mode)
     ]  # fmt: skip
     return {"judge": getattr(judge, "name", type(judge).__name__), **result}
+
+
+def _member_quality(labels: Sequence[JudgeLabel], verdicts: Sequence[JudgeVerdict], min_kappa: float) -> dict[str, Any]:
+    """For majority verdicts (a panel, or one judge asked several times): how often the members split,
+    and, when the members are different judges, each one's own agreement with the humans."""
+    if not verdicts or not all(v.members for v in verdicts):
+        return {}
+    split = sum(1 for v in verdicts if members_disagree(v))
+    result: dict[str, Any] = {
+        "member_disagreement": {"count": split, "of": len(verdicts), "rate": round(split / len(verdicts), 4)},
+    }
+    names = [m.judge for m in verdicts[0].members]
+    if len(set(names)) == len(names):  # a panel; a sampled judge's members share its one name
+        result["members"] = {
+            name: judge_agreement(
+                [
+                    (lab.human_label, None if v.members[i].malformed else v.members[i].response_safety, lab.bucket)
+                    for lab, v in zip(labels, verdicts, strict=True)
+                ],
+                min_kappa,
+            )
+            for i, name in enumerate(names)
+        }
+    return result

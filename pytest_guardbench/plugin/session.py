@@ -29,7 +29,14 @@ from pytest_guardbench.plugin.gate_case import gate_nodeid, gate_reports, gate_t
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.judge_factory import run_judge
-from pytest_guardbench.run.judge_check import STORE_FOLDER, check_key, judge_identity, measured_quality, stored_check
+from pytest_guardbench.run.judge_check import (
+    STORE_FOLDER,
+    check_key,
+    judge_id,
+    judge_identity,
+    measured_quality,
+    stored_check,
+)
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, SnapshotCheck, Stack, iter_records
 from pytest_guardbench.records import CaseRecord
@@ -204,13 +211,15 @@ class GuardbenchSession:
         try:
             judge = run_judge(self.inputs, self.process)
             spec = self.inputs.model_specs.get("judge")
-            key = check_key(judge_identity(judge, spec), settings.judge_check, settings.min_judge_kappa)
+            identity = judge_identity(judge, spec)
+            key = check_key(identity, settings.judge_check, settings.min_judge_kappa)
             quality, reused = stored_check(
                 settings.cache_path.parent / STORE_FOLDER,
                 key,
                 lambda: measured_quality(judge, labels, settings.min_judge_kappa),
                 lambda: run_folder.utc_now().isoformat(),
             )
+            quality = {**quality, "judge_id": judge_id(identity), "judge_identity": identity}
             self.judge_check_reused = {"reused": reused, **quality.get("stored_check", {})}
         except Exception as exc:  # noqa: BLE001 - a broken check is reported, not a crash
             quality = {"error": f"{type(exc).__name__}: {exc}", "low_confidence": True}

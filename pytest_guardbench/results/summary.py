@@ -84,6 +84,7 @@ class Stack(_GivenKeys):
     policy: str | None = None
     system_prompt: str | None = None
     samples: int | None = None
+    judge_samples: int | None = None  # written only when the judge was asked more than once
     max_new_tokens: int | None = None
     variants: list[str] = Field(default_factory=list)
 

@@ -16,7 +16,7 @@ from pytest_guardbench.cases.sources import (
 )
 from pytest_guardbench.cases.variants import expand, in_shard
 from pytest_guardbench.records import Case, JudgeLabel
-from pytest_guardbench.run.roles import resolve_role
+from pytest_guardbench.run.roles import judge_specs, resolve_role
 from pytest_guardbench.run.units import Units
 from pytest_guardbench.scoring.gates import unmatched_thresholds
 from pytest_guardbench.scoring.policies import ScoringPolicy, policy_named
@@ -52,7 +52,7 @@ def load_inputs(root: Path, settings: Settings, units: Units) -> RunInputs:
     specs = {
         "guardrail": resolve_role("guardrail", settings.guardrail, ["none", *units.guards.names()], aliases),
         "tutor": resolve_role("tutor", settings.tutor, units.tutors.names(), aliases),
-        "judge": resolve_role("judge", settings.judge, units.judges.names(), aliases),
+        **judge_specs(settings.judge, units.judges.names(), aliases),
     }
     if settings.baseline is not None and not (settings.baseline / "results.jsonl").is_file():
         raise ConfigError(

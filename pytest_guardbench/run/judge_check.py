@@ -15,6 +15,7 @@ from typing import Any
 from pytest_guardbench.judges import quality
 from pytest_guardbench.judges.base import Judge
 from pytest_guardbench.judges.offline import HEAD_FILE, OfflineJudge
+from pytest_guardbench.judges.panel import PanelJudge, SampledJudge
 from pytest_guardbench.records import JudgeLabel
 from pytest_guardbench.run.pipeline import preflight_error
 from pytest_guardbench.scoring import agreement
@@ -34,6 +35,11 @@ def judge_identity(judge: Judge, spec: ModelSpec | None) -> dict[str, Any]:
     """What makes two judges give the same verdicts: name, class and the source file that defines it
     (a judge registered from a conftest included), the model spec, an LLM judge's instructions and
     the offline judge's fitted heads."""
+    if isinstance(judge, SampledJudge):
+        return {**judge_identity(judge.inner, spec), "samples": judge.samples}
+    if isinstance(judge, PanelJudge):
+        # A member's spec is not known here; its provider's model and its instruction are.
+        return {"name": judge.name, "panel": [judge_identity(member, None) for member in judge.members]}
     cls = type(judge)
     try:
         source = inspect.getsourcefile(cls)
@@ -48,6 +54,11 @@ def judge_identity(judge: Judge, spec: ModelSpec | None) -> dict[str, Any]:
         "provider_model": getattr(getattr(judge, "provider", None), "model", None),
         "heads_sha256": _file_sha256(HEAD_FILE) if isinstance(judge, OfflineJudge) else None,
     }
+
+
+def judge_id(identity: dict[str, Any]) -> str:
+    """A short name for a judge identity: two results with the same id measured the same judge."""
+    return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:12]
 
 
 def check_key(identity: dict[str, Any], labels_file: Path, min_kappa: float) -> str:

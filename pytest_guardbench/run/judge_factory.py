@@ -10,7 +10,8 @@ from typing import Any
 import contextlib
 from collections.abc import Iterator
 
-from pytest_guardbench.run.roles import resolve_role
+from pytest_guardbench.judges.panel import PanelJudge, SampledJudge, panel_names
+from pytest_guardbench.run.roles import judge_specs
 from pytest_guardbench.run.units import builtin_judges
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.settings.options import ConfigError
@@ -22,11 +23,34 @@ from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.settings.model_specs import ModelSpec
 
 
+MemberModel = Callable[[str], tuple[ModelSpec | None, Callable[[], Any]]]
+
+
 def build_judge(
-    name: str, spec: ModelSpec | None, model: Callable[[], Any], options: ProviderOptions, judges: JudgeRegistry
+    name: str,
+    spec: ModelSpec | None,
+    model: Callable[[], Any],
+    options: ProviderOptions,
+    judges: JudgeRegistry,
+    *,
+    samples: int = 1,
+    member_model: MemberModel | None = None,
 ) -> Judge:
-    """A registered judge by name, or an LLM judge from its alias or spec."""
-    return LLMJudge(model(), name=spec.alias) if spec is not None else judges.build(name, options)
+    """A registered judge by name, or an LLM judge from its alias or spec; for `a,b,c` a panel of
+    those (`member_model` gives each member's spec and model); asked `samples` times when above 1."""
+    names = panel_names(name)
+    judge: Judge
+    if len(names) > 1:
+        if member_model is None:
+            raise ValueError(f"--judge={name}: a judge panel needs its members' models")
+        members = []
+        for member in names:
+            member_spec, member_provider = member_model(member)
+            members.append(build_judge(member, member_spec, member_provider, options, judges))
+        judge = PanelJudge(tuple(members), name=name)
+    else:
+        judge = LLMJudge(model(), name=spec.alias) if spec is not None else judges.build(name, options)
+    return SampledJudge(judge, samples) if samples > 1 else judge
 
 
 def run_judge(inputs: RunInputs, state: ProcessState) -> Judge:
@@ -35,17 +59,39 @@ def run_judge(inputs: RunInputs, state: ProcessState) -> Judge:
         return state.engine.stack.judge
     settings = inputs.settings
     spec = inputs.model_specs.get("judge")
+    members = {
+        role.split(":", 1)[1]: settings.role_spec(role, s) for role, s in inputs.model_specs.items() if role.startswith("judge:")
+    }  # fmt: skip
     return standalone_judge(
-        settings.judge, spec and settings.role_spec("judge", spec), settings.model_cache, state.units.judges
+        settings.judge,
+        spec and settings.role_spec("judge", spec),
+        settings.model_cache,
+        state.units.judges,
+        samples=settings.judge_samples,
+        member_specs=members,
     )
 
 
-def standalone_judge(name: str, spec: ModelSpec | None, model_cache: Path, judges: JudgeRegistry) -> Judge:
+def standalone_judge(
+    name: str,
+    spec: ModelSpec | None,
+    model_cache: Path,
+    judges: JudgeRegistry,
+    *,
+    samples: int = 1,
+    member_specs: dict[str, ModelSpec] | None = None,
+) -> Judge:
     """A judge built outside a run's stack (no response cache, its own model connection)."""
     options = ProviderOptions(model_cache=model_cache)
-    if spec is None:
-        return judges.build(name, options)
-    return build_judge(name, spec, lambda: chat_provider_for(spec, options), options, judges)
+
+    def member_model(member: str) -> tuple[ModelSpec | None, Callable[[], Any]]:
+        member_spec = (member_specs or {}).get(member)
+        return member_spec, lambda: chat_provider_for(member_spec, options)  # type: ignore[arg-type]  # called only with a spec
+
+    def provider() -> Any:
+        return chat_provider_for(spec, options)  # type: ignore[arg-type]  # called only with a spec
+
+    return build_judge(name, spec, provider, options, judges, samples=samples, member_model=member_model)
 
 
 @contextlib.contextmanager
@@ -56,15 +102,24 @@ def opened_judge(name: str, root: Path) -> Iterator[Judge]:
     try:
         yield judge
     finally:
-        if isinstance(judge, LLMJudge):
-            judge.provider.close()  # type: ignore[attr-defined]  # every provider has close(); the Protocol omits it
+        for llm_judge in _llm_judges(judge):
+            llm_judge.provider.close()  # type: ignore[attr-defined]  # every provider has close(); the Protocol omits it
+
+
+def _llm_judges(judge: Judge) -> list[LLMJudge]:
+    if isinstance(judge, SampledJudge):
+        return _llm_judges(judge.inner)
+    if isinstance(judge, PanelJudge):
+        return [inner for member in judge.members for inner in _llm_judges(member)]
+    return [judge] if isinstance(judge, LLMJudge) else []
 
 
 def _judge_for(name: str, root: Path) -> Judge:
     """The judge a run would build for `--judge=name` (the same resolution and errors)."""
     judges = builtin_judges()
     try:
-        spec = resolve_role("judge", name, judges.names(), model_aliases(root))
+        specs = judge_specs(name, judges.names(), model_aliases(root))
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
-    return standalone_judge(name, spec, default_model_cache(), judges)
+    members = {role.split(":", 1)[1]: s for role, s in specs.items() if role.startswith("judge:") and s is not None}
+    return standalone_judge(name, specs.get("judge"), default_model_cache(), judges, member_specs=members)

@@ -30,6 +30,8 @@ def stack_of(s: Settings) -> dict[str, Any]:
         "samples": s.samples,
         "max_new_tokens": s.max_new_tokens,
         "variants": list(s.selected_variants),
+        # Only when set, so the stack (and the resume identity) of a run that asks once stays as it was.
+        **({"judge_samples": s.judge_samples} if s.judge_samples > 1 else {}),
     }
 
 

@@ -4,6 +4,7 @@ API spec) checked against what its guard adapter can do before anything is built
 from __future__ import annotations
 
 from pytest_guardbench.guards import CHILD_SAFETY_GUIDELINES, granite_version
+from pytest_guardbench.judges.panel import panel_names, panel_size_problem
 from pytest_guardbench.settings.model_specs import ModelSpec, parse_model_spec
 from pytest_guardbench.settings.options import ConfigError
 
@@ -43,3 +44,16 @@ def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, 
             f"--{role}={value}: environment variable {missing} is not set (it holds the API key for {spec.model})"
         )
     return spec
+
+
+def judge_specs(value: str, builtins: list[str], aliases: dict[str, ModelSpec]) -> dict[str, ModelSpec | None]:
+    """The model specs `--judge` needs: {"judge": spec} for one judge; for a panel `a,b,c`, one
+    `judge:<member>` entry per member, so each member model is preflighted, cached and recorded
+    in meta.json like a role of its own."""
+    names = panel_names(value)
+    if len(names) <= 1:
+        return {"judge": resolve_role("judge", value, builtins, aliases)}
+    problem = panel_size_problem(names)
+    if problem:
+        raise ConfigError(f"--judge={value}: {problem}")
+    return {f"judge:{name}": resolve_role("judge", name, builtins, aliases) for name in names}

@@ -12,6 +12,7 @@ from pytest_guardbench.providers.cache import ResponseCache
 from pytest_guardbench.providers.hub import offline_requested
 from pytest_guardbench.run.guard_factory import build_guard
 from pytest_guardbench.run.inputs import RunInputs
+from pytest_guardbench.judges.panel import panel_names
 from pytest_guardbench.run.judge_factory import build_judge
 from pytest_guardbench.run.pipeline import BATCH_API, INSTANT, Stack, StageLimits, api_limits
 from pytest_guardbench.run.process import ProcessState
@@ -64,10 +65,19 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
             )
         return state.tutor
 
+    judge_runs_a_model = any(state.units.judges.runs_a_model(n) or f"judge:{n}" in specs for n in panel_names(s.judge))
     return Stack(
         guard=build_guard(s.guardrail, specs.get("guardrail"), options, lambda: model("guardrail"), state.units.guards),
         tutor=tutor,
-        judge=build_judge(s.judge, specs.get("judge"), lambda: model("judge"), options, state.units.judges),
+        judge=build_judge(
+            s.judge,
+            specs.get("judge"),
+            lambda: model("judge"),
+            options,
+            state.units.judges,
+            samples=s.judge_samples,
+            member_model=lambda name: (specs.get(f"judge:{name}"), lambda: model(f"judge:{name}")),
+        ),
         system_prompt=inputs.system_prompt,
         refusal_text=inputs.refusal_text,
         malformed_policy=s.malformed_policy,
@@ -78,6 +88,6 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         limits={
             "guard": limits("guardrail", local if state.units.guards.runs_a_model(s.guardrail) else INSTANT),
             "tutor": limits("tutor", local),
-            "judge": limits("judge", local if state.units.judges.runs_a_model(s.judge) else INSTANT),
+            "judge": limits("judge", local if judge_runs_a_model else INSTANT),
         },
     )

@@ -108,6 +108,9 @@ class Coverage(Block):
     errored: CountRate
     missing: CountRate
     missing_case_ids: list[str] = Field(default_factory=list)
+    # Of the verdicts taken as a majority (a judge panel, --guardbench-judge-samples above 1), those whose
+    # members did not all give the same labels; None when no verdict was a majority.
+    judge_disagreement: CountRate | None = None
     # Whole cases, not only ids, so `merge` and `rejudge` can carry them into the runs they write;
     # None in summaries written before they were kept.
     missing_cases: list[Case] | None = None

@@ -130,6 +130,7 @@ class RunTally:
         self._scores: dict[str, tuple[array[float], bytearray]] = {}
         self._labelled = self._unlabelled = 0
         self._valid_judge = self._malformed_judge = self._tutor_ran = 0
+        self._majority_verdicts = self._split_verdicts = 0
         self._replies = self._empty = self._truncated = 0
         self._usage = _Usage()
 
@@ -197,6 +198,10 @@ class RunTally:
             self.errored += 1
         if record.judge is not None and not record.judge.malformed:
             self._valid_judge += 1
+        if record.judge is not None and record.judge.members:
+            self._majority_verdicts += 1
+            labels = {(m.malformed, m.response_safety, m.answer_mode) for m in record.judge.members}
+            self._split_verdicts += len(labels) > 1
         if judge_flagged_malformed(record):
             self._malformed_judge += 1
         if record.tutor_ran:
@@ -376,6 +381,9 @@ class RunTally:
             errored=entry(reasons["error"]),
             missing=entry(len(missing)),
             missing_case_ids=[c.case_id for c in missing],
+            judge_disagreement=entry(self._split_verdicts, self._majority_verdicts)
+            if self._majority_verdicts
+            else None,
             missing_cases=missing,
             lost_reports=list(lost),
             unscored_reasons=dict(sorted(reasons.items())),

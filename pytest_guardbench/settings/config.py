@@ -69,6 +69,7 @@ class Settings(BaseModel):
     variants: tuple[str, ...] = DEFAULT_VARIANTS
     exclude_variants: tuple[str, ...] = ()
     samples: int = 1
+    judge_samples: int = 1
     malformed_policy: MalformedPolicy = "block"
     system_prompt: str = "generic_child_tutor_v1"
     report_dir: Path = Path("reports")

@@ -181,7 +181,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "judge",
         ("--judge", "--guardbench-judge"),
-        "Safety judge: offline (default), rules, a model alias or openai:<model> / vllm:<model>@<url>.",
+        "Safety judge: offline (default), rules, a model alias or openai:<model> / vllm:<model>@<url>; a comma list "
+        "of 3, 5, ... judges is a panel whose verdict is their strict majority.",
     ),
     OptionSpec(
         "data",
@@ -204,6 +205,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "samples",
         ("--guardbench-samples",),
         "Tutor samples per prompt-variant (k); k>1 samples with a per-case seed.",
+        _at_most(MAX_SAMPLES),
+    ),
+    OptionSpec(
+        "judge_samples",
+        ("--guardbench-judge-samples",),
+        "Ask the judge k times per response (an LLM judge samples with a seed per ask); the verdict is the strict "
+        "majority, and judge_quality reports how often the k answers disagreed (default 1).",
         _at_most(MAX_SAMPLES),
     ),
     OptionSpec(

@@ -12,7 +12,7 @@ from pytest_guardbench.settings.options import OPTIONS, OPTIONS_BY_NAME
 SECONDS = ("max_duration", "timeout", "batch_poll", "progress")
 FRACTIONS = ("min_recall", "max_fpr", "max_ber", "min_coverage", "max_empty_rate", "max_flip_rate",
              "scorecard_tolerance", "min_judge_kappa")  # fmt: skip
-COUNTS = ("samples", "max_new_tokens", "batch_size", "api_processes", "retries", "max_errors")
+COUNTS = ("samples", "judge_samples", "max_new_tokens", "batch_size", "api_processes", "retries", "max_errors")
 
 BAD = [
     *((name, value, "finite") for name in SECONDS for value in ("inf", "Infinity", "1e999")),
@@ -25,7 +25,10 @@ BAD = [
     *((name, value, "is not a number") for name in FRACTIONS for value in ("", "high", "80%")),
     *((name, value, "not a whole number") for name in COUNTS for value in ("inf", "nan", "1.5", "", "many", "1e3")),
     *((name, "-1", "negative") for name in COUNTS),
-    *((name, "0", "at least 1") for name in ("samples", "max_new_tokens", "batch_size", "api_processes")),
+    *(
+        (name, "0", "at least 1")
+        for name in ("samples", "judge_samples", "max_new_tokens", "batch_size", "api_processes")
+    ),
     ("samples", "1000000000", "more than 1,000"),
     ("samples", "1001", "more than 1,000"),
     ("retries", "1000000", "more than 100"),
