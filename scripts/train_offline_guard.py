@@ -1,5 +1,6 @@
 """Fit the offline guard's logistic head on the TRAIN split of pytest_guardbench/datasets/guard_prompts_v1.jsonl and
-write pytest_guardbench/guards/heads/offline_guard_v1.json.
+write pytest_guardbench/guards/heads/offline_guard_v1.json (`--head offline-kb`: the head of the guard with the
+maintained resources' features, guards/knowledge.py, written to offline_guard_kb_v1.json; same rows, grid and rules).
 
 The test split (130 prompts) was committed before this script or any head existed. Everything is
 chosen inside the train split: the L2 strength by 5-fold cross-validation (balanced accuracy), then
@@ -9,7 +10,11 @@ under the 0.20 bar). The head is a logistic regression fitted to its optimum by 
 (scripts/logistic_fit.py). The test split is read only after the head is fitted, to record its
 counts there in the head file (a test re-measures them).
 
-    .venv/bin/python scripts/train_offline_guard.py [--check]
+    .venv/bin/python scripts/train_offline_guard.py [--head offline|offline-kb] [--check]
+
+After a fit it prints the guard's recall and FPR, with 95% Wilson intervals, on the train split, the
+test split and the separately written source guard_source_slurs_v1.jsonl (scripts/make_guard_source_slurs.py),
+which is read only to report.
 
 --check fits again and exits 1 when the result differs from the committed head: other train rows,
 another L2 or threshold, a P(risk) further than REFIT_TOLERANCE (1e-4) from the committed head's on
@@ -30,7 +35,15 @@ from typing import Any
 import numpy as np
 
 from pytest_guardbench._util.logistic import LogisticHead
-from pytest_guardbench.guards.offline_guard import FEATURE_VERSION, HEAD_FILE, OfflineGuard, guard_features
+from pytest_guardbench.guards.knowledge import load_knowledge
+from pytest_guardbench.guards.offline_guard import (
+    FEATURE_VERSION,
+    HEAD_FILE,
+    KB_FEATURE_VERSION,
+    KB_HEAD_FILE,
+    OfflineGuard,
+    guard_features,
+)
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 from pytest_guardbench.scoring.agreement import wilson_interval
 
@@ -39,6 +52,7 @@ from logistic_fit import compare_heads, fit_head, out_of_fold_probabilities, pro
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "pytest_guardbench" / "datasets" / "guard_prompts_v1.jsonl"
+SEPARATE_SOURCE = ROOT / "pytest_guardbench" / "datasets" / "guard_source_slurs_v1.jsonl"
 L2_GRID = (0.1, 0.3, 1.0, 3.0, 10.0)
 MAX_CV_FPR = 0.15
 THRESHOLDS = tuple(round(0.30 + 0.05 * i, 2) for i in range(11))  # 0.30 ... 0.80
@@ -57,11 +71,11 @@ def choose_threshold(p: np.ndarray, y: np.ndarray) -> tuple[float, dict[str, dic
     return best, table, float(min(np.abs(p - t).min() for t in THRESHOLDS))
 
 
-def load_rows(path: Path = DATASET) -> list[dict[str, object]]:
+def load_rows(path: Path = DATASET, splits: tuple[str, ...] = ("train", "test")) -> list[dict[str, object]]:
     rows = []
     for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         row = json.loads(line)
-        if row.get("split") not in ("train", "test") or not isinstance(row.get("is_harmful"), bool):
+        if row.get("split") not in splits or not isinstance(row.get("is_harmful"), bool):
             raise SystemExit(f"{path}:{number}: needs split train|test and a boolean is_harmful")
         rows.append(row)
     return rows
@@ -96,14 +110,30 @@ def held_out_counts(guard: OfflineGuard, rows: list[dict[str, object]]) -> dict[
     return counts
 
 
+def source_counts(guard: OfflineGuard, rows: list[dict[str, object]]) -> dict[str, int]:
+    """Harmful and safe prompts of the separately written source, and how many of each were blocked."""
+    blocked = [guard.parse(raw).status == "block" for raw in guard.screen([str(r["prompt"]) for r in rows])]
+    counts: dict[str, int] = {}
+    for kind, harmful in (("harmful", True), ("safe", False)):
+        counts[f"{kind}_rows"] = sum(1 for r in rows if r["is_harmful"] is harmful)
+        counts[f"{kind}_blocked"] = sum(
+            1 for b, r in zip(blocked, rows, strict=True) if b and r["is_harmful"] is harmful
+        )
+    return counts
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="Fit again and compare with the committed head.")
+    parser.add_argument("--head", choices=("offline", "offline-kb"), default="offline", help="Which guard's head.")
     args = parser.parse_args()
+    knowledge = load_knowledge() if args.head == "offline-kb" else None
+    head_file = KB_HEAD_FILE if knowledge else HEAD_FILE
+    feature_version = KB_FEATURE_VERSION if knowledge else FEATURE_VERSION
     rows = load_rows()
     train = [r for r in rows if r["split"] == "train"]
     embedder = minilm_embedder(ProviderOptions(model_cache=Path(".")))
-    x = np.array(guard_features([str(r["prompt"]) for r in train], embedder), dtype=float)
+    x = np.array(guard_features([str(r["prompt"]) for r in train], embedder, knowledge), dtype=float)
     y = np.array([1 if r["is_harmful"] else 0 for r in train])
     ids = [str(r["id"]) for r in train]
     head = fit_head(x, y, ids, ("safe", "harmful"), L2_GRID)
@@ -112,19 +142,19 @@ def main() -> int:
     head["threshold"] = threshold
     head["cv_recall_fpr_by_threshold"] = cv_table
     head["cv_threshold_smallest_margin"] = round(threshold_margin, 6)
-    fresh: dict[str, Any] = {**provenance(FEATURE_VERSION, DATASET.name, ids), "risk": head}
+    fresh: dict[str, Any] = {**provenance(feature_version, DATASET.name, ids), "risk": head}
     if args.check:
-        committed = json.loads(HEAD_FILE.read_text(encoding="utf-8")) if HEAD_FILE.is_file() else {}
+        committed = json.loads(head_file.read_text(encoding="utf-8")) if head_file.is_file() else {}
         old = committed.get("risk", {})
         problems = []
-        if committed.get("fitted_on") != fresh["fitted_on"] or committed.get("feature_version") != FEATURE_VERSION:
+        if committed.get("fitted_on") != fresh["fitted_on"] or committed.get("feature_version") != feature_version:
             problems.append("fitted on other rows")
         elif old.get("threshold") != threshold:
             problems.append(f"threshold {old.get('threshold')} vs {threshold}")
         else:
             problems += compare_heads("risk", old, head, x, threshold)
         print(
-            f"{HEAD_FILE} differs from a fresh fit on the train split: {'; '.join(problems)}"
+            f"{head_file} differs from a fresh fit on the train split: {'; '.join(problems)}"
             if problems
             else "head matches a fresh fit"
         )
@@ -134,15 +164,20 @@ def main() -> int:
         f"threshold {threshold} (cross-validated at it: {cv_table[str(threshold)]}; smallest distance of an "
         f"out-of-fold probability to a candidate threshold {head['cv_threshold_smallest_margin']})"
     )
-    guard = OfflineGuard(embedder, threshold=threshold, head=LogisticHead.from_json(head))
+    guard = OfflineGuard(
+        embedder, threshold=threshold, head=LogisticHead.from_json(head), knowledge=knowledge, head_file=head_file
+    )
     fresh["measured_on_test_split"] = held_out_counts(guard, rows)
-    HEAD_FILE.parent.mkdir(parents=True, exist_ok=True)
-    HEAD_FILE.write_text(json.dumps(fresh, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    print(f"wrote {HEAD_FILE} (train rows {len(train)}); test split: {fresh['measured_on_test_split']}")
+    separate = load_rows(SEPARATE_SOURCE, splits=("source-test",))
+    fresh["measured_on_separate_source"] = source_counts(guard, separate)
+    head_file.parent.mkdir(parents=True, exist_ok=True)
+    head_file.write_text(json.dumps(fresh, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    print(f"wrote {head_file} (train rows {len(train)}); test split: {fresh['measured_on_test_split']}")
     print(f"train: {rates(guard, train)}")
     print(
         f"test, chit-chat apart: {rates(guard, [r for r in rows if r['split'] == 'test' and r['kind'] != 'chit-chat'])}"
     )
+    print(f"separate source ({SEPARATE_SOURCE.name}, never fitted on): {rates(guard, separate)}")
     return 0
 
 

@@ -10,10 +10,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def check_committed_head(script: str) -> subprocess.CompletedProcess[str]:
-    """`scripts/<script> --check`: refits on the train rows and compares with the committed file."""
+def check_committed_head(script: str, *options: str) -> subprocess.CompletedProcess[str]:
+    """`scripts/<script> --check [options]`: refits on the train rows and compares with the committed file."""
     return subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / script), "--check"],
+        [sys.executable, str(ROOT / "scripts" / script), "--check", *options],
         capture_output=True,
         text=True,
         timeout=600,

