@@ -125,7 +125,7 @@ def test_missing_file(pytester):
         ),
         (
             ["--guardrail=graniteish"],
-            "*--guardrail=graniteish: unknown guardrail; known: none, keyword, offline, semantic; aliases: gpt-4o-mini, granite, llama, llama-guard-3, nemotron-safety, openai-moderation, shieldgemma, wildguard; or openai:<model>, vllm:<model>@<url>",
+            "*--guardrail=graniteish: unknown guardrail; known: none, keyword, offline, offline-kb, semantic; aliases: gpt-4o-mini, granite, llama, llama-guard-3, nemotron-safety, openai-moderation, shieldgemma, wildguard; or openai:<model>, vllm:<model>@<url>",
         ),
         (
             ["--tutor=gpt-9"],
