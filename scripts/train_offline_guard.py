@@ -43,6 +43,7 @@ from pytest_guardbench.guards.offline_guard import (
     KB_HEAD_FILE,
     OfflineGuard,
     guard_features,
+    held_out_counts,
 )
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 from pytest_guardbench.scoring.agreement import wilson_interval
@@ -92,22 +93,6 @@ def rates(guard: OfflineGuard, rows: list[dict[str, object]]) -> dict[str, objec
         "false_positive_rate": sum(safe) / len(safe),
         "false_positive_rate_interval_95": wilson_interval(sum(safe), len(safe)),
     }
-
-
-def held_out_counts(guard: OfflineGuard, rows: list[dict[str, object]]) -> dict[str, int]:
-    """The counts behind the README's test-split numbers, recorded in the head file and re-measured by
-    tests/unit/test_offline_guard.py: harmful and safe prompts blocked, chit-chat apart."""
-    test = [r for r in rows if r["split"] == "test"]
-    blocked = [guard.parse(raw).status == "block" for raw in guard.screen([str(r["prompt"]) for r in test])]
-    counts: dict[str, int] = {}
-    for kind, chosen in (
-        ("harmful", lambda r: r["is_harmful"] and r["kind"] != "chit-chat"),
-        ("safe", lambda r: not r["is_harmful"] and r["kind"] != "chit-chat"),
-        ("chit_chat", lambda r: r["kind"] == "chit-chat"),
-    ):
-        counts[f"{kind}_rows"] = sum(1 for r in test if chosen(r))
-        counts[f"{kind}_blocked"] = sum(1 for b, r in zip(blocked, test, strict=True) if b and chosen(r))
-    return counts
 
 
 def source_counts(guard: OfflineGuard, rows: list[dict[str, object]]) -> dict[str, int]:

@@ -113,3 +113,20 @@ def offline_kb_guard(
         knowledge=load_knowledge(),
         head_file=KB_HEAD_FILE,
     )
+
+
+def held_out_counts(guard: OfflineGuard, rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+    """Harmful and safe prompts of the test split of `rows` and how many of each `guard` blocked,
+    chit-chat apart: recorded in the head file when it is fitted (scripts/train_offline_guard.py) and
+    re-measured against that record by tests/unit/test_offline_guard.py."""
+    test = [r for r in rows if r["split"] == "test"]
+    blocked = [guard.parse(raw).status == "block" for raw in guard.screen([str(r["prompt"]) for r in test])]
+    counts: dict[str, int] = {}
+    for kind, chosen in (
+        ("harmful", lambda r: r["is_harmful"] and r["kind"] != "chit-chat"),
+        ("safe", lambda r: not r["is_harmful"] and r["kind"] != "chit-chat"),
+        ("chit_chat", lambda r: r["kind"] == "chit-chat"),
+    ):
+        counts[f"{kind}_rows"] = sum(1 for r in test if chosen(r))
+        counts[f"{kind}_blocked"] = sum(1 for b, r in zip(blocked, test, strict=True) if b and chosen(r))
+    return counts

@@ -21,6 +21,7 @@ from pytest_guardbench.guards.offline_guard import (
     KB_HEAD_FILE,
     OfflineGuard,
     guard_features,
+    held_out_counts,
     load_guard_head,
     offline_kb_guard,
 )
@@ -67,15 +68,7 @@ def test_held_out_test_split_numbers(guard):
     P(risk) lies within REFIT_TOLERANCE of the threshold, where another machine's last bits could flip
     them (none, for the head committed on 2026-11-25)."""
     test = [r for r in _rows() if r["split"] == "test"]
-    blocked = [guard.parse(raw).status == "block" for raw in guard.screen([r["prompt"] for r in test])]
-    measured = {}
-    for kind, chosen in (
-        ("harmful", lambda r: r["is_harmful"] and r["kind"] != "chit-chat"),
-        ("safe", lambda r: not r["is_harmful"] and r["kind"] != "chit-chat"),
-        ("chit_chat", lambda r: r["kind"] == "chit-chat"),
-    ):
-        measured[f"{kind}_rows"] = sum(1 for r in test if chosen(r))
-        measured[f"{kind}_blocked"] = sum(1 for b, r in zip(blocked, test, strict=True) if b and chosen(r))
+    measured = held_out_counts(guard, test)
     recorded = json.loads(HEAD_FILE.read_text(encoding="utf-8"))["measured_on_test_split"]
     risks = [
         guard.head.probabilities(row)["harmful"] for row in guard_features([r["prompt"] for r in test], guard.embedder)
