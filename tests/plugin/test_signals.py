@@ -114,6 +114,9 @@ def test_a_second_resume_of_a_folder_in_use_stops_at_once_naming_the_holder(tmp_
                            capture_output=True, text=True, timeout=120)  # fmt: skip
     folder = next((tmp_path / "reports").iterdir())
     assert json.loads((folder / "summary.json").read_text())["completeness"]["complete"] is False, first.stdout
+    # The server holds every call until the second process has been refused, so the first one is
+    # still writing the folder then however slowly either starts.
+    slow_stub.hold()
     resuming = subprocess.Popen([*command, "-p", "no:xdist", f"--guardbench-resume={folder}"], cwd=tmp_path,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
     try:
@@ -125,6 +128,7 @@ def test_a_second_resume_of_a_folder_in_use_stops_at_once_naming_the_holder(tmp_
         assert second.returncode == pytest.ExitCode.USAGE_ERROR
         assert f"{folder}: another process is writing this run folder (pid {resuming.pid} on " in second.stderr
     finally:
+        slow_stub.release()
         output, _ = resuming.communicate(timeout=120)
     assert resuming.returncode == 0, output
     records = (folder / "results.jsonl").read_text().splitlines()
