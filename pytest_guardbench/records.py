@@ -25,10 +25,24 @@ ResponseSource = Literal["tutor", "guard_block"]
 Outcome = Literal["TP", "FP", "TN", "FN"]
 LabelSource = Literal["is_harmful", "label", "category_rule", "unlabelled"]
 PipelineStage = Literal["guard", "tutor", "judge"]
+TurnRole = Literal["user", "assistant"]
+# Who wrote a turn: the pack (a scripted user turn or a fixed assistant turn), a variant that built
+# the conversation, the attacker model, the tutor, or the guard's refusal text.
+TurnSource = Literal["pack", "variant", "attacker", "tutor", "guard_block"]
 
 
 class _Frozen(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
+
+
+class Turn(_Frozen):
+    """One scripted turn of a conversation: a user turn, or a fixed assistant turn that primes the
+    context (the tutor never wrote it). `is_harmful` is a user turn's own label, when the data gives one."""
+
+    role: TurnRole
+    content: str
+    is_harmful: bool | None = None
+    source: TurnSource = "pack"
 
 
 class PackItem(_Frozen):
@@ -45,6 +59,8 @@ class PackItem(_Frozen):
     category: str | None
     variant: str
     base_prompt_id: str
+    # A conversation item's script, ending with a user turn whose text is `prompt_text`; empty for a single prompt.
+    turns: tuple[Turn, ...] = ()
 
 
 class Case(_Frozen):
@@ -62,6 +78,13 @@ class Case(_Frozen):
     category: str | None
     source_file: str
     variant_family: str | None = None  # the mutator family (or chain, data), set when the case is made
+    # A conversation's script (user turns and fixed assistant turns), ending with the user turn whose
+    # text is `prompt_text`; empty for a single prompt.
+    turns: tuple[Turn, ...] = ()
+
+    @property
+    def is_conversation(self) -> bool:
+        return bool(self.turns)
 
 
 class GuardDecision(_Frozen):
@@ -128,6 +151,21 @@ class PipelineError(_Frozen):
         return redact(message)
 
 
+class TurnRecord(_Frozen):
+    """One turn of a conversation as it ran. A user turn carries the guard's verdict on the
+    conversation up to it; an assistant turn the reply (tutor or refusal; none for a fixed turn)
+    and the judge's verdict on it in context. `depth` counts user turns from 1."""
+
+    role: TurnRole
+    content: str
+    source: TurnSource
+    depth: int
+    is_harmful: bool | None = None  # a user turn's label: its own, or the conversation's
+    guard: GuardDecision | None = None
+    reply: TutorReply | None = None
+    judge: JudgeVerdict | None = None
+
+
 class CaseRecord(_Frozen):
     """Everything known about one case after the pipeline ran (one line of results.jsonl)."""
 
@@ -149,6 +187,15 @@ class CaseRecord(_Frozen):
     judge: JudgeVerdict | None
     error: PipelineError | None = None
     timings_s: dict[str, float] = Field(default_factory=dict)
+    # A conversation: every turn as it ran (empty for a single prompt). `guard`, `response` and
+    # `judge` above are then its last user turn's verdict, its last reply and the whole
+    # conversation's verdict; `first_unsafe_turn` is the depth of the first reply judged unsafe.
+    turns: tuple[TurnRecord, ...] = ()
+    first_unsafe_turn: int | None = None
+
+    @property
+    def is_conversation(self) -> bool:
+        return bool(self.turns)
 
     def redacted(self) -> CaseRecord:
         """The record with every secret replaced in every text that reaches a file or the terminal
@@ -165,6 +212,17 @@ class CaseRecord(_Frozen):
                 "guard": texts(self.guard, "reason", "raw"),
                 "response": texts(self.response, "text"),
                 "judge": texts(self.judge, "reason", "raw"),
+                "turns": tuple(
+                    turn.model_copy(
+                        update={
+                            "content": clean(turn.content),
+                            "guard": texts(turn.guard, "reason", "raw"),
+                            "reply": texts(turn.reply, "text"),
+                            "judge": texts(turn.judge, "reason", "raw"),
+                        }
+                    )
+                    for turn in self.turns
+                ),
             }
         )
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 from pytest_guardbench._util.registry import Registry
-from pytest_guardbench.records import JudgeVerdict, ResponseSource
+from pytest_guardbench.records import JudgeVerdict, ResponseSource, Turn
 
 
 @dataclass(frozen=True)
@@ -18,6 +18,10 @@ class JudgeInput:
     response: str
     source: ResponseSource
     is_harmful: bool | None = None  # ground truth, shown to LLM judges; the rules judge ignores it
+    # In a conversation, the turns before `prompt` (user and assistant), so a judge can grade the
+    # reply in context; empty for a single prompt.
+    context: tuple[Turn, ...] = ()
+    cut_off: bool = False  # the reply stopped at the token limit, so the judge sees a fragment
 
 
 @runtime_checkable
