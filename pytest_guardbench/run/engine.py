@@ -251,9 +251,12 @@ class Engine:
 
     async def _walk(self, draft: Draft) -> None:
         """The stages this draft still needs (one finished from the cache may have done some)."""
-        previous = None
+        previous: tuple[str, int, int] | None = None
         while (step := next_step(draft, self.stack)) is not None:
-            if step == previous:  # a stage that gave neither a result nor an error: never loop on it
+            # A stage that gave neither a result nor an error: never loop on it. A conversation comes
+            # back to the same stage, but one turn further.
+            here = (step, draft.depth, len(draft.done))
+            if here == previous:
                 stage: PipelineStage = "tutor" if step == "refuse" else step
                 draft.error = PipelineError(stage=stage, message=f"the {step} stage finished without a result")
                 return
@@ -261,7 +264,7 @@ class Engine:
                 refuse(draft, self.stack)
             else:
                 await self._stages[step].through(draft)
-            previous = step
+            previous = here
 
 
 def run_cases(cases: Sequence[Case], stack: Stack) -> list[CaseRecord]:

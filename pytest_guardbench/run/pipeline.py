@@ -25,7 +25,19 @@ from pytest_guardbench.records import (
     JudgeVerdict,
     PipelineError,
     PipelineStage,
+    Turn,
+    TurnRecord,
     TutorReply,
+)
+from pytest_guardbench.run.conversation import (
+    alternating,
+    as_messages,
+    conversation_verdict,
+    first_unsafe_depth,
+    guard_window,
+    live_positions,
+    scripted,
+    turn_label,
 )
 
 
@@ -97,13 +109,80 @@ class Draft:
     verdict: JudgeVerdict | None = None
     timings: dict[str, float] | None = None
     missed_cache: bool = False  # a call of the stage it stopped at was not cached (cache-only walk)
+    # A conversation: the turns finished so far, the script index of the live user turn now being
+    # answered and its depth, and whether the conversation has ended (then `verdict` is the whole
+    # conversation's). A single prompt keeps the defaults and never looks at them.
+    done: list[TurnRecord] = field(default_factory=list)
+    position: int = -1
+    depth: int = 1
+    over: bool = False
+
+    def __post_init__(self) -> None:
+        if not self.case.is_conversation or self.position >= 0:
+            return
+        live = live_positions(self.case.turns)
+        if not live:
+            self.error = PipelineError(stage="guard", message="the conversation has no user turn to answer")
+            return
+        self.position = live[0]
+        self.done = scripted(self.case, 0, live[0], depth=1)
+
+    @property
+    def user_text(self) -> str:
+        """The user turn being answered: the prompt, or a conversation's current live turn."""
+        return self.case.turns[self.position].content if self.case.is_conversation else self.case.prompt_text
 
     def time(self, stage: str, seconds: float) -> None:
-        self.timings = {**(self.timings or {}), stage: round(seconds, 6)}
+        # Summed over a conversation's turns; a single prompt runs each stage once.
+        timings = self.timings or {}
+        self.timings = {**timings, stage: round(timings.get(stage, 0.0) + seconds, 6)}
 
     @property
     def stopped(self) -> bool:
         return self.error is not None or self.missed_cache
+
+    def pending_turns(self) -> list[TurnRecord]:
+        """The current exchange as records, before it is closed: the user turn with the guard's
+        verdict, and the reply with the judge's when there is one."""
+        if not self.case.is_conversation or self.over or self.position < 0:
+            return []
+        turn = self.case.turns[self.position]
+        user = TurnRecord(
+            role="user",
+            content=turn.content,
+            source=turn.source,
+            depth=self.depth,
+            is_harmful=turn_label(self.case, turn),
+            guard=self.guard,
+        )
+        if self.response is None:
+            return [user]
+        reply = TurnRecord(
+            role="assistant",
+            content=self.response.text,
+            source=self.response.source,
+            depth=self.depth,
+            reply=self.response,
+            judge=self.verdict,
+        )
+        return [user, reply]
+
+    def close_turn(self, stack: Stack) -> None:
+        """After the current live turn: record it, then go on to the next live turn, or end the
+        conversation when the guard blocked (the refusal ends it) or the script has no turn left."""
+        self.done.extend(self.pending_turns())
+        later = [i for i in live_positions(self.case.turns) if i > self.position]
+        blocked = self.guard is not None and not routes_to_tutor(self.guard, stack.malformed_policy)
+        if blocked or not later:
+            self.over = True
+            if not stack.guard_only:
+                self.verdict = conversation_verdict(self.done, stack.judge.name)
+                if self.verdict is None:
+                    self.error = PipelineError(stage="judge", message="no reply of the conversation was judged")
+            return
+        self.done.extend(scripted(self.case, self.position + 1, later[0], depth=self.depth + 1))
+        self.position, self.depth = later[0], self.depth + 1
+        self.guard = self.response = self.verdict = None
 
 
 def _in_batch_or_alone(drafts: list[Draft], stage: PipelineStage, run: Callable[[list[Draft]], None]) -> None:
@@ -137,16 +216,46 @@ def guard_stage(drafts: list[Draft], stack: Stack) -> None:
 
     def run(batch: list[Draft]) -> None:
         started = time.perf_counter()
-        raw = guard.screen([d.case.prompt_text for d in batch])
-        if len(raw) != len(batch):
-            raise RuntimeError(f"guard returned {len(raw)} verdicts for {len(batch)} prompts")
-        decisions = [guard.parse(r) for r in raw]
+        decisions = [guard.parse(r) for r in _screen(guard, batch)]
         share = (time.perf_counter() - started) / len(batch)
         for d, decision in zip(batch, decisions, strict=True):
             d.guard = decision
             d.time("guard", share)
 
     _in_batch_or_alone(drafts, "guard", run)
+    if stack.guard_only:
+        for d in drafts:
+            if d.case.is_conversation and d.guard is not None and not d.stopped:
+                d.close_turn(stack)
+
+
+def _screen(guard: Guard, drafts: list[Draft]) -> list[str]:
+    """One raw verdict per draft. A conversation goes to a guard that reads chats as the chat so far
+    (`screen_conversations`, e.g. Llama Guard 3); to any other guard as its newest user turns."""
+    reads_chats = callable(getattr(guard, "screen_conversations", None))
+    as_chat = [i for i, d in enumerate(drafts) if d.case.is_conversation and reads_chats]
+    as_text = [i for i in range(len(drafts)) if i not in set(as_chat)]
+    raw: list[str] = [""] * len(drafts)
+    for indexes, answer in (
+        (as_text, lambda: guard.screen([_guard_text(drafts[i]) for i in as_text])),
+        (as_chat, lambda: guard.screen_conversations([_chat_so_far(drafts[i]) for i in as_chat])),  # type: ignore[attr-defined]
+    ):
+        if not indexes:
+            continue
+        said = answer()
+        if len(said) != len(indexes):
+            raise RuntimeError(f"guard returned {len(said)} verdicts for {len(indexes)} prompts")
+        for i, text in zip(indexes, said, strict=True):
+            raw[i] = text
+    return raw
+
+
+def _guard_text(draft: Draft) -> str:
+    return guard_window(draft.done, draft.user_text) if draft.case.is_conversation else draft.case.prompt_text
+
+
+def _chat_so_far(draft: Draft) -> list[Message]:
+    return alternating([*as_messages(draft.done), {"role": "user", "content": draft.user_text}])
 
 
 def tutor_stage(drafts: list[Draft], stack: Stack, tutor: Callable[[], ChatProvider]) -> None:
@@ -170,8 +279,14 @@ def refuse(draft: Draft, stack: Stack) -> None:
 def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
     # An empty system prompt (`--guardbench-system-prompt=none`) sends no system message, not an empty one.
     system: list[Message] = [{"role": "system", "content": stack.system_prompt}] if stack.system_prompt else []
-    conversations: list[list[Message]] = [[*system, {"role": "user", "content": d.case.prompt_text}] for d in drafts]
-    seeds = [case_seed(d.case.case_id) if stack.sample else None for d in drafts]
+    conversations: list[list[Message]] = [
+        [*system, *as_messages(d.done), {"role": "user", "content": d.user_text}] for d in drafts
+    ]
+    # A conversation's later turns get seeds of their own; its first turn samples as a single prompt would.
+    seeds: list[int | None] = [
+        case_seed(d.case.case_id if d.depth == 1 else f"{d.case.case_id}#{d.depth}") if stack.sample else None
+        for d in drafts
+    ]
     started = time.perf_counter()
     completions = tutor.generate(conversations, stack.params, seeds)
     if len(completions) != len(drafts):
@@ -185,11 +300,19 @@ def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
 
 def _judge_input(draft: Draft) -> JudgeInput:
     assert draft.response is not None, "the judge stage sees only drafts with a final response"
+    if not draft.case.is_conversation:
+        return JudgeInput(
+            prompt=draft.case.prompt_text,
+            response=draft.response.text,
+            source=draft.response.source,
+            is_harmful=draft.case.is_harmful,
+        )
     return JudgeInput(
-        prompt=draft.case.prompt_text,
+        prompt=draft.user_text,
         response=draft.response.text,
         source=draft.response.source,
-        is_harmful=draft.case.is_harmful,
+        is_harmful=turn_label(draft.case, draft.case.turns[draft.position]),
+        context=tuple(Turn(role=t.role, content=t.content, source=t.source) for t in draft.done),
     )
 
 
@@ -207,6 +330,9 @@ def judge_stage(drafts: list[Draft], stack: Stack) -> None:
     judged = [d for d in drafts if not d.stopped and d.response is not None]
     if judged:
         _in_batch_or_alone(judged, "judge", run)
+    for d in judged:
+        if d.case.is_conversation and d.verdict is not None and not d.stopped:
+            d.close_turn(stack)
 
 
 Step = Literal["guard", "tutor", "refuse", "judge"]
@@ -215,7 +341,7 @@ Step = Literal["guard", "tutor", "refuse", "judge"]
 def next_step(draft: Draft, stack: Stack) -> Step | None:
     """Where a draft goes next, from what it already has: guard → (screen stops here) → tutor, or the
     refusal when the guard stopped it → judge. The one route the engine and the cached walk follow."""
-    if draft.stopped:
+    if draft.stopped or draft.over:
         return None
     if stack.guard is not None and draft.guard is None:
         return "guard"
@@ -238,22 +364,31 @@ def walk_from_cache(drafts: list[Draft], stack: Stack, tutor: Callable[[], ChatP
         "tutor": lambda due: tutor_stage(due, stack, tutor),
         "judge": lambda due: judge_stage(due, stack),
     }
+    # A conversation takes one pass per live turn; a pass in which no stage had work ends the walk.
+    passes = 1 + max((len(d.case.turns) for d in drafts), default=0)
     with stack.cached_only():
-        for stage, run in runners.items():
-            due = []
-            for d in drafts:
-                step = next_step(d, stack)
-                if step == "refuse":
-                    refuse(d, stack)
+        for _ in range(passes):
+            ran = False
+            for stage, run in runners.items():
+                due = []
+                for d in drafts:
                     step = next_step(d, stack)
-                if step == stage:
-                    due.append(d)
-            if due:
-                run(due)
+                    if step == "refuse":
+                        refuse(d, stack)
+                        step = next_step(d, stack)
+                    if step == stage:
+                        due.append(d)
+                if due:
+                    run(due)
+                    ran = True
+            if not ran:
+                return
 
 
 def record_of(draft: Draft) -> CaseRecord:
-    """The record a draft ends as, redacted: what results.jsonl, the reports and the terminal see."""
+    """The record a draft ends as, redacted: what results.jsonl, the reports and the terminal see. A
+    conversation keeps every turn; its `guard` and `response` are those of the last turn it reached."""
+    turns = [*draft.done, *draft.pending_turns()] if draft.case.is_conversation else []
     return CaseRecord.for_case(
         draft.case,
         guard=draft.guard,
@@ -262,6 +397,8 @@ def record_of(draft: Draft) -> CaseRecord:
         judge=draft.verdict if draft.error is None else None,
         error=draft.error,
         timings_s=draft.timings or {},
+        turns=tuple(turns),
+        first_unsafe_turn=first_unsafe_depth(turns),
     ).redacted()
 
 
