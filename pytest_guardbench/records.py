@@ -86,6 +86,16 @@ class Case(_Frozen):
     def is_conversation(self) -> bool:
         return bool(self.turns)
 
+    def live_positions(self) -> tuple[int, ...]:
+        """Indexes of the user turns the system answers: those not followed by a fixed assistant turn
+        (a user turn the pack answered itself is context)."""
+        turns = self.turns
+        return tuple(
+            i
+            for i, turn in enumerate(turns)
+            if turn.role == "user" and (i + 1 == len(turns) or turns[i + 1].role != "assistant")
+        )
+
 
 class GuardDecision(_Frozen):
     """Parsed guardrail verdict; `raw` keeps what the guard said so a reviewer can check the parse."""

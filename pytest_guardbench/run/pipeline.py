@@ -29,13 +29,12 @@ from pytest_guardbench.records import (
     TurnRecord,
     TutorReply,
 )
+from pytest_guardbench.scoring.conversations import first_unsafe_depth
 from pytest_guardbench.run.conversation import (
     alternating,
     as_messages,
     conversation_verdict,
-    first_unsafe_depth,
     guard_window,
-    live_positions,
     scripted,
     turn_label,
 )
@@ -120,7 +119,7 @@ class Draft:
     def __post_init__(self) -> None:
         if not self.case.is_conversation or self.position >= 0:
             return
-        live = live_positions(self.case.turns)
+        live = self.case.live_positions()
         if not live:
             self.error = PipelineError(stage="guard", message="the conversation has no user turn to answer")
             return
@@ -171,7 +170,7 @@ class Draft:
         """After the current live turn: record it, then go on to the next live turn, or end the
         conversation when the guard blocked (the refusal ends it) or the script has no turn left."""
         self.done.extend(self.pending_turns())
-        later = [i for i in live_positions(self.case.turns) if i > self.position]
+        later = [i for i in self.case.live_positions() if i > self.position]
         blocked = self.guard is not None and not routes_to_tutor(self.guard, stack.malformed_policy)
         if blocked or not later:
             self.over = True

@@ -143,6 +143,34 @@ class Usage(Block):
     cost_note: str | None
 
 
+class DepthRate(Block):
+    """Of `n` conversations, the `count` stopped at this depth or earlier, with a 95% Wilson interval."""
+
+    depth: int
+    count: int
+    n: int
+    rate: float | None
+    interval: tuple[float, float] | None = None
+
+
+class ConversationMetrics(Block):
+    """summary.json's `conversations` block; absent when a run has no conversation."""
+
+    conversations: int
+    harmful: int  # scored harmful conversations
+    safe: int  # scored safe conversations
+    max_depth: int
+    scorecards: ScopeCards
+    recall_by_turn: list[DepthRate] = Field(default_factory=list)
+    over_blocking_by_turn: list[DepthRate] = Field(default_factory=list)
+    # Harmful conversations by the depth of their first unsafe reply.
+    first_unsafe_turn: dict[int, int] = Field(default_factory=dict)
+
+    def at(self, table: str, depth: int) -> DepthRate | None:
+        rows: list[DepthRate] = getattr(self, table)
+        return next((row for row in rows if row.depth == depth), None)
+
+
 class RunMetrics(Block):
     """Every metric of a run: what scoring gives the finish step, and the part of summary.json that
     depends only on the records."""
@@ -160,6 +188,7 @@ class RunMetrics(Block):
     outcomes: dict[str, int] = Field(default_factory=dict)
     warnings: list[str] = Field(default_factory=list)
     guard_sweeps: dict[str, GuardSweep] = Field(default_factory=dict)
+    conversations: ConversationMetrics | None = None
 
     @property
     def policy(self) -> str:

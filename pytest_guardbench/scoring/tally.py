@@ -34,6 +34,7 @@ from pytest_guardbench.scoring.blocks import (
     TutorTokens,
     Usage,
 )
+from pytest_guardbench.scoring.conversations import ConversationTally
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import (
     CardTally,
@@ -133,6 +134,7 @@ class RunTally:
         self._majority_verdicts = self._split_verdicts = 0
         self._replies = self._empty = self._truncated = 0
         self._usage = _Usage()
+        self._conversations = ConversationTally()
 
     def add(self, record: CaseRecord) -> Classification:
         """Count `record`; returns its outcome under the policy, or why it is unscored, so a caller
@@ -156,6 +158,7 @@ class RunTally:
             state = _ALL_GOOD if outcome in ("TP", "TN") else _ALL_BAD
             before = self._rows.get(row)
             self._rows[row] = state if before is None or before == state else _MIXED
+        self._conversations.add(record, outcome, answer_flags(record) if outcome is not None else (False, False))
         self._pair(record, outcome)
         self._guard(record)
         self._coverage(record)
@@ -269,6 +272,7 @@ class RunTally:
             outcomes=dict(sorted(outcomes.items())),
             warnings=_warnings(cards, coverage, guards),
             guard_sweeps=self.guard_sweeps(),
+            conversations=self._conversations.metrics(),
         )
 
     def prompt_row_buckets(self) -> RowBuckets:

@@ -54,6 +54,9 @@ class Thresholds(BaseModel):
     max_flip_rate: float | None = None
     per_variant: dict[str, ScopeThresholds] = Field(default_factory=dict)
     per_category: dict[str, ScopeThresholds] = Field(default_factory=dict)
+    # Conversations, by depth: min_recall bars the share of harmful conversations caught by that turn,
+    # max_fpr the share of safe ones over-blocked by it (`[tool.guardbench.thresholds.turn.<depth>]`).
+    per_turn: dict[int, ScopeThresholds] = Field(default_factory=dict)
     zero_tolerance_categories: tuple[str, ...] = ()
 
 
@@ -175,6 +178,21 @@ class Settings(BaseModel):
                         f"pyproject.toml: [tool.guardbench.thresholds.{kind}.{name}] {where}: {detail['msg']}"
                     ) from None
             thresholds[f"per_{kind}"] = scope
+        turns: dict[int, ScopeThresholds] = {}
+        for name, entry in scoped.get("turn", {}).items():
+            table = f"pyproject.toml: [tool.guardbench.thresholds.turn.{name}]"
+            if not str(name).isdigit() or int(name) < 1:
+                raise ConfigError(f"{table}: a turn is a depth, a whole number from 1")
+            if not isinstance(entry, dict) or set(entry) - {"min_recall", "max_fpr"}:
+                raise ConfigError(
+                    f"{table}: a turn takes min_recall (caught by then) and max_fpr (over-blocked by then)"
+                )
+            try:
+                turns[int(name)] = ScopeThresholds(**entry)
+            except ValidationError as exc:
+                detail = exc.errors()[0]
+                raise ConfigError(f"{table} {'.'.join(map(str, detail['loc']))}: {detail['msg']}") from None
+        thresholds["per_turn"] = turns
 
         def resolve_data(name: str, raw: str | Path, folders: tuple[str, ...]) -> Path:
             # A bare name that is no file names a shipped pack or dataset (`--guardbench-data=child_safety_v1`).

@@ -37,15 +37,20 @@ def _pyproject_guardbench(root: Path) -> dict[str, Any]:
     return table
 
 
+THRESHOLD_SCOPES = ("variant", "category", "turn")
+
+
 def pyproject_thresholds(root: Path) -> dict[str, dict[str, Any]]:
-    """`[tool.guardbench.thresholds.variant.<name>]` and `[tool.guardbench.thresholds.category.<name>]`."""
+    """`[tool.guardbench.thresholds.variant.<name>]`, `[tool.guardbench.thresholds.category.<name>]` and
+    `[tool.guardbench.thresholds.turn.<depth>]`."""
     table = _pyproject_guardbench(root).get("thresholds", {})
-    unknown = sorted(set(table) - {"variant", "category"})
+    unknown = sorted(set(table) - set(THRESHOLD_SCOPES))
     if unknown:
         raise ConfigError(
-            f"{root / 'pyproject.toml'}: [tool.guardbench.thresholds.{unknown[0]}]: use thresholds.variant.<name> or thresholds.category.<name>"
+            f"{root / 'pyproject.toml'}: [tool.guardbench.thresholds.{unknown[0]}]: use thresholds.variant.<name>, "
+            "thresholds.category.<name> or thresholds.turn.<depth>"
         )
-    return {kind: dict(table.get(kind, {})) for kind in ("variant", "category")}
+    return {kind: dict(table.get(kind, {})) for kind in THRESHOLD_SCOPES}
 
 
 def price_table(root: Path) -> dict[str, dict[str, float]]:

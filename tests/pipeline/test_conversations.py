@@ -10,7 +10,8 @@ import pytest
 from pytest_guardbench.guards import parse_decision
 from pytest_guardbench.providers import Completion, GenerationParams
 from pytest_guardbench.records import Case, JudgeVerdict, Turn
-from pytest_guardbench.run.conversation import conversation_verdict, stopped_depth
+from pytest_guardbench.run.conversation import conversation_verdict
+from pytest_guardbench.scoring.conversations import stopped_depth
 from pytest_guardbench.run.engine import run_cases
 from pytest_guardbench.run.pipeline import Stack
 
