@@ -109,11 +109,15 @@ class GraniteGuardianAdapter:
         return [self.template_kwargs(risk) for risk in (*self.block_risks, *self.observe_risks)]
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
-        return [json.dumps(r) for r in self._score(prompts)]
+        return self.screen_conversations([[{"role": "user", "content": p}] for p in prompts])
 
-    def _score(self, prompts: Sequence[str]) -> list[dict[str, Any]]:
-        results: list[dict[str, Any]] = [{} for _ in prompts]
-        conversations: list[list[Message]] = [[{"role": "user", "content": p}] for p in prompts]
+    def screen_conversations(self, conversations: Sequence[list[Message]]) -> list[str]:
+        """The chat so far, ending with the user turn: the template judges the last user message (the
+        3.2 and 3.3 templates read the turns before it as its context)."""
+        return [json.dumps(r) for r in self._score(list(conversations))]
+
+    def _score(self, conversations: list[list[Message]]) -> list[dict[str, Any]]:
+        results: list[dict[str, Any]] = [{} for _ in conversations]
         after = SCORE_MARKER if self.version == "3.3" else ""
         for risk in (*self.block_risks, *self.observe_risks):
             kwargs = self.template_kwargs(risk)

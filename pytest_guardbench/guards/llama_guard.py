@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_guardbench.providers.base import ScoringChatModel
+from pytest_guardbench.providers.base import Message, ScoringChatModel
 from pytest_guardbench.records import GuardDecision
 
 LLAMA_GUARD_CATEGORIES = tuple(f"S{n}" for n in range(1, 15))
@@ -47,9 +47,12 @@ class LlamaGuardAdapter:
     description: str = "Meta Llama Guard 3 (local transformers): safe / unsafe + S-codes, P(unsafe) from logits."
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
-        outputs = self.model.classify(
-            [[{"role": "user", "content": p}] for p in prompts], {}, ("unsafe", "safe"), max_new_tokens=12
-        )
+        return self.screen_conversations([[{"role": "user", "content": p}] for p in prompts])
+
+    def screen_conversations(self, conversations: Sequence[list[Message]]) -> list[str]:
+        """The chat so far, alternating and ending with the user turn: the template assesses that
+        last user message in the context of the whole conversation."""
+        outputs = self.model.classify(list(conversations), {}, ("unsafe", "safe"), max_new_tokens=12)
         return [json.dumps({"text": o.text, "p": o.p_first}) for o in outputs]
 
     def parse(self, raw: str) -> GuardDecision:

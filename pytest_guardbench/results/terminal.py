@@ -4,6 +4,7 @@ from __future__ import annotations
 
 
 from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.scoring.blocks import ConversationMetrics
 from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
 
 
@@ -23,6 +24,10 @@ def terminal_lines(summary: RunSummary) -> list[str]:
         lines.append(row(scope, card))
     for variant, cards in summary.per_variant.items():
         lines.append(row(f"  variant {variant}", cards.system))
+    talks = summary.conversations
+    if talks is not None:
+        lines.append(row("  conversations", talks.scorecards.system))
+        lines.append(f"conversations: {depth_line(talks)}")
     cov = summary.coverage
     lines.append(
         f"coverage: {cov.scored.count}/{cov.expected} scored, {cov.unlabelled.count} unlabelled, "
@@ -37,6 +42,13 @@ def terminal_lines(summary: RunSummary) -> list[str]:
     lines.extend(resume_lines(summary))
     lines.extend(incomplete_lines(summary, "INCOMPLETE RUN: "))
     return lines
+
+
+def depth_line(talks: ConversationMetrics) -> str:
+    """Caught and over-blocked by each depth, on one line: `caught by turn 1 25% (1/4), 2 50% ...`."""
+    caught = ", ".join(f"{r.depth}: {fmt_rate(r.rate)} ({r.count}/{r.n})" for r in talks.recall_by_turn)
+    blocked = ", ".join(f"{r.depth}: {fmt_rate(r.rate)} ({r.count}/{r.n})" for r in talks.over_blocking_by_turn)
+    return f"harmful caught by turn {caught}; safe over-blocked by turn {blocked}"
 
 
 def resume_lines(summary: RunSummary) -> list[str]:
