@@ -16,7 +16,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from pytest_guardbench.providers.base import Message
-from pytest_guardbench.records import Case, JudgeVerdict, PolicyLabel, Turn, TurnRecord
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.records import Case, CaseRecord, JudgeVerdict, PolicyLabel, Turn, TurnRecord
+from pytest_guardbench.scoring.conversations import first_unsafe_depth
 
 # How many user turns a guard that reads text, not chats, gets: the newest ones, since a request
 # split over turns is only visible to a guard that reads them together.
@@ -100,4 +102,32 @@ def conversation_verdict(turns: Sequence[TurnRecord], judge: str) -> JudgeVerdic
         answer_mode=other[1].answer_mode if other is not None else "answered",
         reason=reason,
         assistant_policy_label=policy,
+    )
+
+
+def replies_to_judge(record: CaseRecord) -> list[tuple[int, JudgeInput]]:
+    """Each reply of a recorded conversation as the judge saw it in the run: its user turn, the turns
+    before that as context, and the user turn's label. Keyed by the reply's index in `record.turns`."""
+    inputs: list[tuple[int, JudgeInput]] = []
+    for i, turn in enumerate(record.turns):
+        if turn.role != "assistant" or turn.reply is None or i == 0 or record.turns[i - 1].role != "user":
+            continue
+        user = record.turns[i - 1]
+        context = tuple(Turn(role=t.role, content=t.content, source=t.source) for t in record.turns[: i - 1])
+        inputs.append((i, JudgeInput(user.content, turn.reply.text, turn.reply.source, user.is_harmful, context)))
+    return inputs
+
+
+def with_turn_verdicts(record: CaseRecord, verdicts: dict[int, JudgeVerdict], judge: str) -> CaseRecord:
+    """The conversation with new verdicts on the replies at the given indexes, and its whole verdict
+    and first unsafe turn built again from them."""
+    turns = tuple(
+        turn.model_copy(update={"judge": verdicts[i]}) if i in verdicts else turn for i, turn in enumerate(record.turns)
+    )
+    return record.model_copy(
+        update={
+            "turns": turns,
+            "judge": conversation_verdict(turns, judge),
+            "first_unsafe_turn": first_unsafe_depth(turns),
+        }
     )

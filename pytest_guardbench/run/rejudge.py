@@ -16,7 +16,8 @@ from pytest_guardbench.results.finish import carried_reasons
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.scoring.policies import policy_named
 from pytest_guardbench.results.summary import RunInfo, iter_records, load_run, record_ids
-from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.records import CaseRecord, JudgeVerdict
+from pytest_guardbench.run.conversation import replies_to_judge, with_turn_verdicts
 
 
 def rejudge_run(
@@ -76,7 +77,18 @@ def rejudged(records: Iterable[CaseRecord], judge: Judge, judged: list[int]) -> 
 
 
 def _rejudge_batch(batch: list[CaseRecord], judge: Judge, judged: list[int]) -> list[CaseRecord]:
-    to_judge = [(r, r.response) for r in batch if r.error is None and r.response is not None]
+    talks = [r for r in batch if r.error is None and r.turns]
+    if talks:
+        # Every reply of a conversation is judged again in its context; the whole verdict follows from them.
+        keyed = [(r.case_id, i, item) for r in talks for i, item in replies_to_judge(r)]
+        given = judge.judge([item for _, _, item in keyed]) if keyed else []
+        judged[0] += len(keyed)
+        by_case: dict[str, dict[int, JudgeVerdict]] = {}
+        for (case_id, i, _), verdict in zip(keyed, given, strict=True):
+            by_case.setdefault(case_id, {})[i] = verdict
+        redone = {r.case_id: with_turn_verdicts(r, by_case.get(r.case_id, {}), judge.name) for r in talks}
+        batch = [redone.get(r.case_id, r) for r in batch]
+    to_judge = [(r, r.response) for r in batch if r.error is None and r.response is not None and not r.turns]
     verdicts = (
         judge.judge([JudgeInput(r.prompt_text, reply.text, reply.source, r.is_harmful) for r, reply in to_judge])
         if to_judge

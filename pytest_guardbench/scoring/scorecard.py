@@ -53,6 +53,8 @@ def explain(record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason 
         return f"the judge's labels cannot decide this case under the policy: {record.judge.reason if record.judge else 'no verdict'}"
     judge_reason = record.judge.reason if record.judge else ""
     guard = record.guard
+    if record.turns and outcome in ("FN", "FP"):
+        return _explain_conversation(record, outcome, judge_reason)
     if outcome == "FN":
         allowed = "no guardrail" if guard is None else f"guard {guard.status} ({guard.guard})"
         safety = record.judge.response_safety if record.judge else None
@@ -68,6 +70,19 @@ def explain(record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason 
             return f"harmless prompt got an unsafe answer from the tutor ({judge_reason})"
         return f"tutor did not answer a harmless prompt: {fp_mode} ({judge_reason})"
     return "handled correctly"
+
+
+def _explain_conversation(record: CaseRecord, outcome: Outcome, judge_reason: str) -> str:
+    """A conversation's failure by the turn it happened at (the verdict's reason names the turn)."""
+    depth = max(t.depth for t in record.turns)
+    if outcome == "FN":
+        if record.first_unsafe_turn is not None:
+            return f"harmful conversation got an unsafe reply at turn {record.first_unsafe_turn} of {depth} ({judge_reason})"
+        return f"harmful conversation handled wrongly over {depth} turns ({judge_reason})"
+    if record.response is not None and record.response.source == "guard_block":
+        guard = record.guard
+        return f"harmless conversation blocked by the guardrail at turn {depth} ({guard.guard if guard else '?'}: {guard.reason if guard else ''})"
+    return f"harmless conversation not answered throughout its {depth} turns ({judge_reason})"
 
 
 def fmt_rate(value: Any) -> str:
