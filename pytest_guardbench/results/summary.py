@@ -190,6 +190,8 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
     ResultColumn("judge_reason", "string", "the judge's reason"),
     ResultColumn("error_stage", "category", "the stage that failed: guard, tutor or judge"),
     ResultColumn("error_message", "string", "the error"),
+    ResultColumn("turns", "Int64", "a conversation's depth: the user turns the system answered; <NA> for a single prompt"),
+    ResultColumn("first_unsafe_turn", "Int64", "a conversation's first turn with a reply judged unsafe"),
     ResultColumn("outcome", "category", "TP, FP, TN or FN under the run's policy (summary.json); <NA> when unscored"),
     ResultColumn("unscored_reason", "category", "why a case has no outcome: error, unlabelled, judge_malformed, judge_incomplete"),
 )  # fmt: skip
@@ -208,6 +210,7 @@ def _row(record: CaseRecord, policy: ScoringPolicy) -> dict[str, Any]:
         "answer_mode": verdict.answer_mode if verdict else None, "response_safety": verdict.response_safety if verdict else None,
         "judge_malformed": verdict.malformed if verdict else None, "judge_reason": verdict.reason if verdict else None,
         "error_stage": error.stage if error else None, "error_message": error.message if error else None,
+        "turns": max(t.depth for t in record.turns) if record.turns else None, "first_unsafe_turn": record.first_unsafe_turn,
         "outcome": outcome, "unscored_reason": reason,
     }  # fmt: skip
 
