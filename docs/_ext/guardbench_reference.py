@@ -228,13 +228,13 @@ class UnitsDirective(SphinxDirective):
             [_code(m.name), _code(m.family), [m.description]] for m in units.mutators.table().values()
         ]
         intro = nodes.paragraph()
-        intro += nodes.Text("The mutators, in registration order (")
+        intro += nodes.Text("The variants, in registration order: text mutators, then conversation variants (")
         intro += nodes.literal("--guardbench-variants", "--guardbench-variants")
         intro += nodes.Text(" takes a name, a family or a chain such as typo+camouflage):")
         return [
             table(["role", "select with", "what it is"], rows, [10, 30, 60]),
             intro,
-            table(["mutator", "family", "what it does"], mutator_rows, [20, 15, 65]),
+            table(["variant", "family", "what it does"], mutator_rows, [20, 15, 65]),
         ]
 
 

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from pytest_guardbench.errors import DataError
-from pytest_guardbench.records import Case, JudgeLabel, LabelSource, PackItem
+from pytest_guardbench.records import Case, JudgeLabel, LabelSource, PackItem, Turn
 
 CSV_COLUMNS = ("PromptID", "Prompt", "Category", "Subcategory")
 
@@ -189,6 +189,17 @@ def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categori
     if not item_id:
         raise DataError(f"{path}: {where}: id {raw_id!r} has no usable characters")
     text = raw.get("prompt_text", raw.get("prompt"))
+    turns: tuple[Turn, ...] = ()
+    if "turns" in raw:
+        turns = _validate_turns(f"{path}: {where} (id {raw_id!r})", raw["turns"])
+        last = turns[-1].content
+        # Tools that write both fields are fine as long as they agree; two texts would leave open which one runs.
+        if text is not None and text != last:
+            raise DataError(
+                f"{path}: {where} (id {raw_id!r}): prompt_text differs from the last user turn; "
+                "give only turns, or prompt_text equal to the last user turn"
+            )
+        text = last
     if not isinstance(text, str) or not text.strip():
         raise DataError(f"{path}: {where} (id {raw_id!r}): missing prompt_text")
     metadata = raw.get("metadata") or {}
@@ -211,7 +222,47 @@ def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categori
         category=category_of(metadata),
         variant=variant_slug(variant_of(metadata)),
         base_prompt_id=slug(str(base)) if base not in (None, "") else item_id,
+        turns=turns,
     )
+
+
+# What a pack may say about who wrote a turn: the pack itself, or a variant (an expanded pack).
+_PACK_TURN_SOURCES = ("pack", "variant")
+
+
+def _validate_turns(where: str, raw: Any) -> tuple[Turn, ...]:
+    """A conversation script: user turns (a plain string is one) and fixed assistant turns, ending
+    with a user turn. Turns are numbered from 0, as in the `turns` list."""
+    if not isinstance(raw, list) or not raw:
+        raise DataError(f"{where}: turns must be a non-empty list")
+    turns = []
+    for index, entry in enumerate(raw):
+        at = f"{where}: turn {index}"
+        if isinstance(entry, str):
+            entry = {"role": "user", "content": entry}
+        if not isinstance(entry, dict):
+            raise DataError(f"{at}: a turn must be a string (a user turn) or an object with role and content")
+        unknown = sorted(set(entry) - {"role", "content", "is_harmful", "source"})
+        if unknown:
+            raise DataError(f"{at}: unknown key {unknown[0]!r}; a turn has role, content, is_harmful and source")
+        role = entry.get("role")
+        if role not in ("user", "assistant"):
+            raise DataError(f"{at}: role must be 'user' or 'assistant', got {role!r}")
+        content = entry.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise DataError(f"{at}: content must be a non-empty string")
+        is_harmful = entry.get("is_harmful")
+        if is_harmful is not None and not isinstance(is_harmful, bool):
+            raise DataError(f"{at}: is_harmful must be true or false, got {is_harmful!r}")
+        if is_harmful is not None and role == "assistant":
+            raise DataError(f"{at}: is_harmful labels a user turn; an assistant turn carries none")
+        source = entry.get("source", "pack")
+        if source not in _PACK_TURN_SOURCES:
+            raise DataError(f"{at}: source must be 'pack' or 'variant', got {source!r}")
+        turns.append(Turn(role=role, content=content, is_harmful=is_harmful, source=source))
+    if turns[-1].role != "user":
+        raise DataError(f"{where}: turn {len(turns) - 1}: the last turn must be a user turn (the tutor answers it)")
+    return tuple(turns)
 
 
 def load_sources(paths: Iterable[Path], harmful_categories: Sequence[str]) -> LoadedData:

@@ -1,56 +1,86 @@
-"""Expanding validated pack items into cases: each selected variant (a mutator, a family of them,
-or a chain such as `typo+camouflage`) applied to each base prompt, plus the run's table of mutators
-(`MutatorRegistry`) and stable sharding by base prompt. The mutators themselves are in `mutators`."""
+"""Expanding validated pack items into cases: each selected variant (a mutator, a conversation
+variant, a family of them, or a chain such as `typo+camouflage`) applied to each base prompt, plus the
+run's table of variants (`MutatorRegistry`) and stable sharding by base prompt. The mutators
+themselves are in `mutators`, the conversation variants in `conversations`."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Mapping
 from types import MappingProxyType
+from typing import TypeAlias
 
 from pytest_guardbench.errors import UsageError
+from pytest_guardbench.cases.conversations import CONVERSATION_VARIANTS, ConversationVariant, Script, as_script
 from pytest_guardbench.cases.mutators import BUILTIN_MUTATORS, FAMILIES, Mutator
 from pytest_guardbench._util.registry import Registry
-from pytest_guardbench.records import Case, PackItem
+from pytest_guardbench.records import Case, PackItem, Turn
 
-__all__ = ["BUILTIN_MUTATORS", "FAMILIES", "Mutator", "MutatorRegistry", "VariantError", "expand", "in_shard"]
+__all__ = [
+    "BUILTIN_MUTATORS",
+    "BUILTIN_VARIANTS",
+    "CONVERSATION_VARIANTS",
+    "FAMILIES",
+    "ConversationVariant",
+    "Mutator",
+    "MutatorRegistry",
+    "Variant",
+    "VariantError",
+    "expand",
+    "in_shard",
+]
 
 CHAIN_SEPARATOR = "+"
 
+# A unit `--guardbench-variants` can name: a text mutator, or a conversation variant that builds turns.
+Variant: TypeAlias = Mutator | ConversationVariant
 
-class MutatorRegistry(Registry[Mutator]):
-    """The run's mutators by name; conftest files add theirs through `pytest_guardbench_register_mutators`.
-    A mutator is a pure function, so its "factory" only hands back the unit."""
+# Every built-in variant, single-turn mutators first; `BUILTIN_MUTATORS` stays the text-only table.
+BUILTIN_VARIANTS: Mapping[str, Variant] = MappingProxyType({**BUILTIN_MUTATORS, **CONVERSATION_VARIANTS})
+
+
+class MutatorRegistry(Registry[Variant]):
+    """The run's variants by name; conftest files add theirs through `pytest_guardbench_register_mutators`.
+    A variant is a pure function, so its "factory" only hands back the unit."""
 
     def __init__(self) -> None:
         super().__init__("variant")
 
-    def add(self, mutator: Mutator) -> None:
+    def add(self, mutator: Variant) -> None:
         if CHAIN_SEPARATOR in mutator.name or not mutator.name.strip():
             raise ValueError(
                 f"variant {mutator.name!r}: a mutator name must be non-empty and free of {CHAIN_SEPARATOR!r}"
             )
         self.register(mutator.name, lambda options: mutator, mutator.description)
 
-    def table(self) -> Mapping[str, Mutator]:
+    def table(self) -> Mapping[str, Variant]:
         # Registration order, not sorted: a family expands in the order its mutators were added.
         return MappingProxyType({name: entry.factory(None) for name, entry in self._entries.items()})
 
 
 def builtin_mutators() -> MutatorRegistry:
+    """The built-in text mutators only."""
     registry = MutatorRegistry()
     for mutator in BUILTIN_MUTATORS.values():
         registry.add(mutator)
     return registry
 
 
-def families_of(mutators: Mapping[str, Mutator]) -> tuple[str, ...]:
+def builtin_variants() -> MutatorRegistry:
+    """Every built-in variant a run can select: the text mutators, then the conversation variants."""
+    registry = builtin_mutators()
+    for variant in CONVERSATION_VARIANTS.values():
+        registry.add(variant)
+    return registry
+
+
+def families_of(mutators: Mapping[str, Variant]) -> tuple[str, ...]:
     """The family names a run can select: the built-in three, then any a registered mutator brings."""
     extra = sorted({m.family for m in mutators.values()} - {"none", *FAMILIES})
     return (*FAMILIES, *extra)
 
 
-def family_of(variant: str, mutators: Mapping[str, Mutator] = BUILTIN_MUTATORS) -> str:
+def family_of(variant: str, mutators: Mapping[str, Variant] = BUILTIN_VARIANTS) -> str:
     """The family a variant name belongs to: a mutator's family, `chain`, or `data` for variants
     that only exist in a pre-expanded pack."""
     if variant in mutators:
@@ -61,7 +91,7 @@ def family_of(variant: str, mutators: Mapping[str, Mutator] = BUILTIN_MUTATORS) 
 
 
 def resolve_variant_names(
-    requested: tuple[str, ...], mutators: Mapping[str, Mutator] = BUILTIN_MUTATORS
+    requested: tuple[str, ...], mutators: Mapping[str, Variant] = BUILTIN_MUTATORS
 ) -> tuple[str, ...]:
     """Expand family names into their mutators, keep chains and plain names; first mention wins."""
     names: list[str] = []
@@ -71,14 +101,41 @@ def resolve_variant_names(
     return tuple(names)
 
 
-def mutate(variant: str, text: str, key: str, mutators: Mapping[str, Mutator] = BUILTIN_MUTATORS) -> str:
+def mutate(variant: str, text: str, key: str, mutators: Mapping[str, Variant] = BUILTIN_MUTATORS) -> str:
     """Apply a mutator or a chain (`typo+camouflage`: typo first), each step seeded by key and step."""
     for step, name in enumerate(variant.split(CHAIN_SEPARATOR)):
-        text = mutators[name].apply(text, key if step == 0 else f"{key}#{step}")
+        unit = mutators[name]
+        if isinstance(unit, ConversationVariant):
+            raise VariantError(f"{name!r} builds a conversation and has no single-prompt text; use `converse`")
+        text = unit.apply(text, key if step == 0 else f"{key}#{step}")
     return text
 
 
-def _known(name: str, mutators: Mapping[str, Mutator]) -> bool:
+def builds_turns(variant: str, mutators: Mapping[str, Variant] = BUILTIN_VARIANTS) -> bool:
+    """Whether a variant (or any step of a chain) is a conversation variant."""
+    return any(isinstance(mutators.get(name), ConversationVariant) for name in variant.split(CHAIN_SEPARATOR))
+
+
+def converse(variant: str, script: Script, key: str, mutators: Mapping[str, Variant] = BUILTIN_VARIANTS) -> Script:
+    """Apply a variant or a chain to a conversation script, step by step as `mutate` does. A text
+    mutator changes every user turn, each seeded by the step's key and the turn's index, and leaves
+    fixed assistant turns as they are; a conversation variant rebuilds the script."""
+    for step, name in enumerate(variant.split(CHAIN_SEPARATOR)):
+        unit = mutators[name]
+        step_key = key if step == 0 else f"{key}#{step}"
+        if isinstance(unit, ConversationVariant):
+            script = unit.apply(script, step_key)
+        else:
+            script = tuple(
+                turn.model_copy(update={"content": unit.apply(turn.content, f"{step_key}@{index}")})
+                if turn.role == "user"
+                else turn
+                for index, turn in enumerate(script)
+            )
+    return script
+
+
+def _known(name: str, mutators: Mapping[str, Variant]) -> bool:
     return name in mutators or (
         CHAIN_SEPARATOR in name and all(part in mutators and part != "original" for part in name.split(CHAIN_SEPARATOR))
     )
@@ -92,7 +149,7 @@ def expand(
     items: list[PackItem],
     selected: tuple[str, ...],
     samples: int = 1,
-    mutators: Mapping[str, Mutator] = BUILTIN_MUTATORS,
+    mutators: Mapping[str, Variant] = BUILTIN_MUTATORS,
     excluded: tuple[str, ...] = (),
 ) -> list[Case]:
     """Turn validated items into cases, one per (item, selected variant, sample).
@@ -132,7 +189,8 @@ def expand(
     for item in items:
         if item.variant != "original":
             if item.variant in selected:
-                cases.extend(_samples(item, item.variant, item.prompt_text, samples, family_of(item.variant, mutators)))
+                family = family_of(item.variant, mutators)
+                cases.extend(_samples(item, item.variant, item.prompt_text, item.turns, samples, family))
             continue
         for name in selected:
             if not _known(name, mutators):
@@ -140,9 +198,12 @@ def expand(
             if name != "original" and (item.pack, item.base_prompt_id, name) in shipped:
                 continue
             key = f"{item.pack}/{item.item_id}/{name}"
-            cases.extend(
-                _samples(item, name, mutate(name, item.prompt_text, key, mutators), samples, family_of(name, mutators))
-            )
+            if item.turns or builds_turns(name, mutators):
+                script = converse(name, as_script(item.prompt_text, item.turns), key, mutators)
+                text = next(turn.content for turn in reversed(script) if turn.role == "user")
+            else:
+                script, text = (), mutate(name, item.prompt_text, key, mutators)
+            cases.extend(_samples(item, name, text, script, samples, family_of(name, mutators)))
     if items and not cases:
         carried = sorted(present - {"original"})
         files = sorted({item.source_file for item in items})
@@ -153,7 +214,7 @@ def expand(
     return cases
 
 
-def _samples(item: PackItem, variant: str, text: str, samples: int, family: str) -> list[Case]:
+def _samples(item: PackItem, variant: str, text: str, turns: tuple[Turn, ...], samples: int, family: str) -> list[Case]:
     base_id = f"{item.pack}.{item.item_id}.{variant}"
     return [
         Case(
@@ -169,6 +230,7 @@ def _samples(item: PackItem, variant: str, text: str, samples: int, family: str)
             category=item.category,
             source_file=item.source_file,
             variant_family=family,
+            turns=turns,
         )
         for k in range(samples)
     ]

@@ -1,10 +1,11 @@
-"""`guardbench mutators`: list the built-in mutators by family."""
+"""`guardbench mutators`: list the built-in mutators and conversation variants by family."""
 
 from __future__ import annotations
 
 import argparse
 
-from pytest_guardbench.cases.mutators import BUILTIN_MUTATORS, FAMILIES
+from pytest_guardbench.cases.mutators import FAMILIES
+from pytest_guardbench.cases.variants import BUILTIN_VARIANTS
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -14,9 +15,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     del args
-    for family in ("none", *FAMILIES):
+    for family in ("none", *FAMILIES, "conversation"):
         print(f"{family}:")
-        for mutator in BUILTIN_MUTATORS.values():
+        for mutator in BUILTIN_VARIANTS.values():
             if mutator.family == family:
                 print(f"  {mutator.name}: {mutator.description}")
     return 0

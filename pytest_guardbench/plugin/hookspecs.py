@@ -53,6 +53,8 @@ def pytest_guardbench_register_mutators(registry: Any) -> None:
     :param registry: a ``pytest_guardbench.cases.variants.MutatorRegistry``; call
         ``registry.add(pytest_guardbench.cases.mutators.Mutator(name, family, description, apply))`` where ``apply(text, key)`` is a
         pure function (draw any randomness from ``key``, so every xdist worker writes the same text).
+        A ``pytest_guardbench.cases.conversations.ConversationVariant(name, family, description, apply)``
+        builds conversations instead: ``apply(turns, key)`` returns a script that ends with a user turn.
         A new family name becomes selectable as a family too.
 
     Runs once per process in ``pytest_configure``, before the cases are expanded.

@@ -13,7 +13,7 @@ from pytest_guardbench.judges.base import JudgeRegistry
 from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.judges.offline import OfflineJudge
 from pytest_guardbench.providers import ProviderRegistry, builtin_registry, minilm_embedder
-from pytest_guardbench.cases.variants import MutatorRegistry, builtin_mutators
+from pytest_guardbench.cases.variants import MutatorRegistry, builtin_variants
 
 
 @dataclass(frozen=True)
@@ -53,5 +53,5 @@ def builtin_judges() -> JudgeRegistry:
 
 def builtin_units() -> Units:
     return Units(
-        tutors=builtin_registry(), guards=builtin_guards(), judges=builtin_judges(), mutators=builtin_mutators()
+        tutors=builtin_registry(), guards=builtin_guards(), judges=builtin_judges(), mutators=builtin_variants()
     )

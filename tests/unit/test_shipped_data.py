@@ -17,7 +17,7 @@ def _settings(tmp_path: Path, **values: object) -> Settings:
 
 
 def test_the_shipped_pack_and_datasets_are_listed_by_name():
-    assert shipped_names(PACKS) == ["child_safety_v1"]
+    assert shipped_names(PACKS) == ["child_safety_conversations_v1", "child_safety_v1"]
     assert {"guard_prompts_v1", "judge_audit_smollm2_v5", "judge_labels_v1"} <= set(shipped_names(DATASETS))
     # A few MB at most: the wheel carries all of them.
     size = sum(p.stat().st_size for folder in (PACKS, DATASETS) for p in (PACKAGE_ROOT / folder).iterdir())
@@ -48,7 +48,7 @@ def test_a_file_of_that_name_wins_over_the_shipped_one(tmp_path):
     ("values", "expected"),
     [
         ({"data": ["child_safety_v2"]}, "--guardbench-data: 'child_safety_v2' is neither a file nor a shipped name "
-                                        "(packs: child_safety_v1; datasets: guard_prompts_v1, "),
+                                        "(packs: child_safety_conversations_v1, child_safety_v1; datasets: guard_prompts_v1, "),
         ({"judge_check": "judge_audit_v9"}, "--guardbench-judge-check: 'judge_audit_v9' is neither a file nor a "
                                             "shipped name (datasets: guard_prompts_v1, "),
     ],
