@@ -195,6 +195,9 @@ class CaseRecord(_Frozen):
     tutor_ran: bool
     response: TutorReply | None
     judge: JudgeVerdict | None
+    # The identity (`run.judge_check.judge_id`) of the judge that gave `judge`; None without a verdict
+    # and in results recorded before it was kept.
+    judge_id: str | None = None
     error: PipelineError | None = None
     timings_s: dict[str, float] = Field(default_factory=dict)
     # A conversation: every turn as it ran (empty for a single prompt). `guard`, `response` and

@@ -22,6 +22,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     command.add_argument(
         "--out", help="Folder for compare.csv (long form), compare.md and compare.html (default: print markdown only)."
     )
+    command.add_argument(
+        "--mixed-judges",
+        action="store_true",
+        help="Compare runs judged by different judges (different judge ids) with a warning, instead of refusing.",
+    )
     command.set_defaults(run=run)
 
 
@@ -64,10 +69,12 @@ def run(args: argparse.Namespace) -> int:
             for (name, s), d in zip(named, dirs, strict=True)
         ]
     try:
-        comparison = compare(named)
+        comparison = compare(named, mixed_judges=args.mixed_judges)
     except CompareError as exc:
         print(f"guardbench compare: {exc}", file=sys.stderr)
         return 4
+    for warning in comparison.warnings:
+        print(f"guardbench compare: warning: {warning}", file=sys.stderr)
     text = markdown(comparison)
     if args.out:
         out = Path(args.out)

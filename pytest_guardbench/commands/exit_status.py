@@ -19,7 +19,8 @@ EXIT_STATUSES: tuple[tuple[int, str], ...] = (
     (INTERRUPTED, "interrupted (Ctrl-C or SIGTERM): reports written and marked incomplete; a second signal exits at once"),
     (INTERNAL_ERROR, "internal error (a bug: please report it)"),
     (USAGE_ERROR, "usage error: a bad option, argument, ini key or value, pyproject table or input file; a check "
-                  "that matches no case; a model failing the preflight; a run folder that cannot be written or is in use"),
+                  "that matches no case; a model failing the preflight; a run folder that cannot be written or is in use; "
+                  "runs that cannot be merged or compared (another policy, stack or judge id)"),
     (NO_TESTS, "no tests were collected or selected (pytest's own status)"),
     (INCONCLUSIVE, "gate inconclusive (Wilson mode: nothing failed, but a check could not be decided)"),
 )  # fmt: skip

@@ -10,12 +10,13 @@ from pathlib import Path
 
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
 from pytest_guardbench.commands.exit_status import FAILED, USAGE_ERROR
-from pytest_guardbench.run.judge_check import judge_id, judge_identity
+from pytest_guardbench.run.judge_check import judge_id, named_judge_identity
 from pytest_guardbench.run.judge_factory import opened_judge
 from pytest_guardbench.judges.quality import check_judge
 from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.run.pipeline import preflight_error
 from pytest_guardbench.scoring.scorecard import fmt_rate
+from pytest_guardbench.settings.options import OPTIONS_BY_NAME
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,6 +31,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     command.add_argument("--split", help="Only the rows of this split (e.g. test).")
     command.add_argument(
+        "--judge-samples",
+        type=OPTIONS_BY_NAME["judge_samples"].parse,  # the run option's bounds
+        default=1,
+        help="Ask the judge k times per response and take the strict majority; reports the share of rows whose "
+        "k answers disagree (default 1).",
+    )
+    command.add_argument(
         "--min-kappa", type=float, default=0.6, help="Cohen's kappa below which the judge is low-confidence (exit 1)."
     )
     command.add_argument("--json", action="store_true", help="Print the full result as JSON.")
@@ -43,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
             labels = [label for label in labels if label.split == args.split]
             if not labels:
                 raise DataError(f"{args.labels}: no row has split {args.split!r}")
-        opened = opened_judge(args.judge, Path.cwd())
+        opened = opened_judge(args.judge, Path.cwd(), args.judge_samples)
         judge = opened.__enter__()
     except (DataError, ValueError) as exc:
         print(f"guardbench judge-quality: {exc}", file=sys.stderr)
@@ -61,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         return FAILED
     finally:
         opened.__exit__(None, None, None)
-    identity = judge_identity(judge, None)
+    identity = named_judge_identity(judge, args.judge, Path.cwd())
     result["judge_id"], result["judge_identity"] = judge_id(identity), identity
     result["labels_file"] = args.labels
     result["split"] = args.split
@@ -90,6 +98,11 @@ def run(args: argparse.Namespace) -> int:
             print(
                 f"  {bucket}: {b['rows']} rows, agreement {fmt(b['agreement'])}, over-block {fmt(b['over_block_rate'])}, miss {fmt(b['miss_rate'])}"
             )
+        if "member_disagreement" in result:
+            split = result["member_disagreement"]
+            what = f"self-consistency (asked {args.judge_samples} times)" if args.judge_samples > 1 else "panel"
+            print(f"  {what}: the answers disagreed on {split['count']}/{split['of']} rows ({fmt(split['rate'])})")
+        print(f"  judge id {result['judge_id']}: compare with results whose judge id is the same")
         verdict = "LOW CONFIDENCE" if result["low_confidence"] else "ok"
         print(f"{verdict}: kappa needs >= {args.min_kappa:g}")
     return 1 if result["low_confidence"] else 0

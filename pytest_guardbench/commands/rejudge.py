@@ -13,6 +13,7 @@ from pytest_guardbench.run.rejudge import rejudge_run
 from pytest_guardbench.results.summary import load_run
 from pytest_guardbench.scoring.policies import POLICIES
 from pytest_guardbench.scoring.scorecard import fmt_rate
+from pytest_guardbench.settings.options import OPTIONS_BY_NAME
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -23,6 +24,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     command.add_argument(
         "--policy", choices=sorted(POLICIES), help="Scoring policy (default: the policy of the original run)."
+    )
+    command.add_argument(
+        "--judge-samples",
+        type=OPTIONS_BY_NAME["judge_samples"].parse,  # the run option's bounds
+        default=1,
+        help="Ask the judge k times per response and take the strict majority; the new summary's "
+        "coverage.judge_disagreement is the share of verdicts whose k answers disagreed (default 1).",
     )
     command.set_defaults(run=run)
 
@@ -35,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return 4
     try:
-        out = rejudge_run(run_dir, args.judge, root=Path.cwd(), policy=args.policy)
+        out = rejudge_run(run_dir, args.judge, root=Path.cwd(), policy=args.policy, samples=args.judge_samples)
     except ValueError as exc:
         print(f"guardbench rejudge: {exc}", file=sys.stderr)
         return 4
@@ -47,5 +55,9 @@ def run(args: argparse.Namespace) -> int:
     print(
         f"rejudged with {args.judge} under {summary.policy}: recall {fmt_rate(card.recall)}, FPR {fmt_rate(card.false_positive_rate)}, gate {summary.gate.verdict}"
     )
+    split = summary.coverage.judge_disagreement
+    if split is not None:
+        print(f"judge self-consistency: the answers disagreed on {split.count} verdict(s) ({fmt_rate(split.rate)})")
+    print(f"judge id {summary.judge_id}: compare with runs whose judge id is the same")
     print(f"scorecard: {out / 'summary.json'}")
     return gate_exit_code(summary)

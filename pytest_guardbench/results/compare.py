@@ -33,6 +33,7 @@ class Comparison:
     runs: list[str]
     variants: list[str]
     cells: dict[tuple[str, str, str], tuple[float | None, int]]  # (run, variant, metric) -> (value, n)
+    warnings: tuple[str, ...] = ()
 
     def value(self, run: str, variant: str, metric: str) -> float | None:
         return self.cells.get((run, variant, metric), (None, 0))[0]
@@ -45,7 +46,10 @@ def _metric(card: Scorecard, metric: str) -> float | None:
     return 1.0 - raw if metric == "safe_success" else float(raw)
 
 
-def compare(named: list[tuple[str, RunSummary]]) -> Comparison:
+def compare(named: list[tuple[str, RunSummary]], mixed_judges: bool = False) -> Comparison:
+    """The runs side by side. Runs whose judges differ (`RunSummary.judge_id`, where both runs name
+    theirs) are refused: a difference could be the judges' rather than the stacks'; `mixed_judges`
+    compares them anyway, with a warning naming each run's judge."""
     if len(named) < 2:
         raise CompareError("give at least two run folders")
     names = [name for name, _ in named]
@@ -69,6 +73,7 @@ def compare(named: list[tuple[str, RunSummary]]) -> Comparison:
             raise CompareError(
                 f"{name}: its metrics are defined differently from {first_name}'s ({', '.join(differing)})"
             )
+    warnings = _judge_warnings(named, mixed_judges)
     variants = sorted({v for _, s in named for v in s.per_variant})
     cells: dict[tuple[str, str, str], tuple[float | None, int]] = {}
     for name, summary in named:
@@ -76,7 +81,22 @@ def compare(named: list[tuple[str, RunSummary]]) -> Comparison:
         for variant, card in columns.items():
             for metric in METRICS:
                 cells[(name, variant, metric)] = (_metric(card, metric), card.n)
-    return Comparison(runs=names, variants=[ALL, *variants], cells=cells)
+    return Comparison(runs=names, variants=[ALL, *variants], cells=cells, warnings=warnings)
+
+
+def _judge_warnings(named: list[tuple[str, RunSummary]], mixed_judges: bool) -> tuple[str, ...]:
+    known = [(name, s.judge_id, s.stack.judge) for name, s in named if s.judge_id is not None]
+    if len({judge_id for _, judge_id, _ in known}) <= 1:
+        return ()
+    judges = ", ".join(f"{name}: {judge} ({judge_id})" for name, judge_id, judge in known)
+    if not mixed_judges:
+        (first, first_id, _), (name, judge_id, _) = known[0], next(k for k in known if k[1] != known[0][1])
+        raise CompareError(
+            f"{name} was judged by judge {judge_id}, but {first} by {first_id}, so a difference may be the judges' "
+            f"rather than the stacks' ({judges}); rejudge one with the other's judge (guardbench rejudge), or pass "
+            "--mixed-judges to compare them anyway"
+        )
+    return (f"the runs were judged by different judges ({judges}): a difference may be the judges', not the stacks'",)
 
 
 def long_csv(comparison: Comparison) -> str:
@@ -93,7 +113,7 @@ def long_csv(comparison: Comparison) -> str:
 
 
 def markdown(comparison: Comparison) -> str:
-    lines: list[str] = []
+    lines: list[str] = [line for warning in comparison.warnings for line in (f"**Warning:** {warning}.", "")]
     for metric, (title, _, higher) in METRICS.items():
         lines += [f"## {title} ({'higher' if higher else 'lower'} is better)", ""]
         lines.append("| run | " + " | ".join(comparison.variants) + " |")

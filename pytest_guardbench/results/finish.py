@@ -78,7 +78,8 @@ def build_summary(
     that never reported. Every reason the run is incomplete is also a failing check: nothing says how
     the cases it did not measure would have scored."""
     metrics = tally.metrics(missing, lost)
-    metrics = metrics.model_copy(update={"warnings": [*metrics.warnings, *warnings]})
+    stack, judge_warnings = _named_judge(stack, tally.judge_ids)
+    metrics = metrics.model_copy(update={"warnings": [*metrics.warnings, *warnings, *judge_warnings]})
     added = [build(metrics) for build in checks]
     extra: list[GateCheck] = [check for a in added for check in a.checks]
     extra.extend(GateCheck(name="complete", value=None, threshold=0.0, comparison=">=", status="fail", message=f"incomplete run: {reason}")
@@ -93,6 +94,20 @@ def build_summary(
         "scorecard_snapshot": next((a.scorecard_snapshot for a in added if a.scorecard_snapshot is not None), None),
     }
     return summary.model_copy(update={key: block for key, block in blocks.items() if block is not None})
+
+
+def _named_judge(stack: Stack, judge_ids: set[str]) -> tuple[Stack, list[str]]:
+    """The stack with `judge_id`, the one judge its records name (a rescored run's source summary may
+    name another); none, with a warning, when the records name several (a resumed run whose judge
+    changed between the two processes), since no one judge measured the run."""
+    named = next(iter(judge_ids)) if len(judge_ids) == 1 else None
+    if not judge_ids and stack.judge_id is None:
+        return stack, []  # leave the stack's keys as given: records written before judge ids name none
+    stack = Stack.model_validate({**stack.model_dump(), "judge_id": named})
+    if len(judge_ids) > 1:
+        return stack, [f"the records were labelled by {len(judge_ids)} different judges ({', '.join(sorted(judge_ids))}): "
+                       "its metrics mix their labels"]  # fmt: skip
+    return stack, []
 
 
 def write_artifacts(run_dir: Path, summary: RunSummary, picks: CasePicks, *, manifest: dict[str, Any],

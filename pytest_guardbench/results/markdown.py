@@ -20,6 +20,20 @@ def _interval(bounds: tuple[float, float] | None) -> str:
     return "n/a" if bounds is None else f"{bounds[0]:.3f}-{bounds[1]:.3f}"
 
 
+def _judge_identity(summary: RunSummary) -> str:
+    """The judge's id and sample count after its name: two runs measured the same judge only when the ids match."""
+    samples = summary.stack.judge_samples
+    parts = [f"id `{summary.judge_id}`"] if summary.judge_id else []
+    if samples and samples > 1:
+        parts.append(f"asked {samples} times per response")
+    return f" ({', '.join(parts)})" if parts else ""
+
+
+def _majority_of(summary: RunSummary) -> str:
+    samples = summary.stack.judge_samples
+    return f"{samples} answers" if samples and samples > 1 else "panel members"
+
+
 def summary_markdown(summary: RunSummary) -> str:
     gate = summary.gate
     definitions = summary.metric_definitions
@@ -28,8 +42,8 @@ def summary_markdown(summary: RunSummary) -> str:
     lines = [
         f"# guardbench run {summary.run.run_id}",
         "",
-        f"Stack: guardrail `{stack.guardrail}`, tutor `{stack.tutor}`, judge `{stack.judge}`, "
-        f"malformed policy `{stack.malformed_policy}`.",
+        f"Stack: guardrail `{stack.guardrail}`, tutor `{stack.tutor}`, judge `{stack.judge}`"
+        f"{_judge_identity(summary)}, malformed policy `{stack.malformed_policy}`.",
         "",
         f"Scoring policy `{definitions.policy}` (version {definitions.policy_version}): a harmful prompt is handled correctly when "
         f"{definitions.harmful_prompt_correct_when}; a safe prompt when {definitions.safe_prompt_correct_when}. "
@@ -94,6 +108,10 @@ def summary_markdown(summary: RunSummary) -> str:
         f"errored {cov.errored.count}, judge malformed {cov.malformed_judge.count}, judge labels incomplete "
         f"{cov.incomplete_judge.count}, missing {cov.missing.count}, tutor ran on {cov.tutor_evaluable.count}.",
     ]
+    disagreement = cov.judge_disagreement
+    if disagreement is not None:
+        lines += ["", f"Judge disagreement: {disagreement.count} majority verdict(s) ({fmt_rate(disagreement.rate)}) whose "
+                      f"{_majority_of(summary)} did not all give the same labels."]  # fmt: skip
     buckets = summary.prompt_row_buckets
     lines += [
         "",

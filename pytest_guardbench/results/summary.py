@@ -80,6 +80,7 @@ class Stack(_GivenKeys):
     guardrail: str | None = None
     tutor: str | None = None
     judge: str | None = None
+    judge_id: str | None = None  # the identity of the judge the records name (`run.judge_check.judge_id`)
     malformed_policy: str | None = None
     policy: str | None = None
     system_prompt: str | None = None
@@ -130,6 +131,13 @@ class RunSummary(RunMetrics):
     confidence: Confidence | None = None
     baseline: BaselineComparison | None = None
     scorecard_snapshot: SnapshotCheck | None = None
+
+    @property
+    def judge_id(self) -> str | None:
+        """The identity of the judge that labelled the run: the one its records name or, in a run
+        written before records named it, the one its judge check measured; None when unknown."""
+        checked = (self.judge_quality or {}).get("judge_id")
+        return self.stack.judge_id or (checked if isinstance(checked, str) else None)
 
     def as_json(self) -> dict[str, Any]:
         """The document as written to summary.json (absent optional blocks left out)."""

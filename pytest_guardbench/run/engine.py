@@ -187,6 +187,8 @@ class Engine:
         return pending
 
     def _settle(self, record: CaseRecord, future: concurrent.futures.Future[CaseRecord]) -> None:
+        if record.judge is not None:
+            record = record.model_copy(update={"judge_id": self.stack.judge_id})
         with self._lock:
             self.stats.done += 1
             self.stats.errors += record.error is not None

@@ -16,6 +16,7 @@ from pytest_guardbench.judges import quality
 from pytest_guardbench.judges.base import Judge
 from pytest_guardbench.judges.offline import HEAD_FILE, OfflineJudge
 from pytest_guardbench.judges.panel import PanelJudge, SampledJudge
+from pytest_guardbench.run.judge_factory import named_judge_spec
 from pytest_guardbench.records import JudgeLabel
 from pytest_guardbench.run.pipeline import preflight_error
 from pytest_guardbench.scoring import agreement
@@ -54,6 +55,12 @@ def judge_identity(judge: Judge, spec: ModelSpec | None) -> dict[str, Any]:
         "provider_model": getattr(getattr(judge, "provider", None), "model", None),
         "heads_sha256": _file_sha256(HEAD_FILE) if isinstance(judge, OfflineJudge) else None,
     }
+
+
+def named_judge_identity(judge: Judge, name: str, root: Path) -> dict[str, Any]:
+    """`judge_identity` of the judge a command built for `--judge=name`, with the model spec a run
+    would resolve the name to, so the command and a run name the same judge alike."""
+    return judge_identity(judge, named_judge_spec(name, root))
 
 
 def judge_id(identity: dict[str, Any]) -> str:

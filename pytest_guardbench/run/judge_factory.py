@@ -95,10 +95,10 @@ def standalone_judge(
 
 
 @contextlib.contextmanager
-def opened_judge(name: str, root: Path) -> Iterator[Judge]:
+def opened_judge(name: str, root: Path, samples: int = 1) -> Iterator[Judge]:
     """A judge whose model connection is closed when the command is done with it (an API judge
-    holds an HTTP session that would otherwise be reported unclosed at exit)."""
-    judge = _judge_for(name, root)
+    holds an HTTP session that would otherwise be reported unclosed at exit); asked `samples` times."""
+    judge = _judge_for(name, root, samples)
     try:
         yield judge
     finally:
@@ -114,12 +114,24 @@ def _llm_judges(judge: Judge) -> list[LLMJudge]:
     return [judge] if isinstance(judge, LLMJudge) else []
 
 
-def _judge_for(name: str, root: Path) -> Judge:
-    """The judge a run would build for `--judge=name` (the same resolution and errors)."""
-    judges = builtin_judges()
+def named_judge_spec(name: str, root: Path) -> ModelSpec | None:
+    """The model spec `--judge=name` resolves to (None for a registered judge or a panel), as a run
+    would resolve it: what `run.judge_check.judge_identity` names besides the judge itself."""
+    return _judge_specs(name, root, builtin_judges()).get("judge")
+
+
+def _judge_specs(name: str, root: Path, judges: JudgeRegistry) -> dict[str, ModelSpec | None]:
     try:
-        specs = judge_specs(name, judges.names(), model_aliases(root))
+        return judge_specs(name, judges.names(), model_aliases(root))
     except ConfigError as exc:
         raise ValueError(str(exc)) from None
+
+
+def _judge_for(name: str, root: Path, samples: int) -> Judge:
+    """The judge a run would build for `--judge=name` (the same resolution and errors)."""
+    judges = builtin_judges()
+    specs = _judge_specs(name, root, judges)
     members = {role.split(":", 1)[1]: s for role, s in specs.items() if role.startswith("judge:") and s is not None}
-    return standalone_judge(name, specs.get("judge"), default_model_cache(), judges, member_specs=members)
+    return standalone_judge(
+        name, specs.get("judge"), default_model_cache(), judges, samples=samples, member_specs=members
+    )

@@ -81,11 +81,10 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) 
             mine, theirs = getattr(summary.selection, key), getattr(first.selection, key)
             if mine != theirs:
                 raise ValueError(f"{run_dir}: selection {key} {mine!r} differs from {run_dirs[0]}'s {theirs!r}")
-        mine_id, first_id = ((s.judge_quality or {}).get("judge_id") for s in (summary, first))
-        if mine_id and first_id and mine_id != first_id:
-            raise ValueError(
-                f"{run_dir}: judged by judge {mine_id}, but {run_dirs[0]} by {first_id} (judge_quality.judge_id)"
-            )
+        # Checked where both runs name their judge: runs written before records named it may not.
+        if summary.judge_id and first.judge_id and summary.judge_id != first.judge_id:
+            raise ValueError(f"{run_dir}: judged by judge {summary.judge_id}, but {run_dirs[0]} by {first.judge_id} "
+                             "(stack.judge_id: another judge, or the same judge with another model, instruction or code)")  # fmt: skip
         if summary.thresholds != first.thresholds:
             raise ValueError(f"{run_dir}: thresholds differ from {run_dirs[0]}")
         if _source_digests(run_dir) != digests:

@@ -84,6 +84,7 @@ class Stack:
     # With a response cache: a context in which model calls answer from the cache alone (CacheMiss
     # otherwise), so cached cases are finished at once, without threads (`engine.Engine.submit`).
     cached_only: Callable[[], AbstractContextManager[None]] | None = None
+    judge_id: str | None = None  # the judge's identity, written on every record it gave a verdict
 
 
 def routes_to_tutor(decision: GuardDecision | None, policy: MalformedPolicy) -> bool:

@@ -10,22 +10,30 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from pytest_guardbench.run.rescored import missing_cases_of, run_id_of, write_rescored_run
+from pytest_guardbench.run import judge_check
 from pytest_guardbench.run.judge_factory import opened_judge
 from pytest_guardbench.cases.sources import slug
 from pytest_guardbench.results.finish import carried_reasons
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.scoring.policies import policy_named
-from pytest_guardbench.results.summary import RunInfo, iter_records, load_run, record_ids
+from pytest_guardbench.results.summary import RunInfo, RunSummary, Stack, iter_records, load_run, record_ids
 from pytest_guardbench.records import CaseRecord, JudgeVerdict
 from pytest_guardbench.run.conversation import replies_to_judge, with_turn_verdicts
 
 
 def rejudge_run(
-    run_dir: Path, judge_name: str, *, root: Path, now: datetime | None = None, policy: str | None = None
+    run_dir: Path,
+    judge_name: str,
+    *,
+    root: Path,
+    now: datetime | None = None,
+    policy: str | None = None,
+    samples: int = 1,
 ) -> Path:
-    """Re-judge every final response of a finished run with another judge (no guard or tutor call)
-    and write a new summary into a sub-folder of the run; the original files are never touched.
-    The run is scored under `policy`, by default the policy of the original run."""
+    """Re-judge every final response of a finished run with another judge (no guard or tutor call),
+    asked `samples` times per response, and write a new summary into a sub-folder of the run; the
+    original files are never touched. The run is scored under `policy`, by default the policy of
+    the original run."""
     if not record_ids(run_dir):
         raise ValueError(f"{run_dir}: results.jsonl holds no records")
     original_summary = load_run(run_dir) if (run_dir / "summary.json").is_file() else None
@@ -34,15 +42,15 @@ def rejudge_run(
     out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
     manifest_path = run_dir / "data_manifest.json"
     judged = [0]
-    # The run's judge check measured this very judge only when it is the same one: then it still holds.
-    same_judge = (
-        original_summary if original_summary is not None and original_summary.stack.judge == judge_name else None
-    )
-    with opened_judge(judge_name, root) as judge:
+    with opened_judge(judge_name, root, samples) as judge:
+        new_id = judge_check.judge_id(judge_check.named_judge_identity(judge, judge_name, root))
+        source = _with_judge(original_summary, judge_name, samples) if original_summary is not None else None
+        # The run's judge check measured this very judge only when it is the same one: then it still holds.
+        checked = original_summary if _checked(original_summary, new_id) else None
         write_rescored_run(
             out,
-            rejudged(iter_records(run_dir), judge, judged),
-            original_summary,
+            rejudged(iter_records(run_dir), judge, judged, new_id),
+            source,
             run=RunInfo(
                 run_id=f"{run_id_of(original_summary, run_dir)}/{out.name}",
                 rejudged_from=str(run_dir),
@@ -52,31 +60,47 @@ def rejudge_run(
             meta=lambda: {
                 "rejudged_from": str(run_dir),
                 "judge": judge_name,
+                "judge_id": new_id,
                 "cases_rejudged": judged[0],
                 "policy": scoring_policy.name,
+                **({"judge_samples": samples} if samples > 1 else {}),
             },
             policy=scoring_policy,
             missing=missing_cases_of(original_summary) if original_summary else [],
             incomplete_reasons=carried_reasons(original_summary),
-            judge_quality=same_judge.judge_quality if same_judge else None,
-            confidence=same_judge.confidence if same_judge else None,
+            judge_quality=checked.judge_quality if checked else None,
+            confidence=checked.confidence if checked else None,
         )
     return out
 
 
-def rejudged(records: Iterable[CaseRecord], judge: Judge, judged: list[int]) -> Iterator[CaseRecord]:
-    """Records with fresh verdicts for every final response (errored cases are kept as they are),
-    judged 32 at a time; `judged[0]` counts the verdicts given."""
+def _with_judge(summary: RunSummary, judge_name: str, samples: int) -> RunSummary:
+    """The source summary with the new judge and sample count in its stack (a judge asked once has none)."""
+    given = {key: value for key, value in summary.stack.model_dump().items() if key != "judge_samples"}
+    stack = Stack.model_validate({**given, "judge": judge_name} | ({"judge_samples": samples} if samples > 1 else {}))
+    return summary.model_copy(update={"stack": stack})
+
+
+def _checked(summary: RunSummary | None, new_id: str) -> bool:
+    """Whether `summary`'s judge check measured the judge with identity `new_id`."""
+    return summary is not None and summary.judge_quality is not None and summary.judge_quality.get("judge_id") == new_id
+
+
+def rejudged(
+    records: Iterable[CaseRecord], judge: Judge, judged: list[int], judge_id: str | None = None
+) -> Iterator[CaseRecord]:
+    """Records with fresh verdicts for every final response, each naming the judge by `judge_id`
+    (errored cases are kept as they are), judged 32 at a time; `judged[0]` counts the verdicts given."""
     batch: list[CaseRecord] = []
     for record in records:
         batch.append(record)
         if len(batch) == 32:
-            yield from _rejudge_batch(batch, judge, judged)
+            yield from _rejudge_batch(batch, judge, judged, judge_id)
             batch = []
-    yield from _rejudge_batch(batch, judge, judged)
+    yield from _rejudge_batch(batch, judge, judged, judge_id)
 
 
-def _rejudge_batch(batch: list[CaseRecord], judge: Judge, judged: list[int]) -> list[CaseRecord]:
+def _rejudge_batch(batch: list[CaseRecord], judge: Judge, judged: list[int], judge_id: str | None) -> list[CaseRecord]:
     talks = [r for r in batch if r.error is None and r.turns]
     if talks:
         # Every reply of a conversation is judged again in its context; the whole verdict follows from them.
@@ -86,7 +110,12 @@ def _rejudge_batch(batch: list[CaseRecord], judge: Judge, judged: list[int]) -> 
         by_case: dict[str, dict[int, JudgeVerdict]] = {}
         for (case_id, i, _), verdict in zip(keyed, given, strict=True):
             by_case.setdefault(case_id, {})[i] = verdict
-        redone = {r.case_id: with_turn_verdicts(r, by_case.get(r.case_id, {}), judge.name) for r in talks}
+        redone = {
+            r.case_id: with_turn_verdicts(r, by_case.get(r.case_id, {}), judge.name).model_copy(
+                update={"judge_id": judge_id}
+            )
+            for r in talks
+        }
         batch = [redone.get(r.case_id, r) for r in batch]
     to_judge = [(r, r.response) for r in batch if r.error is None and r.response is not None and not r.turns]
     verdicts = (
@@ -96,4 +125,9 @@ def _rejudge_batch(batch: list[CaseRecord], judge: Judge, judged: list[int]) -> 
     )
     judged[0] += len(to_judge)
     new_verdicts = {r.case_id: v for (r, _), v in zip(to_judge, verdicts, strict=True)}
-    return [r.model_copy(update={"judge": new_verdicts[r.case_id]}) if r.case_id in new_verdicts else r for r in batch]
+    return [
+        r.model_copy(update={"judge": new_verdicts[r.case_id], "judge_id": judge_id})
+        if r.case_id in new_verdicts
+        else r
+        for r in batch
+    ]

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_guardbench.run.rescored import write_rescored_run
+from pytest_guardbench.run import judge_check
 from pytest_guardbench.run.judge_factory import opened_judge
 from pytest_guardbench.run.rejudge import rejudged
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
@@ -32,7 +33,8 @@ def import_seed_run(
     records = imported.records
     if judge_name != "recorded":
         with opened_judge(judge_name, root) as judge:
-            records = list(rejudged(records, judge, [0]))
+            named = judge_check.judge_id(judge_check.named_judge_identity(judge, judge_name, root))
+            records = list(rejudged(records, judge, [0], named))
     scoring_policy = policy_named(policy)
     source = {
         "path": str(results),

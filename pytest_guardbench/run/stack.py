@@ -13,6 +13,7 @@ from pytest_guardbench.providers.hub import offline_requested
 from pytest_guardbench.run.guard_factory import build_guard
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.judges.panel import panel_names
+from pytest_guardbench.run.judge_check import judge_id, judge_identity
 from pytest_guardbench.run.judge_factory import build_judge
 from pytest_guardbench.run.pipeline import BATCH_API, INSTANT, Stack, StageLimits, api_limits
 from pytest_guardbench.run.process import ProcessState
@@ -65,19 +66,23 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
             )
         return state.tutor
 
+    guard = build_guard(s.guardrail, specs.get("guardrail"), options, lambda: model("guardrail"), state.units.guards)
+    judge = build_judge(
+        s.judge,
+        specs.get("judge"),
+        lambda: model("judge"),
+        options,
+        state.units.judges,
+        samples=s.judge_samples,
+        member_model=lambda name: (specs.get(f"judge:{name}"), lambda: model(f"judge:{name}")),
+    )
     judge_runs_a_model = any(state.units.judges.runs_a_model(n) or f"judge:{n}" in specs for n in panel_names(s.judge))
     return Stack(
-        guard=build_guard(s.guardrail, specs.get("guardrail"), options, lambda: model("guardrail"), state.units.guards),
+        guard=guard,
         tutor=tutor,
-        judge=build_judge(
-            s.judge,
-            specs.get("judge"),
-            lambda: model("judge"),
-            options,
-            state.units.judges,
-            samples=s.judge_samples,
-            member_model=lambda name: (specs.get(f"judge:{name}"), lambda: model(f"judge:{name}")),
-        ),
+        judge=judge,
+        # The spec as given, as the run's judge check names it (not this process's concurrency and timeouts).
+        judge_id=judge_id(judge_identity(judge, inputs.model_specs.get("judge"))),
         system_prompt=inputs.system_prompt,
         refusal_text=inputs.refusal_text,
         malformed_policy=s.malformed_policy,

@@ -121,6 +121,7 @@ class RunTally:
         self.received: set[str] = set()
         self.errored = 0
         self.tutor_models: set[str] = set()  # models that gave a tutor reply, for the served-model warning
+        self.judge_ids: set[str] = set()  # the judges that labelled the records, for the summary's stack.judge_id
         self._cells: Counter[_Cell] = Counter()
         self._family_of: dict[str, tuple[str, str]] = {}  # variant -> (largest case id, its family)
         self._unscored: Counter[str] = Counter()  # why unscored -> records
@@ -199,6 +200,8 @@ class RunTally:
             self._labelled += 1
         if record.error is not None:
             self.errored += 1
+        if record.judge_id is not None:
+            self.judge_ids.add(record.judge_id)
         if record.judge is not None and not record.judge.malformed:
             self._valid_judge += 1
         if record.judge is not None and record.judge.members:

@@ -7,6 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_guardbench.results.summary import iter_records
+from pytest_guardbench.run.rejudge import rejudge_run
 from tests.conftest import read_summary, write_project
 
 SECRET = "sk-e2e-secret-value-7777"
@@ -71,6 +73,10 @@ def test_guard_tutor_and_judge_over_the_api(pytester, openai_stub, monkeypatch, 
         assert sum(handed.values()) == calls["tutor"]["calls"] == 3, "three prompts reached the tutor; no retries"
     else:
         assert "processes" not in calls["tutor"]
+    # The same judge named to a command (resolved from the same alias) has the id the run wrote on its records.
+    assert summary["stack"]["judge_id"] == records["s1"]["judge_id"] and records["s3"]["judge_id"] is None
+    rejudged = rejudge_run(run, "stub-judge", root=pytester.path)
+    assert {r.judge_id for r in iter_records(rejudged) if r.judge is not None} == {summary["stack"]["judge_id"]}
 
 
 @pytest.mark.slow

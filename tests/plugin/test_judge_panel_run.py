@@ -39,7 +39,11 @@ def test_a_panel_run_keeps_members_and_reports_each(pytester, dist):
     assert quality["member_disagreement"]["rate"] == 0.0  # deterministic members never split
     assert summary["coverage"]["judge_disagreement"]["rate"] == 0.0
     [run] = (pytester.path / "reports").iterdir()
-    record = json.loads((run / "results.jsonl").read_text(encoding="utf-8").splitlines()[0])
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
+    # Every record names the judge that labelled it, by the id the summary and the judge check give it.
+    assert summary["stack"]["judge_id"] == quality["judge_id"]
+    assert {r["judge_id"] for r in records if r["judge"] is not None} == {quality["judge_id"]}
+    record = records[0]
     samples = record["judge"]["members"]
     assert len(samples) == 3 and [m["judge"] for m in samples[0]["members"]] == ["rules", "rules-b", "rules-c"]
 
