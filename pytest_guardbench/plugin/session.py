@@ -307,7 +307,13 @@ class GuardbenchSession:
         if settings.baseline is not None:
             comparison = baselines.compare_with_baseline(
                 _handled(iter_records(run_dir), policy), _handled(iter_records(settings.baseline), policy)
-            ).model_copy(update={"run_dir": str(settings.baseline)})
+            ).model_copy(
+                update={
+                    "run_dir": str(settings.baseline),
+                    "judge_ids": _judge_ids(run_dir),
+                    "baseline_judge_ids": _judge_ids(settings.baseline),
+                }
+            )
             checks.append(lambda _: AddedChecks(checks=[baselines.baseline_check(comparison)], baseline=comparison))
         if settings.scorecard_snapshot is not None:
             checks.append(self._scorecard_snapshot)
@@ -474,3 +480,7 @@ def merge_counts(parts: list[dict[str, Any]]) -> dict[str, Any]:
             else:
                 merged[key] = merged.get(key, 0) + value
     return merged
+
+
+def _judge_ids(run_dir: Path) -> list[str]:
+    return sorted({record.judge_id for record in iter_records(run_dir) if record.judge_id is not None})

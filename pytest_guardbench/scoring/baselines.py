@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from pytest_guardbench.scoring.blocks import RunMetrics
 from pytest_guardbench.scoring.scorecard import Scorecard
@@ -37,6 +37,9 @@ class BaselineComparison(BaseModel):
     mcnemar_p: float
     alpha: float
     significant_regression: bool
+    # The judges the two runs' records name: a difference between them is not a change of the system.
+    judge_ids: list[str] = Field(default_factory=list)
+    baseline_judge_ids: list[str] = Field(default_factory=list)
 
 
 def compare_with_baseline(
@@ -60,6 +63,20 @@ def compare_with_baseline(
 
 
 def baseline_check(comparison: BaselineComparison) -> GateCheck:
+    ours, theirs = comparison.judge_ids, comparison.baseline_judge_ids
+    if ours and theirs and ours != theirs:
+        return GateCheck(
+            name="baseline",
+            value=None,
+            threshold=comparison.alpha,
+            comparison=">=",
+            status="fail",
+            message=(
+                f"against baseline: judged by a different judge ({', '.join(ours)} here, {', '.join(theirs)} in the "
+                "baseline), so a difference may be the judge's; rejudge one run with the other's judge "
+                "(guardbench rejudge) and compare again"
+            ),
+        )
     if comparison.paired == 0:
         # Nothing was compared, so nothing can be said to hold: a baseline from another pack, selection
         # or id scheme must not read as "no regression".

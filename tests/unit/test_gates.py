@@ -123,6 +123,18 @@ def test_a_baseline_that_shares_no_case_with_the_run_fails_its_check():
     assert paired.status == "pass" and "over 1 paired cases" in paired.message
 
 
+def test_a_baseline_judged_by_another_judge_fails_its_check():
+    from pytest_guardbench.scoring.baselines import baseline_check, compare_with_baseline
+
+    paired = compare_with_baseline({"a": True}, {"a": True})
+    other = baseline_check(paired.model_copy(update={"judge_ids": ["j1"], "baseline_judge_ids": ["j2"]}))
+    assert other.status == "fail" and "judged by a different judge (j1 here, j2 in the baseline)" in other.message
+    same = baseline_check(paired.model_copy(update={"judge_ids": ["j1"], "baseline_judge_ids": ["j1"]}))
+    # Runs recorded before records named their judge cannot be told apart: they are compared as before.
+    unnamed = baseline_check(paired.model_copy(update={"judge_ids": ["j1"], "baseline_judge_ids": []}))
+    assert same.status == unnamed.status == "pass"
+
+
 def test_flip_rate_is_gateable():
     rows = [
         record("a.original", True, "safe", "refused_or_blocked", base="a"),
