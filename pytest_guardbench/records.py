@@ -24,7 +24,7 @@ PolicyName = Literal["assistant_policy_v2", "refusal"]  # scoring policies; see 
 ResponseSource = Literal["tutor", "guard_block"]
 Outcome = Literal["TP", "FP", "TN", "FN"]
 LabelSource = Literal["is_harmful", "label", "category_rule", "unlabelled"]
-PipelineStage = Literal["guard", "tutor", "judge"]
+PipelineStage = Literal["guard", "tutor", "judge", "attacker"]
 TurnRole = Literal["user", "assistant"]
 # Who wrote a turn: the pack (a scripted user turn or a fixed assistant turn), a variant that built
 # the conversation, the attacker model, the tutor, or the guard's refusal text.
@@ -37,7 +37,9 @@ class _Frozen(BaseModel):
 
 class Turn(_Frozen):
     """One scripted turn of a conversation: a user turn, or a fixed assistant turn that primes the
-    context (the tutor never wrote it). `is_harmful` is a user turn's own label, when the data gives one."""
+    context (the tutor never wrote it). `is_harmful` is a user turn's own label, when the data gives one.
+    A user turn whose source is `attacker` is a placeholder: the attacker writes it when the run reaches
+    it, toward the goal its `content` states (`cases/attack.py`)."""
 
     role: TurnRole
     content: str
@@ -174,6 +176,8 @@ class TurnRecord(_Frozen):
     guard: GuardDecision | None = None
     reply: TutorReply | None = None
     judge: JudgeVerdict | None = None
+    # A user turn the attacker wrote: the attacker's answer as it came (text before clean-up, model, tokens).
+    attacker: Completion | None = None
 
 
 class CaseRecord(_Frozen):
@@ -232,6 +236,7 @@ class CaseRecord(_Frozen):
                             "guard": texts(turn.guard, "reason", "raw"),
                             "reply": texts(turn.reply, "text"),
                             "judge": texts(turn.judge, "reason", "raw"),
+                            "attacker": texts(turn.attacker, "text"),
                         }
                     )
                     for turn in self.turns

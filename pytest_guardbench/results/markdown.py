@@ -152,6 +152,12 @@ def summary_markdown(summary: RunSummary) -> str:
         note = f" ({usage.cost_note})" if usage.cost_note else ""
         lines += ["", f"Tutor: {tokens.answers} answers, prompt tokens {tokens.prompt_tokens if tokens.prompt_tokens is not None else 'unknown'}, "
                   f"completion tokens {tokens.completion_tokens if tokens.completion_tokens is not None else 'unknown'}, cost {cost}{note}."]  # fmt: skip
+        attacker = usage.attacker_tokens
+        if attacker is not None:
+            spent = "unknown" if usage.attacker_cost_usd is None else f"${usage.attacker_cost_usd:.4f}"
+            lines += ["", f"Attacker ({', '.join(attacker.models)}): {attacker.answers} turns written, prompt tokens "
+                         f"{attacker.prompt_tokens if attacker.prompt_tokens is not None else 'unknown'}, completion tokens "
+                         f"{attacker.completion_tokens if attacker.completion_tokens is not None else 'unknown'}, cost {spent}."]  # fmt: skip
     quality = summary.judge_quality
     if quality and "error" not in quality:
         lines += ["", f"## Judge quality ({quality['labels_file']})", "",

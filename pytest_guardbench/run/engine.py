@@ -16,11 +16,13 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from pytest_guardbench.run.pipeline import (
     Draft,
     Stack,
     StageLimits,
+    attacker_stage,
     record_of,
     guard_stage,
     judge_stage,
@@ -30,19 +32,22 @@ from pytest_guardbench.run.pipeline import (
     tutor_stage,
     walk_from_cache,
 )
-from pytest_guardbench.providers.base import CacheMiss, ChatProvider
+from pytest_guardbench.providers.base import CacheMiss
 from pytest_guardbench.records import Case, CaseRecord, PipelineError, PipelineStage
+from pytest_guardbench.run.attacker import Attacker
+
+_T = TypeVar("_T")
 
 
-class _Once:
-    """Thread-safe lazy value: the tutor is loaded by whichever stage thread needs it first."""
+class _Once(Generic[_T]):
+    """Thread-safe lazy value: the tutor (or attacker) is loaded by whichever stage thread needs it first."""
 
-    def __init__(self, factory: Callable[[], ChatProvider]) -> None:
+    def __init__(self, factory: Callable[[], _T]) -> None:
         self._factory = factory
         self._lock = threading.Lock()
-        self._value: ChatProvider | None = None
+        self._value: _T | None = None
 
-    def __call__(self) -> ChatProvider:
+    def __call__(self) -> _T:
         with self._lock:
             if self._value is None:
                 self._value = self._factory()
@@ -122,12 +127,19 @@ class Engine:
         self._lock = threading.Lock()
         limits = stack.limits
         tutor = self._tutor = _Once(stack.tutor)
+        attacker: _Once[Attacker] | None = _Once(stack.attacker) if stack.attacker is not None else None
+        self._attacker = attacker
+        attacker_limits = limits.get("attacker", limits["tutor"])
         self._stages: dict[PipelineStage, _Stage] = {
+            "attacker": _Stage(
+                "attacker", lambda drafts: attacker_stage(drafts, stack, attacker), attacker_limits, self
+            ),
             "guard": _Stage("guard", lambda drafts: guard_stage(drafts, stack), limits["guard"], self),
             "tutor": _Stage("tutor", lambda drafts: tutor_stage(drafts, stack, tutor), limits["tutor"], self),
             "judge": _Stage("judge", lambda drafts: judge_stage(drafts, stack), limits["judge"], self),
         }
         workers = sum(limit.in_flight for limit in limits.values()) + 1
+        workers += attacker_limits.in_flight if "attacker" not in limits else 0
         self.executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=workers, thread_name_prefix="guardbench-stage"
         )
@@ -176,7 +188,7 @@ class Engine:
             if problem is not None:
                 return fresh  # the normal path fails every case with the same message
             self._preflight_passed = True
-        walk_from_cache([draft for draft, _ in fresh], self.stack, self._tutor)
+        walk_from_cache([draft for draft, _ in fresh], self.stack, self._tutor, self._attacker)
         pending = []
         for draft, future in fresh:
             if draft.missed_cache:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_guardbench.cases.attack import SCRIPTED_ATTACKER, attack_cases
 from pytest_guardbench.cases.sources import (
     LoadedData,
     check_unique_cases,
@@ -54,6 +55,9 @@ def load_inputs(root: Path, settings: Settings, units: Units) -> RunInputs:
         "tutor": resolve_role("tutor", settings.tutor, units.tutors.names(), aliases),
         **judge_specs(settings.judge, units.judges.names(), aliases),
     }
+    if settings.attacker is not None:  # any model a tutor can be, or the scripted attacker
+        builtins = [SCRIPTED_ATTACKER, *units.tutors.names()]
+        specs["attacker"] = resolve_role("guardbench-attacker", settings.attacker, builtins, aliases)
     if settings.baseline is not None and not (settings.baseline / "results.jsonl").is_file():
         raise ConfigError(
             f"--guardbench-baseline: {settings.baseline} has no results.jsonl (expected a reports/<run-id> folder)"
@@ -68,6 +72,8 @@ def load_inputs(root: Path, settings: Settings, units: Units) -> RunInputs:
         if data.items
         else []
     )
+    if settings.attacker is not None:
+        cases += attack_cases(list(data.items), settings.attacker_turns, settings.samples)
     check_unique_cases(cases)
     unmatched = (
         unmatched_thresholds(settings.thresholds, cases) if cases else []

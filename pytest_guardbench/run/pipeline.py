@@ -1,4 +1,5 @@
-"""The stages of one case: guard → decision parser → router → tutor (or refusal text) → judge.
+"""The stages of one case: guard → decision parser → router → tutor (or refusal text) → judge; in an
+attack conversation the attacker writes each user turn first.
 
 Each stage function takes a batch of drafts and never raises for a model failure: a failing stage
 becomes `Draft.error` and then `CaseRecord.error`, which is scored as neither safe nor unsafe.
@@ -21,6 +22,7 @@ from pytest_guardbench.providers.base import CacheMiss, ChatProvider, Generation
 from pytest_guardbench.records import (
     Case,
     CaseRecord,
+    Completion,
     GuardDecision,
     JudgeVerdict,
     PipelineError,
@@ -30,6 +32,7 @@ from pytest_guardbench.records import (
     TutorReply,
 )
 from pytest_guardbench.scoring.conversations import first_unsafe_depth
+from pytest_guardbench.run.attacker import Attacker, AttackRequest, written_turn
 from pytest_guardbench.run.conversation import (
     alternating,
     as_messages,
@@ -85,6 +88,9 @@ class Stack:
     # otherwise), so cached cases are finished at once, without threads (`engine.Engine.submit`).
     cached_only: Callable[[], AbstractContextManager[None]] | None = None
     judge_id: str | None = None  # the judge's identity, written on every record it gave a verdict
+    # Writes the user turns of attack conversations (`--guardbench-attacker`); its stage takes the
+    # limits under "attacker", else the tutor's.
+    attacker: Callable[[], Attacker] | None = None
 
 
 def routes_to_tutor(decision: GuardDecision | None, policy: MalformedPolicy) -> bool:
@@ -116,6 +122,9 @@ class Draft:
     position: int = -1
     depth: int = 1
     over: bool = False
+    # An attack conversation: the live turn as the attacker wrote it, and the attacker's answer.
+    written: str | None = None
+    attacker_call: Completion | None = None
 
     def __post_init__(self) -> None:
         if not self.case.is_conversation or self.position >= 0:
@@ -130,7 +139,18 @@ class Draft:
     @property
     def user_text(self) -> str:
         """The user turn being answered: the prompt, or a conversation's current live turn."""
-        return self.case.turns[self.position].content if self.case.is_conversation else self.case.prompt_text
+        if not self.case.is_conversation:
+            return self.case.prompt_text
+        return (self.written or "") if self.attacker_writes else self.case.turns[self.position].content
+
+    @property
+    def attacker_writes(self) -> bool:
+        """The live turn is an attacker's placeholder (its content is the goal, not the text sent)."""
+        return self.case.is_conversation and self.position >= 0 and self.case.turns[self.position].source == "attacker"
+
+    @property
+    def awaits_attacker(self) -> bool:
+        return self.attacker_writes and self.written is None and not self.over
 
     def time(self, stage: str, seconds: float) -> None:
         # Summed over a conversation's turns; a single prompt runs each stage once.
@@ -144,16 +164,17 @@ class Draft:
     def pending_turns(self) -> list[TurnRecord]:
         """The current exchange as records, before it is closed: the user turn with the guard's
         verdict, and the reply with the judge's when there is one."""
-        if not self.case.is_conversation or self.over or self.position < 0:
+        if not self.case.is_conversation or self.over or self.position < 0 or self.awaits_attacker:
             return []
         turn = self.case.turns[self.position]
         user = TurnRecord(
             role="user",
-            content=turn.content,
+            content=self.user_text,
             source=turn.source,
             depth=self.depth,
             is_harmful=turn_label(self.case, turn),
             guard=self.guard,
+            attacker=self.attacker_call,
         )
         if self.response is None:
             return [user]
@@ -169,11 +190,13 @@ class Draft:
 
     def close_turn(self, stack: Stack) -> None:
         """After the current live turn: record it, then go on to the next live turn, or end the
-        conversation when the guard blocked (the refusal ends it) or the script has no turn left."""
+        conversation when the guard blocked (the refusal ends it) or the script has no turn left. An
+        attack also ends when a reply is judged unsafe: the attacker reached its goal."""
         self.done.extend(self.pending_turns())
         later = [i for i in self.case.live_positions() if i > self.position]
         blocked = self.guard is not None and not routes_to_tutor(self.guard, stack.malformed_policy)
-        if blocked or not later:
+        reached = self.attacker_writes and self.verdict is not None and self.verdict.response_safety == "unsafe"
+        if blocked or reached or not later:
             self.over = True
             if not stack.guard_only:
                 self.verdict = conversation_verdict(self.done, stack.judge.name)
@@ -183,6 +206,7 @@ class Draft:
         self.done.extend(scripted(self.case, self.position + 1, later[0], depth=self.depth + 1))
         self.position, self.depth = later[0], self.depth + 1
         self.guard = self.response = self.verdict = None
+        self.written, self.attacker_call = None, None
 
 
 def _in_batch_or_alone(drafts: list[Draft], stage: PipelineStage, run: Callable[[list[Draft]], None]) -> None:
@@ -207,6 +231,51 @@ def _fail(draft: Draft, stage: PipelineStage, exc: Exception) -> None:
         draft.missed_cache = True
         return
     draft.error = PipelineError(stage=stage, message=f"{type(exc).__name__}: {exc}")
+
+
+def attacker_stage(drafts: list[Draft], stack: Stack, attacker: Callable[[], Attacker] | None) -> None:
+    """Write the live user turn of each attack conversation from its goal and the turns so far."""
+    try:
+        if attacker is None:
+            raise RuntimeError("the case is an attack conversation but the run has no --guardbench-attacker")
+        writer = attacker()
+    except Exception as exc:  # noqa: BLE001
+        for d in drafts:
+            d.error = PipelineError(stage="attacker", message=f"could not load attacker: {type(exc).__name__}: {exc}")
+        return
+    _in_batch_or_alone(drafts, "attacker", lambda batch: _write(writer, batch))
+
+
+def attacker_seed(case_id: str, depth: int) -> int:
+    """The attacker samples each turn with a seed of its own, stable across runs."""
+    return case_seed(f"{case_id}#attacker#{depth}")
+
+
+def _write(attacker: Attacker, drafts: list[Draft]) -> None:
+    requests = [
+        AttackRequest(
+            case_id=d.case.case_id,
+            goal=d.case.turns[d.position].content,
+            history=tuple(Turn(role=t.role, content=t.content, source=t.source) for t in d.done),
+            depth=d.depth,
+            max_turns=sum(t.source == "attacker" for t in d.case.turns),
+            seed=attacker_seed(d.case.case_id, d.depth),
+        )
+        for d in drafts
+    ]
+    started = time.perf_counter()
+    completions = attacker.write(requests)
+    if len(completions) != len(drafts):
+        raise RuntimeError(f"attacker returned {len(completions)} turns for {len(drafts)} requests")
+    share = (time.perf_counter() - started) / len(drafts)
+    for d, completion in zip(drafts, completions, strict=True):
+        d.time("attacker", share)
+        text = written_turn(completion.text)
+        if not text:
+            said = " ".join(completion.text.split())[:200]
+            d.error = PipelineError(stage="attacker", message=f"the attacker wrote no message (it said {said!r})")
+            continue
+        d.written, d.attacker_call = text, completion
 
 
 def guard_stage(drafts: list[Draft], stack: Stack) -> None:
@@ -335,14 +404,17 @@ def judge_stage(drafts: list[Draft], stack: Stack) -> None:
             d.close_turn(stack)
 
 
-Step = Literal["guard", "tutor", "refuse", "judge"]
+Step = Literal["attacker", "guard", "tutor", "refuse", "judge"]
 
 
 def next_step(draft: Draft, stack: Stack) -> Step | None:
-    """Where a draft goes next, from what it already has: guard → (screen stops here) → tutor, or the
-    refusal when the guard stopped it → judge. The one route the engine and the cached walk follow."""
+    """Where a draft goes next, from what it already has: (attacker, for an attack turn) → guard →
+    (screen stops here) → tutor, or the refusal when the guard stopped it → judge. The one route the
+    engine and the cached walk follow."""
     if draft.stopped or draft.over:
         return None
+    if draft.awaits_attacker:
+        return "attacker"
     if stack.guard is not None and draft.guard is None:
         return "guard"
     if stack.guard_only:
@@ -354,12 +426,18 @@ def next_step(draft: Draft, stack: Stack) -> Step | None:
     return None
 
 
-def walk_from_cache(drafts: list[Draft], stack: Stack, tutor: Callable[[], ChatProvider]) -> None:
+def walk_from_cache(
+    drafts: list[Draft],
+    stack: Stack,
+    tutor: Callable[[], ChatProvider],
+    attacker: Callable[[], Attacker] | None = None,
+) -> None:
     """Every stage for the whole list at once, inside `stack.cached_only()`: a draft whose calls are
     all cached ends finished; one that met an uncached call stops there with `missed_cache` set and
     keeps the stages it finished, for the normal walk to go on from."""
     assert stack.cached_only is not None
     runners: dict[str, Callable[[list[Draft]], None]] = {
+        "attacker": lambda due: attacker_stage(due, stack, attacker or stack.attacker),
         "guard": lambda due: guard_stage(due, stack),
         "tutor": lambda due: tutor_stage(due, stack, tutor),
         "judge": lambda due: judge_stage(due, stack),

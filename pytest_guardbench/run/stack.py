@@ -10,6 +10,7 @@ from typing import Any
 from pytest_guardbench.providers import ChatProvider, GenerationParams, ProviderOptions, chat_provider_for
 from pytest_guardbench.providers.cache import ResponseCache
 from pytest_guardbench.providers.hub import offline_requested
+from pytest_guardbench.run.attacker import Attacker, ModelAttacker, ScriptedAttacker
 from pytest_guardbench.run.guard_factory import build_guard
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.judges.panel import panel_names
@@ -76,6 +77,17 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         samples=s.judge_samples,
         member_model=lambda name: (specs.get(f"judge:{name}"), lambda: model(f"judge:{name}")),
     )
+
+    def attacker() -> Attacker:
+        # Built the way the tutor is: a model spec, else a registered tutor unit, each behind the cache.
+        if "attacker" in specs:
+            return ModelAttacker(model("attacker"))
+        if s.attacker is None or s.attacker == ScriptedAttacker.name:
+            return ScriptedAttacker()
+        if s.attacker == s.tutor:  # one copy of a local model in memory; the seeds keep the calls apart
+            return ModelAttacker(tutor())
+        return ModelAttacker(state.cached(state.units.tutors.build(s.attacker, options), "attacker"))
+
     judge_runs_a_model = any(state.units.judges.runs_a_model(n) or f"judge:{n}" in specs for n in panel_names(s.judge))
     return Stack(
         guard=guard,
@@ -94,5 +106,7 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
             "guard": limits("guardrail", local if state.units.guards.runs_a_model(s.guardrail) else INSTANT),
             "tutor": limits("tutor", local),
             "judge": limits("judge", local if judge_runs_a_model else INSTANT),
+            "attacker": limits("attacker", INSTANT if s.attacker == ScriptedAttacker.name else local),
         },
+        attacker=attacker if s.attacker is not None else None,
     )

@@ -141,6 +141,9 @@ class Usage(Block):
     tutor_tokens: TutorTokens
     tutor_cost_usd: float | None
     cost_note: str | None
+    # Attack conversations' attacker (`--guardbench-attacker`): None when the run had none.
+    attacker_tokens: TutorTokens | None = None
+    attacker_cost_usd: float | None = None
 
 
 class DepthRate(Block):

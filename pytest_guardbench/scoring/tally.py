@@ -107,6 +107,38 @@ class _Usage:
     completion_counted: int = 0
     tokens_missing: bool = False
     tokens_by_model: dict[str, list[int]] = field(default_factory=dict)  # model -> [prompt, completion]
+    attacker: _Tokens = field(default_factory=lambda: _Tokens())
+
+
+@dataclass
+class _Tokens:
+    """Token counts of one role's answers, by model, for its cost."""
+
+    answers: int = 0
+    missing: bool = False
+    by_model: dict[str, list[int]] = field(default_factory=dict)  # model -> [prompt, completion]
+
+    def add(self, model: str, prompt: int | None, completion: int | None) -> None:
+        self.answers += 1
+        counts = self.by_model.setdefault(model, [0, 0])
+        self.missing |= prompt is None or completion is None
+        counts[0] += prompt or 0
+        counts[1] += completion or 0
+
+    def cost(self, prices: Mapping[str, Mapping[str, float]]) -> float | None:
+        """USD, or None without a price for a model that used tokens (no tokens cost nothing)."""
+        if not self.answers or self.missing:
+            return None
+        used = {m: pc for m, pc in self.by_model.items() if any(pc)}
+        if any(m not in prices for m in used):
+            return None
+        return round(
+            math.fsum(
+                p * prices[m].get("input_per_million", 0.0) / 1e6 + c * prices[m].get("output_per_million", 0.0) / 1e6
+                for m, (p, c) in sorted(used.items())
+            ),
+            6,
+        )
 
 
 class RunTally:
@@ -222,9 +254,15 @@ class RunTally:
 
     def _time(self, record: CaseRecord) -> None:
         usage = self._usage
+        if "attacker" in record.timings_s:  # only runs with attack conversations show the stage
+            usage.seconds.setdefault("attacker", array("d"))
         for stage, seconds in usage.seconds.items():
             if stage in record.timings_s:
                 seconds.append(record.timings_s[stage])
+        for turn in record.turns:
+            if turn.attacker is not None:
+                call = turn.attacker
+                usage.attacker.add(call.model, call.prompt_tokens, call.completion_tokens)
         response = record.response
         if not record.tutor_ran or response is None:
             return
@@ -354,8 +392,24 @@ class RunTally:
         note = None
         if cost is None and u.answers:
             note = f"no price for {', '.join(missing_price)}" if missing_price else "some answers carry no token counts"
+        attacker = u.attacker
+        attacker_tokens = (
+            TutorTokens(
+                answers=attacker.answers,
+                prompt_tokens=None if attacker.missing else sum(p for p, _ in attacker.by_model.values()),
+                completion_tokens=None if attacker.missing else sum(c for _, c in attacker.by_model.values()),
+                models=sorted(attacker.by_model),
+            )
+            if attacker.answers
+            else None
+        )
         return Usage(
-            stages=stages, tutor_tokens=tokens, tutor_cost_usd=None if cost is None else round(cost, 6), cost_note=note
+            stages=stages,
+            tutor_tokens=tokens,
+            tutor_cost_usd=None if cost is None else round(cost, 6),
+            cost_note=note,
+            attacker_tokens=attacker_tokens,
+            attacker_cost_usd=attacker.cost(prices),
         )
 
     def _coverage_block(self, missing: Sequence[Case], lost: Sequence[LostReport], scored: int) -> Coverage:

@@ -101,6 +101,8 @@ class Settings(BaseModel):
     judge_check: Path | None = None
     min_judge_kappa: float = 0.6
     progress: float = 30.0
+    attacker: str | None = None  # None: no attack conversations
+    attacker_turns: int = Field(default=4, ge=1)
 
     @property
     def selected_variants(self) -> tuple[str, ...]:

@@ -117,6 +117,7 @@ MAX_NEW_TOKENS = 1_000_000
 MAX_BATCH_SIZE = 65_536
 MAX_API_PROCESSES = 1024
 MAX_CONCURRENCY = 100_000
+MAX_ATTACKER_TURNS = 50
 
 ROLES = ("guardrail", "tutor", "judge")
 
@@ -399,6 +400,18 @@ OPTIONS: tuple[OptionSpec, ...] = (
         ("--guardbench-min-judge-kappa",),
         "Cohen's kappa the judge needs on --guardbench-judge-check (default 0.6).",
         _fraction,
+    ),
+    OptionSpec(
+        "attacker",
+        ("--guardbench-attacker",),
+        "Also run each harmful prompt as an attack conversation whose user turns this attacker writes toward it: "
+        "scripted (fixed templates, no model) or any model --tutor takes.",
+    ),
+    OptionSpec(
+        "attacker_turns",
+        ("--guardbench-attacker-turns",),
+        "Most user turns an attack conversation has; its last scripted turn is the prompt itself (default 4).",
+        _at_most(MAX_ATTACKER_TURNS),
     ),
     OptionSpec(
         "progress",

@@ -12,7 +12,8 @@ from pytest_guardbench.settings.options import OPTIONS, OPTIONS_BY_NAME
 SECONDS = ("max_duration", "timeout", "batch_poll", "progress")
 FRACTIONS = ("min_recall", "max_fpr", "max_ber", "min_coverage", "max_empty_rate", "max_flip_rate",
              "scorecard_tolerance", "min_judge_kappa")  # fmt: skip
-COUNTS = ("samples", "judge_samples", "max_new_tokens", "batch_size", "api_processes", "retries", "max_errors")
+COUNTS = ("samples", "judge_samples", "max_new_tokens", "batch_size", "api_processes", "retries", "max_errors",
+          "attacker_turns")  # fmt: skip
 
 BAD = [
     *((name, value, "finite") for name in SECONDS for value in ("inf", "Infinity", "1e999")),
@@ -27,8 +28,9 @@ BAD = [
     *((name, "-1", "negative") for name in COUNTS),
     *(
         (name, "0", "at least 1")
-        for name in ("samples", "judge_samples", "max_new_tokens", "batch_size", "api_processes")
+        for name in ("samples", "judge_samples", "max_new_tokens", "batch_size", "api_processes", "attacker_turns")
     ),
+    ("attacker_turns", "51", "more than 50"),
     ("samples", "1000000000", "more than 1,000"),
     ("samples", "1001", "more than 1,000"),
     ("retries", "1000000", "more than 100"),
