@@ -57,7 +57,7 @@ def load_inputs(root: Path, settings: Settings, units: Units) -> RunInputs:
     }
     if settings.attacker is not None:  # any model a tutor can be, or the scripted attacker
         builtins = [SCRIPTED_ATTACKER, *units.tutors.names()]
-        specs["attacker"] = resolve_role("guardbench-attacker", settings.attacker, builtins, aliases)
+        specs["attacker"] = resolve_role("attacker", settings.attacker, builtins, aliases)
     if settings.baseline is not None and not (settings.baseline / "results.jsonl").is_file():
         raise ConfigError(
             f"--guardbench-baseline: {settings.baseline} has no results.jsonl (expected a reports/<run-id> folder)"

@@ -16,6 +16,7 @@ from pytest_guardbench.providers.embedded import default_stack_problems
 from pytest_guardbench.providers.hub import load_tokenizer, offline_requested, template_problem, where_problem
 from pytest_guardbench.run.folder import writable_problem
 from pytest_guardbench.run.inputs import RunInputs
+from pytest_guardbench.run.roles import option_of
 from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench.settings.options import ConfigError
 
@@ -73,7 +74,7 @@ def api_preflight(specs: Mapping[str, ModelSpec], build: Callable[[ModelSpec], M
         if key not in checked:
             checked[key] = _ask(spec, build)
         if checked[key] is not None:
-            problems.append(f"--{role}={spec.alias}: {checked[key]}; {hint_for(checked[key] or '', spec)}")
+            problems.append(f"{option_of(role)}={spec.alias}: {checked[key]}; {hint_for(checked[key] or '', spec)}")
     return problems
 
 
@@ -125,7 +126,7 @@ def local_preflight(specs: Mapping[str, ModelSpec], offline: bool) -> list[str]:
         if key not in checked:
             checked[key] = _local_problem(spec, renders, offline)
         if checked[key] is not None:
-            problems.append(f"--{role}={spec.alias}: {checked[key]}")
+            problems.append(f"{option_of(role)}={spec.alias}: {checked[key]}")
     return problems
 
 

@@ -9,14 +9,25 @@ from pytest_guardbench.settings.model_specs import ModelSpec, parse_model_spec
 from pytest_guardbench.settings.options import ConfigError
 
 
+# The roles with a short option of their own; any other (the attacker) is a `--guardbench-*` option.
+SHORT_OPTION_ROLES = ("guardrail", "tutor", "judge")
+
+
+def option_of(role: str) -> str:
+    """The option that names a role's model: `--tutor`, `--guardbench-attacker`; a panel member's is `--judge`."""
+    base = role.split(":", 1)[0]
+    return f"--{base}" if base in SHORT_OPTION_ROLES else f"--guardbench-{base}"
+
+
 def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, ModelSpec]) -> ModelSpec | None:
     """None for a built-in unit; a ModelSpec for an alias or API spec; ConfigError otherwise."""
     if value in builtins:
         return None
     spec = parse_model_spec(value, aliases)
+    role, option = role.removeprefix("guardbench-"), option_of(role.removeprefix("guardbench-"))
     if spec is None:
         raise ConfigError(
-            f"--{role}={value}: unknown {role}; known: {', '.join(builtins)}; aliases: {', '.join(sorted(aliases))}; "
+            f"{option}={value}: unknown {role}; known: {', '.join(builtins)}; aliases: {', '.join(sorted(aliases))}; "
             "or openai:<model>, vllm:<model>@<url>"
         )
     if spec.guard.decoding == "logits" and (spec.provider != "hf-local" or spec.guard.adapter != "granite-guardian"):
@@ -26,7 +37,7 @@ def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, 
     if spec.guard.adapter == "granite-guardian" and (spec.guard.think or spec.guard.granite_version):
         version = granite_version(spec.model, spec.guard.granite_version)
         if spec.guard.think and version != "3.3":
-            raise ConfigError(f"--{role}={value}: think = true needs Granite Guardian 3.3; {spec.model} is {version}")
+            raise ConfigError(f"{option}={value}: think = true needs Granite Guardian 3.3; {spec.model} is {version}")
         if spec.guard.think and spec.guard.decoding == "logits":
             raise ConfigError(f'--{role}={value}: think = true generates a trace; it cannot use decoding = "logits"')
     if spec.guard.adapter == "shieldgemma":
@@ -35,13 +46,13 @@ def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, 
         ]
         if unknown:
             raise ConfigError(
-                f"--{role}={value}: ShieldGemma policy {unknown[0]!r} has no guideline; give it one in risk_definitions "
+                f"{option}={value}: ShieldGemma policy {unknown[0]!r} has no guideline; give it one in risk_definitions "
                 f"or use one of {', '.join(CHILD_SAFETY_GUIDELINES)}"
             )
     missing = spec.missing_key()
     if missing:
         raise ConfigError(
-            f"--{role}={value}: environment variable {missing} is not set (it holds the API key for {spec.model})"
+            f"{option}={value}: environment variable {missing} is not set (it holds the API key for {spec.model})"
         )
     return spec
 
