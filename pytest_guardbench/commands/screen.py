@@ -119,7 +119,7 @@ def screen_lines(report: dict[str, Any]) -> list[str]:
     if talks:
         lines.append(
             f"  conversations: {talks['conversations']} ({talks['harmful']} harmful, {talks['safe']} safe), screened turn "
-            "by turn with the chat so far; stopped by depth (cumulative):"
+            "by turn with the conversation so far; stopped by depth (cumulative):"
         )
         lines.append(f"  {'depth':<24} {'recall':>24} {'false positive rate':>24}")
         for caught, over in zip(talks["recall_by_turn"], talks["false_positive_rate_by_turn"], strict=True):
