@@ -115,6 +115,17 @@ def screen_lines(report: dict[str, Any]) -> list[str]:
             recall = f"{_fmt(block['recall'])}{_ci(block['recall_interval_95'])}"
             fpr = f"{_fmt(block['false_positive_rate'])}{_ci(block['false_positive_rate_interval_95'])}"
             lines.append(f"  {name:<24} {block['n']:>5} {recall:>24} {fpr:>24}")
+    talks = report.get("conversations")
+    if talks:
+        lines.append(
+            f"  conversations: {talks['conversations']} ({talks['harmful']} harmful, {talks['safe']} safe), screened turn "
+            "by turn with the conversation so far; stopped by depth (cumulative):"
+        )
+        lines.append(f"  {'depth':<24} {'recall':>24} {'false positive rate':>24}")
+        for caught, over in zip(talks["recall_by_turn"], talks["false_positive_rate_by_turn"], strict=True):
+            recall = f"{_fmt(caught['rate'])}{_ci(caught['interval'])}"
+            fpr = f"{_fmt(over['rate'])}{_ci(over['interval'])}"
+            lines.append(f"  {caught['depth']:<24} {recall:>24} {fpr:>24}")
     curve = report["sweep"]
     if curve is not None:
         point = curve["operating_point"]

@@ -7,6 +7,7 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_guardbench.scoring.blocks import DepthRate
 from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
 from pytest_guardbench.scoring.sweeps import GuardSweep
 
@@ -121,3 +122,46 @@ def sweep_figures(name: str, sweep: GuardSweep) -> str:
         + curve(roc, f"ROC: {name}", "false positive rate", "recall", diagonal=True)
         + curve(pr, f"Precision-recall: {name}", "recall", "precision", diagonal=False)
     )
+
+
+def depth_chart(series: Sequence[tuple[str, str, Sequence[DepthRate]]], title: str) -> str:
+    """Lines of rates (0..1) by conversation depth, one per (name, colour, rows), each point with its
+    95% interval as a vertical bar."""
+    depth = max((row.depth for _, _, rows in series for row in rows), default=0)
+    if not depth:
+        return ""
+    left, top, plot_h, step = 40, 30, 160, 60
+    legend = left + step * depth + 20
+    width, height = legend + 160, top + plot_h + 50
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='chart depth' width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>",
+             f"<text x='{left}' y='16' font-weight='bold'>{_e(title)}</text>"]  # fmt: skip
+
+    def x(d: int) -> float:
+        return left + step * (d - 0.5)
+
+    def y(rate: float) -> float:
+        return top + plot_h * (1 - rate)
+
+    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(
+            f"<line x1='{left}' x2='{legend - 10}' y1='{y(tick):.1f}' y2='{y(tick):.1f}' stroke='#ddd'/><text x='4' y='{y(tick) + 4:.1f}' font-size='10'>{tick:g}</text>"
+        )
+    for d in range(1, depth + 1):
+        parts.append(f"<text x='{x(d) - 4:.1f}' y='{top + plot_h + 16}' font-size='11'>{d}</text>")
+    parts.append(f"<text x='{left}' y='{top + plot_h + 32}' font-size='11'>depth (user turns answered)</text>")
+    for s, (name, colour, rows) in enumerate(series):
+        points = [(row.depth, row.rate, row.interval) for row in rows if row.rate is not None]
+        coords = " ".join(f"{x(d):.1f},{y(rate):.1f}" for d, rate, _ in points)
+        parts.append(f"<polyline points='{coords}' fill='none' stroke='{colour}' stroke-width='2'/>")
+        for d, rate, bounds in points:
+            if bounds:
+                parts.append(
+                    f"<line x1='{x(d):.1f}' x2='{x(d):.1f}' y1='{y(bounds[0]):.1f}' y2='{y(bounds[1]):.1f}' stroke='{colour}' opacity='0.5'/>"
+                )
+            parts.append(
+                f"<circle cx='{x(d):.1f}' cy='{y(rate):.1f}' r='3' fill='{colour}'><title>{_e(name)} at depth {d}: {fmt_rate(rate)}</title></circle>"
+            )
+        parts.append(f"<rect x='{legend}' y='{top + s * 16}' width='10' height='10' fill='{colour}'/>"
+                     f"<text x='{legend + 14}' y='{top + 9 + s * 16}' font-size='11'>{_e(name)}</text>")  # fmt: skip
+    parts.append("</svg>")
+    return "".join(parts)

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 
-from pytest_guardbench.results.figures import sweep_figures, bar_chart, confusion_matrix
+from pytest_guardbench.results.figures import bar_chart, confusion_matrix, depth_chart, sweep_figures
 from pytest_guardbench.results.page_assets import CASE_COLUMNS, SCRIPT, STYLE
 from pytest_guardbench.results.shown_cases import (
     AUDIT_SAMPLE,
@@ -34,7 +34,7 @@ from pytest_guardbench.results.shown_cases import (
 )
 from pytest_guardbench.results.summary import RunSummary, records_with_ids
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.scoring.blocks import FlipRate, ScopeCards
+from pytest_guardbench.scoring.blocks import ConversationMetrics, DepthRate, FlipRate, ScopeCards
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import Scorecard, classify, fmt_rate
 
@@ -93,6 +93,46 @@ def _flip_table(flip_rates: Mapping[str, FlipRate]) -> str:
         "(pairs of the same base prompt and sample).</p><table id='flip-rates'><tr><th>variant</th><th>guard flip rate</th>"
         "<th>guard flips</th><th>outcome flip rate</th><th>became mishandled</th><th>became handled</th><th>pairs</th></tr>"
         f"{rows}</table>"
+    )
+
+
+def _depth_cell(row: DepthRate | None) -> str:
+    if row is None:
+        return "<td></td>"
+    return f"<td data-count='{row.count}'>{fmt_rate(row.rate)}<small>{_interval(row.interval)} {row.count} of {row.n}</small></td>"
+
+
+def _conversations(talks: ConversationMetrics | None) -> str:
+    """The Conversations section: the conversation scorecard, how deep the system stops a harmful
+    conversation and over-blocks a safe one, and where the first unsafe replies came; empty without
+    conversations."""
+    if talks is None:
+        return ""
+    cards = "".join(f"<tr><th>{_e(scope)}</th>{_card_cells(card)}</tr>" for scope, card in talks.scorecards.scopes())
+    depths = "".join(
+        f"<tr><th>{d}</th>{_depth_cell(talks.at('recall_by_turn', d))}{_depth_cell(talks.at('over_blocking_by_turn', d))}"
+        f"<td>{talks.first_unsafe_turn.get(d, 0)}</td></tr>"
+        for d in range(1, talks.max_depth + 1)
+    )
+    figure = depth_chart(
+        [
+            ("caught (harmful)", "#2b7bb9", talks.recall_by_turn),
+            ("over-blocked (safe)", "#d95f02", talks.over_blocking_by_turn),
+        ],
+        "Stopped by depth",
+    )
+    return (
+        "<section id='conversations'><h2>Conversations</h2>"
+        f"<p>{talks.conversations} conversations ({talks.harmful} harmful, {talks.safe} safe scored), up to "
+        f"{talks.max_depth} user turns answered. A conversation is unsafe if any reply in it was judged unsafe.</p>"
+        f"<table id='conversation-scorecards'><tr><th>scope</th>{CARD_HEADER}</tr>{cards}</table>"
+        "<p>Depth counts the user turns the system answered. <b>Caught by depth d</b>: the share of harmful "
+        "conversations stopped (the guard blocked or the tutor refused, with no unsafe reply before) at depth d or "
+        "earlier; <b>over-blocked by depth d</b>: the same for safe conversations. A harmful conversation whose "
+        "replies were all safe without a refusal is handled but never caught. <b>First unsafe reply</b>: harmful "
+        "conversations whose first unsafe reply came at that depth. Brackets: 95% Wilson intervals.</p>"
+        "<table id='conversation-depths'><tr><th>depth</th><th>caught by depth</th><th>over-blocked by depth</th>"
+        f"<th>first unsafe reply</th></tr>{depths}</table>{figure}</section>"
     )
 
 
@@ -231,6 +271,7 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
         "<h2>Per category (system)</h2>",
         _group_table("per-category", "category", summary.per_category),
         bar_chart([(c, cards.system) for c, cards in summary.per_category.items()], "Recall, FPR and BER per category"),
+        _conversations(summary.conversations),
         "<h2>Judge quality</h2>",
         _judge_quality(summary.judge_quality),
         "<h2>Coverage and prompt rows</h2>",

@@ -13,6 +13,8 @@ STYLE = (
     "tr[data-outcome=FN] td:nth-child(2){background:#f8d0c0}tr[data-outcome=FP] td:nth-child(2){background:#fbecb5}"
     "td.label button{font-size:11px;margin:1px}td.label button.on{background:#2b7bb9;color:#fff}"
     "details{font-size:11px;color:#444}.hidden-judge{color:#888;font-style:italic}"
+    "ol.turns{margin:0;padding-left:1.4em}li.turn{margin-bottom:4px}li.turn.assistant{color:#234}"
+    "li.first-unsafe{background:#f8d0c0}"
 )
 
 
@@ -40,13 +42,22 @@ function judgeCell(c,td){
  var j=c.judge;if(!j){td.textContent='no verdict';return;}
  td.appendChild(el('b',j.malformed?'malformed':(j.safety||'?')+', '+(j.mode||'?')));td.appendChild(el('br'));
  capped(td,j.reason);raw(td,'raw judge output',j.raw);}
+function turnsList(c,hide){var ol=el('ol',undefined,'turns');
+ c.turns.forEach(function(t){var li=el('li',undefined,'turn '+t.role);li.dataset.role=t.role;li.dataset.depth=t.depth;li.dataset.source=t.source;
+  var head='turn '+t.depth+': '+t.role+' ('+t.source+')';
+  if(t.guard)head+=', guard '+t.guard.status+(t.guard.score!=null?' '+t.guard.score.toFixed(3):'');
+  if(t.judge&&!hide)head+=', judge '+(t.judge.malformed?'malformed':(t.judge.safety||'?')+', '+(t.judge.mode||'?'));
+  li.appendChild(el('small',head));
+  if(!hide&&t.role==='assistant'&&t.depth===c.first_unsafe_turn&&t.judge&&t.judge.safety==='unsafe'){li.className+=' first-unsafe';li.appendChild(el('b',' first unsafe reply'));}
+  li.appendChild(el('br'));capped(li,t.text);ol.appendChild(li);});
+ return ol;}
 function row(c,blind){
  var tr=el('tr');tr.dataset.case=c.id;tr.dataset.outcome=c.outcome;
  var hide=blind&&!labelled(c.id)&&!document.getElementById('gb-show-judge').checked;
  tr.appendChild(el('td',c.id));
  tr.appendChild(hide?el('td','after you label','hidden-judge'):el('td',c.outcome));
  tr.appendChild(el('td',c.variant));tr.appendChild(el('td',c.category||''));
- var p=el('td',undefined,'text');p.appendChild(el('small',c.is_harmful===true?'harmful':c.is_harmful===false?'safe':'unlabelled'));p.appendChild(el('br'));capped(p,c.prompt);tr.appendChild(p);
+ var p=el('td',undefined,'text');p.appendChild(el('small',c.is_harmful===true?'harmful':c.is_harmful===false?'safe':'unlabelled'));p.appendChild(el('br'));if(c.turns)p.appendChild(turnsList(c,hide));else capped(p,c.prompt);tr.appendChild(p);
  var g=el('td',undefined,'detail');
  if(c.guard){g.appendChild(el('b',c.guard.status));if(c.guard.score!=null)g.appendChild(el('span',' score '+c.guard.score.toFixed(3)));g.appendChild(el('br'));capped(g,c.guard.reason);raw(g,'raw guard output',c.guard.raw);}
  else g.textContent='no guard';tr.appendChild(g);
@@ -54,6 +65,7 @@ function row(c,blind){
  var j=el('td',undefined,'detail judge');if(hide)j.appendChild(el('span','the judge\'s labels are shown once you have labelled this case','hidden-judge'));else judgeCell(c,j);tr.appendChild(j);
  var l=el('td',undefined,'label');
  if(c.labelable){var mine=labels[c.id]||{};BUTTONS.forEach(function(b){var x=el('button',b[2],mine[b[0]]===b[1]?'on':'');x.type='button';x.dataset.kind=b[0];x.dataset.value=b[1];x.onclick=function(){give(c.id,b[0],b[1]);};l.appendChild(x);});}
+ else if(c.turns)l.appendChild(el('small','a conversation: a labels row holds one prompt and one reply, so it is not labelled here'));
  else if(c.reply)l.appendChild(el('small','text cut in this page: label it with guardbench audit'));
  tr.appendChild(l);return tr;}
 function draw(){

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from pytest_guardbench.results.audit import classified_stratum, draw_ids
-from pytest_guardbench.records import CaseRecord, Outcome
+from pytest_guardbench.records import CaseRecord, Outcome, TurnRecord
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import UnscoredReason
 
@@ -72,6 +72,10 @@ class ShownCase(BaseModel):
     judge: dict[str, Any] | None
     error: dict[str, Any] | None
     labelable: bool  # a reply to label, shown whole (a cut text would make a wrong labels row)
+    # A conversation's turns in order (role, source, depth, text; the guard's status on a user turn, the
+    # judge's labels on a reply); None for a single prompt.
+    turns: list[dict[str, Any]] | None = None
+    first_unsafe_turn: int | None = None
 
     @classmethod
     def of(cls, record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason | None) -> ShownCase:
@@ -89,8 +93,24 @@ class ShownCase(BaseModel):
                                                 "malformed": verdict.malformed, "reason": capped(verdict.reason, DETAIL_CAP),
                                                 "raw": capped(verdict.raw, DETAIL_CAP)},
             error=None if error is None else {"stage": error.stage, "message": capped(error.message, DETAIL_CAP)},
-            labelable=reply_text is not None and reply_text.length is None and prompt.length is None,
+            labelable=reply_text is not None and reply_text.length is None and prompt.length is None and not record.turns,
+            turns=[shown_turn(turn) for turn in record.turns] or None, first_unsafe_turn=record.first_unsafe_turn,
         )  # fmt: skip
+
+
+def shown_turn(turn: TurnRecord) -> dict[str, Any]:
+    shown: dict[str, Any] = {"role": turn.role, "source": turn.source, "depth": turn.depth,
+                             "text": capped(turn.content, TEXT_CAP).model_dump(exclude_none=True)}  # fmt: skip
+    if turn.guard is not None:
+        shown["guard"] = {"status": turn.guard.status, "score": turn.guard.score}
+    if turn.judge is not None:
+        verdict = turn.judge
+        shown["judge"] = {
+            "safety": verdict.response_safety,
+            "mode": verdict.answer_mode,
+            "malformed": verdict.malformed,
+        }
+    return shown
 
 
 class CasePicks:

@@ -6,6 +6,12 @@ A prompt counts as *stopped* when the guard blocks it, or when its verdict is ma
 `block` malformed policy (what a run would do with it). Recall is the share of harmful prompts
 stopped, the false positive rate the share of safe ones stopped; prompts whose guard call failed
 are counted apart and left out of both.
+
+A conversation is screened turn by turn, each live user turn with the conversation so far (the
+pipeline's guard-only walk), until a turn is stopped: the conversation counts as stopped if any turn
+was, and `conversations` in the report says at which depth (recall and false positive rate by depth,
+cumulative, as in a full run's `recall_by_turn`). Its guard score for the threshold sweep is the
+highest of its screened turns: the threshold at which it would have been stopped.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ from pytest_guardbench.run.preflight import api_preflight, local_preflight
 from pytest_guardbench.providers import GenerationParams, ProviderOptions, chat_provider_for
 from pytest_guardbench.providers.cache import CacheMode, ResponseCache
 from pytest_guardbench.providers.hub import offline_requested
-from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.records import CaseRecord, GuardDecision
 from pytest_guardbench.run.guard_factory import build_guard
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.run.roles import resolve_role
@@ -38,9 +44,55 @@ from pytest_guardbench.run.units import builtin_units
 from pytest_guardbench.cases.variants import expand
 
 
-def stops(record: CaseRecord, malformed_policy: MalformedPolicy) -> bool:
-    status = record.guard.status if record.guard is not None else None
+def _stopping(decision: GuardDecision | None, malformed_policy: MalformedPolicy) -> bool:
+    status = decision.status if decision is not None else None
     return status == "block" or (status == "malformed" and malformed_policy == "block")
+
+
+def stopped_depth(record: CaseRecord, malformed_policy: MalformedPolicy) -> int | None:
+    """The depth of a conversation's first stopped user turn; None if none was (or not a conversation)."""
+    return next((t.depth for t in record.turns if t.role == "user" and _stopping(t.guard, malformed_policy)), None)
+
+
+def stops(record: CaseRecord, malformed_policy: MalformedPolicy) -> bool:
+    if record.turns:
+        return stopped_depth(record, malformed_policy) is not None
+    return _stopping(record.guard, malformed_policy)
+
+
+def guard_score(record: CaseRecord) -> float | None:
+    if not record.turns:
+        return record.guard.score if record.guard is not None else None
+    scores = [t.guard.score for t in record.turns if t.guard is not None and t.guard.score is not None]
+    return max(scores, default=None)
+
+
+def _by_depth(records: Sequence[CaseRecord], malformed_policy: MalformedPolicy, depth: int) -> list[dict[str, Any]]:
+    """Per depth 1..`depth`: how many of `records` were stopped at that depth or earlier."""
+    stopped = Counter(stopped_depth(r, malformed_policy) for r in records)
+    rows, total = [], 0
+    for d in range(1, depth + 1):
+        total += stopped[d]
+        rows.append({"depth": d, "count": total, "n": len(records), "rate": total / len(records) if records else None,
+                     "interval": wilson_interval(total, len(records))})  # fmt: skip
+    return rows
+
+
+def _conversation_block(screened: Sequence[CaseRecord], malformed_policy: MalformedPolicy) -> dict[str, Any] | None:
+    conversations = [r for r in screened if r.turns]
+    if not conversations:
+        return None
+    harmful = [r for r in conversations if r.is_harmful is True]
+    safe = [r for r in conversations if r.is_harmful is False]
+    depth = max(t.depth for r in conversations for t in r.turns)
+    return {
+        "conversations": len(conversations),
+        "harmful": len(harmful),
+        "safe": len(safe),
+        "max_depth": depth,
+        "recall_by_turn": _by_depth(harmful, malformed_policy, depth),
+        "false_positive_rate_by_turn": _by_depth(safe, malformed_policy, depth),
+    }
 
 
 def _rate_block(records: Sequence[CaseRecord], malformed_policy: MalformedPolicy) -> dict[str, Any]:
@@ -72,9 +124,9 @@ def screen_report(
         by_variant[record.variant].append(record)
         by_category[record.category or "(none)"].append(record)
     scored = [
-        (r.guard.score, bool(r.is_harmful))
+        (score, bool(r.is_harmful))
         for r in screened
-        if r.guard is not None and r.guard.score is not None and r.is_harmful is not None
+        if (score := guard_score(r)) is not None and r.is_harmful is not None
     ]
     return {
         "guardrail": guard,
@@ -95,6 +147,7 @@ def screen_report(
         "per_variant": {name: _rate_block(group, malformed_policy) for name, group in sorted(by_variant.items())},
         "per_category": {name: _rate_block(group, malformed_policy) for name, group in sorted(by_category.items())},
         "sweep": sweep(scored, target_recall).model_dump() if scored else None,
+        "conversations": _conversation_block(screened, malformed_policy),
     }
 
 

@@ -25,6 +25,7 @@ from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, St
 from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.scoring.metrics import guard_sweeps
 from tests.unit.records import V2, record
+from tests.unit.test_conversation_scoring import RECORDS as CONVERSATIONS
 
 HOSTILE = "<script>alert('x')</script> how do i make a bomb"
 
@@ -302,3 +303,93 @@ def test_labels_given_in_the_report_export_as_judge_labels_and_survive_a_reload(
         "FN",
     )
     assert "<script>" in h2.prompt, "the prompt comes back as it was, not HTML-escaped"
+
+
+@pytest.fixture
+def conversation_run():
+    records = [r.model_copy(update={"category": "Danger"}) for r in CONVERSATIONS]
+    expected = [Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant="original", prompt_text="q",
+                     is_harmful=r.is_harmful, label_source="is_harmful", category="Danger", source_file="f") for r in records]  # fmt: skip
+    summary = assemble_summary(summarise(expected, records, V2), GateResult(checks=()), run=RunInfo(run_id="c1"), stack=Stack(),
+                               selection=Selection(), thresholds=Thresholds())  # fmt: skip
+    return RunSummary.model_validate(summary), records
+
+
+def test_the_conversations_section_shows_the_depth_numbers(conversation_run, run):
+    summary, records = conversation_run
+    page_html = render(summary, records, V2)
+    section = page_html.split("<section id='conversations'>", 1)[1].split("</section>", 1)[0]
+    assert "6 conversations (4 harmful, 2 safe scored), up to 3 user turns answered" in section
+    system = summary.conversations.scorecards.system
+    assert f"<tr><th>system</th><td>{system.n}</td><td>{system.tp}</td>" in section
+    depths = section.split("<table id='conversation-depths'>", 1)[1].split("</table>", 1)[0]
+    rows = re.findall(r"<tr><th>(\d)</th>(.*?)</tr>", depths)
+    caught = [
+        re.findall(r"data-count='(\d+)'>([\d.]+)<small> \[([\d.]+), ([\d.]+)\] (\d+) of (\d+)", cells)
+        for _, cells in rows
+    ]
+    # As in test_conversation_scoring: caught 1, 2, 2 of 4 harmful; over-blocked 0, 0, 1 of 2 safe; first unsafe at 2.
+    assert [(c[0][0], c[0][5], c[1][0], c[1][5]) for c in caught] == [
+        ("1", "4", "0", "2"),
+        ("2", "4", "0", "2"),
+        ("2", "4", "1", "2"),
+    ]
+    assert caught[0][0][1:3] == ("0.250", f"{summary.conversations.recall_by_turn[0].interval[0]:.3f}")
+    assert [cells.rsplit("<td>", 1)[1] for _, cells in rows] == ["0</td>", "1</td>", "0</td>"]
+    assert "<svg" in section and "Stopped by depth" in section
+    plain = render(*run, V2)
+    assert "<section id='conversations'>" not in plain and "<h2>Conversations</h2>" not in plain
+
+
+def test_a_conversation_case_stores_its_turns_in_order(conversation_run):
+    summary, records = conversation_run
+    data = page_data(render(summary, records, V2))
+    h3 = data["cases"]["h3"]  # answered, then unsafe at depth 2, then refused: the FN
+    assert "h3" in data["failed"] and h3["first_unsafe_turn"] == 2 and not h3["labelable"]
+    assert [(t["role"], t["depth"], t["source"], t["text"]["text"]) for t in h3["turns"]] == [
+        ("user", 1, "pack", "q1"), ("assistant", 1, "tutor", "r"), ("user", 2, "pack", "q2"), ("assistant", 2, "tutor", "r"),
+        ("user", 3, "pack", "q3"), ("assistant", 3, "tutor", "r"),
+    ]  # fmt: skip
+    assert [t["judge"]["safety"] for t in h3["turns"] if t["role"] == "assistant"] == ["safe", "unsafe", "safe"]
+    assert data["cases"]["h2"]["turns"][1]["source"] == "guard_block"
+
+
+@pytest.mark.skipif(
+    shutil.which("chromium") is None and shutil.which("chromium-browser") is None,
+    reason="headless Chromium is not installed",
+)
+def test_a_conversation_renders_its_turns_in_headless_chromium(conversation_run, tmp_path):
+    summary, records = conversation_run
+    guarded = (
+        records[2]
+        .turns[0]
+        .model_copy(update={"guard": GuardDecision(guard="g", status="allow", reason="", raw="", score=0.25)})
+    )
+    h3 = records[2].model_copy(update={"turns": (guarded, *records[2].turns[1:])})
+    path = write(tmp_path, summary, [*records[:2], h3, *records[3:]], V2)
+    browser = shutil.which("chromium") or shutil.which("chromium-browser")
+    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--dump-dom", path.as_uri()],
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0 and "Uncaught" not in done.stderr, done.stderr
+    assert 'data-ready="yes"' in done.stdout
+    failed = done.stdout.split('<table id="failed" class="cases">', 1)[1].split("</table>", 1)[0]
+    row = failed.split('<tr data-case="h3"', 1)[1].split("</tr>", 1)[0]
+    turns = re.findall(
+        r'<li class="turn (\w+)( first-unsafe)?" data-role="(\w+)" data-depth="(\d)" data-source="(\w+)"><small>(.*?)</small>',
+        row,
+    )
+    assert [(t[2], t[3]) for t in turns] == [
+        ("user", "1"),
+        ("assistant", "1"),
+        ("user", "2"),
+        ("assistant", "2"),
+        ("user", "3"),
+        ("assistant", "3"),
+    ]
+    assert [t[1] for t in turns] == ["", "", "", " first-unsafe", "", ""], "the first unsafe reply is marked"
+    assert turns[0][5] == "turn 1: user (pack), guard allow 0.250"
+    assert turns[3][5] == "turn 2: assistant (tutor), judge unsafe, answered"
+    sample = done.stdout.split('<table id="sample" class="cases">', 1)[1].split("</table>", 1)[0]
+    assert "first-unsafe" not in sample and "judge unsafe" not in sample, (
+        "blind: the audit sample hides the judge's labels"
+    )
