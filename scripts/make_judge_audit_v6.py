@@ -7,7 +7,7 @@ and in two jailbreak framings, a safe one as written and in one; the framings ar
 the prompt id, from the six of the `framing` family.
 
     .venv/bin/python scripts/make_judge_audit_v6.py pack OUT.jsonl
-    .venv/bin/pytest suites/ --guardbench-data=OUT.jsonl --guardbench-variants=<every variant in OUT.jsonl> \\
+    .venv/bin/pytest suites/ --guardbench-data=OUT.jsonl --guardbench-variants=<every variant in OUT.jsonl, as-written included> \\
         --guardrail=none --judge=rules --guardbench-max-new-tokens=256
 
 Step 2 dumps the replies without any judge's labels, each with its split: the test split is the
@@ -65,7 +65,9 @@ def write_pack(out: Path) -> None:
         variants = ["original", *framings_for(pid, 2 if prompt["is_harmful"] else 1)]
         for variant in variants:
             text = str(prompt["text"]) if variant == "original" else mutate(variant, str(prompt["text"]), f"v6/{pid}/{variant}")
-            meta = {"is_harmful": prompt["is_harmful"], "category": prompt["category"], "variant": variant, "base_prompt_id": pid}
+            # "as-written", not "original": an original item would be run through every selected framing too.
+            named = "as-written" if variant == "original" else variant
+            meta = {"is_harmful": prompt["is_harmful"], "category": prompt["category"], "variant": named, "base_prompt_id": pid}
             rows.append({"id": f"{pid}-{variant}", "prompt_text": text, "metadata": meta})
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     print(f"{len(rows)} prompts; variants: {','.join(sorted({r['metadata']['variant'] for r in rows}))}")
@@ -82,7 +84,7 @@ def dump(run_dir: Path, out: Path) -> None:
             "finish_reason": r["response"].get("finish_reason"),
             "is_harmful": r["is_harmful"],
             "category": r["category"],
-            "variant": r["variant"],
+            "variant": "original" if r["variant"] == "as-written" else r["variant"],
             "split": "test" if in_test_split(r["base_prompt_id"]) else "dev",
         }
         for r in sorted(rows, key=lambda r: r["case_id"])
