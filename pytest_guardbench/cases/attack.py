@@ -15,6 +15,7 @@ import hashlib
 import re
 from collections.abc import Sequence
 
+from pytest_guardbench.cases.variants import sample_cases
 from pytest_guardbench.records import Case, PackItem, Turn
 
 ATTACK_VARIANT = "attack"
@@ -51,25 +52,7 @@ def attack_cases(items: Sequence[PackItem], max_turns: int, samples: int = 1) ->
         if item.is_harmful is not True or item.turns or item.variant != "original":
             continue
         script = tuple(Turn(role="user", content=item.prompt_text, source="attacker") for _ in range(max_turns))
-        base_id = f"{item.pack}.{item.item_id}.{ATTACK_VARIANT}"
-        cases.extend(
-            Case(
-                case_id=base_id if samples == 1 else f"{base_id}.k{k}",
-                pack=item.pack,
-                item_id=item.item_id,
-                base_prompt_id=item.base_prompt_id,
-                variant=ATTACK_VARIANT,
-                sample_index=k,
-                prompt_text=item.prompt_text,
-                is_harmful=item.is_harmful,
-                label_source=item.label_source,
-                category=item.category,
-                source_file=item.source_file,
-                variant_family=ATTACK_FAMILY,
-                turns=script,
-            )
-            for k in range(samples)
-        )
+        cases.extend(sample_cases(item, ATTACK_VARIANT, item.prompt_text, script, samples, ATTACK_FAMILY))
     return cases
 
 

@@ -28,6 +28,7 @@ __all__ = [
     "VariantError",
     "expand",
     "in_shard",
+    "sample_cases",
 ]
 
 CHAIN_SEPARATOR = "+"
@@ -190,7 +191,7 @@ def expand(
         if item.variant != "original":
             if item.variant in selected:
                 family = family_of(item.variant, mutators)
-                cases.extend(_samples(item, item.variant, item.prompt_text, item.turns, samples, family))
+                cases.extend(sample_cases(item, item.variant, item.prompt_text, item.turns, samples, family))
             continue
         for name in selected:
             if not _known(name, mutators):
@@ -203,7 +204,7 @@ def expand(
                 text = next(turn.content for turn in reversed(script) if turn.role == "user")
             else:
                 script, text = (), mutate(name, item.prompt_text, key, mutators)
-            cases.extend(_samples(item, name, text, script, samples, family_of(name, mutators)))
+            cases.extend(sample_cases(item, name, text, script, samples, family_of(name, mutators)))
     if items and not cases:
         carried = sorted(present - {"original"})
         files = sorted({item.source_file for item in items})
@@ -214,7 +215,10 @@ def expand(
     return cases
 
 
-def _samples(item: PackItem, variant: str, text: str, turns: tuple[Turn, ...], samples: int, family: str) -> list[Case]:
+def sample_cases(
+    item: PackItem, variant: str, text: str, turns: tuple[Turn, ...], samples: int, family: str
+) -> list[Case]:
+    """The `samples` cases of one item in one variant, ids `<pack>.<item>.<variant>` (`.k<n>` when k > 1)."""
     base_id = f"{item.pack}.{item.item_id}.{variant}"
     return [
         Case(

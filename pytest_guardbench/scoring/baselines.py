@@ -62,35 +62,30 @@ def compare_with_baseline(
     )
 
 
+def _refused(comparison: BaselineComparison, message: str) -> GateCheck:
+    """A baseline check that fails because nothing could be compared fairly."""
+    return GateCheck(
+        name="baseline", value=None, threshold=comparison.alpha, comparison=">=", status="fail", message=message
+    )
+
+
 def baseline_check(comparison: BaselineComparison) -> GateCheck:
     ours, theirs = comparison.judge_ids, comparison.baseline_judge_ids
     if ours and theirs and ours != theirs:
-        return GateCheck(
-            name="baseline",
-            value=None,
-            threshold=comparison.alpha,
-            comparison=">=",
-            status="fail",
-            message=(
-                f"against baseline: judged by a different judge ({', '.join(ours)} here, {', '.join(theirs)} in the "
-                "baseline), so a difference may be the judge's; rejudge one run with the other's judge "
-                "(guardbench rejudge) and compare again"
-            ),
+        return _refused(
+            comparison,
+            f"against baseline: judged by a different judge ({', '.join(ours)} here, {', '.join(theirs)} in the "
+            "baseline), so a difference may be the judge's; rejudge one run with the other's judge "
+            "(guardbench rejudge) and compare again",
         )
     if comparison.paired == 0:
         # Nothing was compared, so nothing can be said to hold: a baseline from another pack, selection
         # or id scheme must not read as "no regression".
-        return GateCheck(
-            name="baseline",
-            value=None,
-            threshold=comparison.alpha,
-            comparison=">=",
-            status="fail",
-            message=(
-                f"against baseline: 0 paired cases ({comparison.only_in_current} only in this run, "
-                f"{comparison.only_in_baseline} only in the baseline): nothing was compared; "
-                "is the baseline a run of the same pack and variants?"
-            ),
+        return _refused(
+            comparison,
+            f"against baseline: 0 paired cases ({comparison.only_in_current} only in this run, "
+            f"{comparison.only_in_baseline} only in the baseline): nothing was compared; "
+            "is the baseline a run of the same pack and variants?",
         )
     b, c = len(comparison.regressions), len(comparison.improvements)
     significant = comparison.significant_regression
