@@ -7,6 +7,8 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+
+from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_file
 from typing import Any
 
 from pytest_guardbench.cases.sources import DataError
@@ -19,7 +21,12 @@ from pytest_guardbench.settings.options import ConfigError, name_list
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     screen = commands.add_parser("screen", help="Run only a guard over packs: recall/FPR per variant and category.")
-    screen.add_argument("packs", nargs="+", help="Packs (.json), datasets (.jsonl) or MinorBench CSVs (.csv).")
+    screen.add_argument(
+        "packs",
+        nargs="+",
+        help="Packs (.json), datasets (.jsonl) or MinorBench CSVs (.csv), or the name of a shipped one "
+        "(child_safety_v1).",
+    )
     screen.add_argument(
         "--guardrail", required=True, help="keyword, semantic, a model alias, openai:<model> or vllm:<model>@<url>."
     )
@@ -60,7 +67,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     request = ScreenRequest(
-        packs=tuple(Path(p) for p in args.packs),
+        packs=tuple(_data_path(p) for p in args.packs),
         guard=args.guardrail,
         variants=tuple(name_list(args.variants)),
         harmful_categories=tuple(c.lower() for c in name_list(args.harmful_categories)),
@@ -139,3 +146,11 @@ def screen_lines(report: dict[str, Any]) -> list[str]:
             f"for recall >= {curve['target_recall']:g}: {where}"
         )
     return lines
+
+
+def _data_path(given: str) -> Path:
+    """A file as given, or a shipped pack or dataset by name, as `--guardbench-data` takes it."""
+    path = Path(given)
+    if path.exists() or "/" in given or path.suffix:
+        return path
+    return shipped_file(given, (PACKS, DATASETS)) or path

@@ -193,3 +193,13 @@ def test_a_conversation_counts_as_stopped_if_any_turn_was():
     allowing = screen_report([talk, safe], "g", "allow", 0.9)
     assert allowing["recall"] == 0.0 and allowing["conversations"]["recall_by_turn"][-1]["count"] == 0
     assert screen_report([record("h1", True, guard="block")], "g", "block", 0.9)["conversations"] is None
+
+
+def test_screen_takes_a_shipped_pack_by_name_as_a_run_does():
+    from pytest_guardbench.commands.screen import _data_path
+
+    assert _data_path("child_safety_conversations_v1").name == "child_safety_conversations_v1.json"
+    assert _data_path("child_safety_conversations_v1").is_file()
+    # A path, or a name with a suffix, stays as given, so its loader names the missing file.
+    assert str(_data_path("no_such_pack.json")) == "no_such_pack.json"
+    assert str(_data_path("no_such_pack")) == "no_such_pack"
