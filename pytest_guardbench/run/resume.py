@@ -83,7 +83,26 @@ def stale(record: CaseRecord, case: Case) -> bool:
     """A record measured a different case than the one now under its id: the pack was edited
     (same ids, new text, label or category) between the stopped run and the resume."""
     return (record.prompt_text, record.is_harmful, record.variant, record.sample_index, record.category) != (
-        case.prompt_text, case.is_harmful, case.variant, case.sample_index, case.category)  # fmt: skip
+        case.prompt_text, case.is_harmful, case.variant, case.sample_index, case.category) or _script_changed(record, case)  # fmt: skip
+
+
+def _script_changed(record: CaseRecord, case: Case) -> bool:
+    """A conversation's written turns (the pack's and a variant's, with their labels) differ from the
+    ones the record ran, or the script grew or shrank under a conversation that ran to its end."""
+    if not record.turns and not case.turns:
+        return False
+
+    def written(role: str, content: str, source: str, label: bool | None) -> tuple[str, str, str, bool | None]:
+        return role, content, source, label if role == "user" else None
+
+    ran = [written(t.role, t.content, t.source, t.is_harmful) for t in record.turns if t.source in ("pack", "variant")]
+    script = [
+        written(t.role, t.content, t.source, t.is_harmful if t.is_harmful is not None else case.is_harmful)
+        for t in case.turns
+        if t.source in ("pack", "variant")
+    ]
+    ended_early = record.response is not None and record.response.source == "guard_block"
+    return ran != script[: len(ran)] or (not ended_early and len(ran) != len(script))
 
 
 def prepare(

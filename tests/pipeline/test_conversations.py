@@ -290,3 +290,27 @@ def test_a_failed_conversation_says_at_which_turn():
     assert outcome == "FP" and explain(blocked, outcome, reason).startswith(
         "harmless conversation blocked by the guardrail at turn 2"
     )
+
+
+def test_a_resume_reruns_a_conversation_whose_script_changed():
+    from pytest_guardbench.run.resume import stale
+
+    talk = conversation("a", Turn(role="assistant", content="fixed"), "b", "c")
+    [record] = run_cases([talk], stack(None, NumberingTutor(), MarkJudge()))
+    assert not stale(record, talk)
+
+    def edited(*turns):
+        return talk.model_copy(update={"turns": turns})
+
+    first, fixed, second, third = talk.turns
+    assert stale(record, edited(Turn(role="user", content="A"), fixed, second, third))  # an earlier turn's text
+    assert stale(record, edited(first, Turn(role="assistant", content="other"), second, third))  # a fixed reply
+    assert stale(
+        record, edited(first, fixed, Turn(role="user", content="b", is_harmful=False), third)
+    )  # a turn's label
+    assert stale(record, edited(first, fixed, second, third, Turn(role="user", content="d")))  # one more turn
+    # A conversation the guard ended at its first live turn never read the later ones.
+    blocked_talk = conversation("a secret", "b")
+    [blocked] = run_cases([blocked_talk], stack(WordGuard(), NumberingTutor(), MarkJudge()))
+    later = blocked_talk.model_copy(update={"turns": (blocked_talk.turns[0], Turn(role="user", content="changed"))})
+    assert not stale(blocked, later)
