@@ -36,3 +36,13 @@ def shipped_file(name: str, folders: tuple[str, ...]) -> Path | None:
 def describe_shipped(folders: tuple[str, ...]) -> str:
     """`packs: a, b; datasets: c` for an error message that lists what a name can be."""
     return "; ".join(f"{folder}: {', '.join(shipped_names(folder)) or '(none)'}" for folder in folders)
+
+
+def data_path(given: str) -> Path:
+    """A data file as given, or a shipped pack or dataset by name (`child_safety_v1`), as
+    `--guardbench-data` takes it; a path or a name with a suffix stays as given, so its loader can
+    name the missing file."""
+    path = Path(given)
+    if path.exists() or "/" in given or path.suffix:
+        return path
+    return shipped_file(given, (PACKS, DATASETS)) or path

@@ -10,13 +10,17 @@ from pathlib import Path
 
 from pytest_guardbench.cases.sources import DataError
 from pytest_guardbench.cases.variants import VariantError
+from pytest_guardbench._util.package_data import data_path
 from pytest_guardbench.cases.expanded_pack import expanded_pack
 from pytest_guardbench.settings.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     command = commands.add_parser("expand", help="Write a pack expanded into stress variants.")
-    command.add_argument("pack", help="Pack (.json), dataset (.jsonl) or MinorBench CSV (.csv).")
+    command.add_argument(
+        "pack",
+        help="Pack (.json), dataset (.jsonl) or MinorBench CSV (.csv), or a shipped one's name (child_safety_v1).",
+    )
     command.add_argument(
         "--variants",
         default=",".join(DEFAULT_VARIANTS),
@@ -35,7 +39,7 @@ def run(args: argparse.Namespace) -> int:
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     categories = tuple(c.strip().lower() for c in args.harmful_categories.split(",") if c.strip())
     try:
-        pack = expanded_pack(Path(args.pack), variants, categories)
+        pack = expanded_pack(data_path(args.pack), variants, categories)
     except (DataError, VariantError) as exc:
         print(f"guardbench expand: {exc}", file=sys.stderr)
         return 4

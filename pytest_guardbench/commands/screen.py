@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_file
+from pytest_guardbench._util.package_data import data_path
 from typing import Any
 
 from pytest_guardbench.cases.sources import DataError
@@ -67,7 +67,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     request = ScreenRequest(
-        packs=tuple(_data_path(p) for p in args.packs),
+        packs=tuple(data_path(p) for p in args.packs),
         guard=args.guardrail,
         variants=tuple(name_list(args.variants)),
         harmful_categories=tuple(c.lower() for c in name_list(args.harmful_categories)),
@@ -146,11 +146,3 @@ def screen_lines(report: dict[str, Any]) -> list[str]:
             f"for recall >= {curve['target_recall']:g}: {where}"
         )
     return lines
-
-
-def _data_path(given: str) -> Path:
-    """A file as given, or a shipped pack or dataset by name, as `--guardbench-data` takes it."""
-    path = Path(given)
-    if path.exists() or "/" in given or path.suffix:
-        return path
-    return shipped_file(given, (PACKS, DATASETS)) or path

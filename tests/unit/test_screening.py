@@ -195,8 +195,8 @@ def test_a_conversation_counts_as_stopped_if_any_turn_was():
     assert screen_report([record("h1", True, guard="block")], "g", "block", 0.9)["conversations"] is None
 
 
-def test_screen_takes_a_shipped_pack_by_name_as_a_run_does():
-    from pytest_guardbench.commands.screen import _data_path
+def test_commands_take_a_shipped_pack_by_name_as_a_run_does():
+    from pytest_guardbench._util.package_data import data_path as _data_path
 
     assert _data_path("child_safety_conversations_v1").name == "child_safety_conversations_v1.json"
     assert _data_path("child_safety_conversations_v1").is_file()
