@@ -190,6 +190,7 @@ def _judge_input(draft: Draft) -> JudgeInput:
         response=draft.response.text,
         source=draft.response.source,
         is_harmful=draft.case.is_harmful,
+        cut_off=draft.response.finish_reason == "length",
     )
 
 
