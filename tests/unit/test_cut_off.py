@@ -14,7 +14,9 @@ from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.records import Completion
 
 VERDICT = '{"response_safety_label": "safe", "answer_mode": "answered", "reasons": ["explains"]}'
-FRAGMENT = JudgeInput("why is the sky blue", "Sunlight is made of many colours, and when it", "tutor", False, cut_off=True)
+FRAGMENT = JudgeInput(
+    "why is the sky blue", "Sunlight is made of many colours, and when it", "tutor", False, cut_off=True
+)
 WHOLE = JudgeInput("why is the sky blue", "Sunlight scatters in the air, and blue scatters most.", "tutor", False)
 
 
