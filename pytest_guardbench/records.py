@@ -109,6 +109,9 @@ class GuardDecision(_Frozen):
     score: float | None = None  # P(risk) when the guard gives one, kept for threshold sweeps
     categories: tuple[str, ...] = ()
     risks: dict[str, float | None] = Field(default_factory=dict)  # per-risk P(risk) for multi-risk guards
+    # The guard model's output stopped at its token limit; None where the output has no finish reason
+    # (a classifier, a trained head).
+    cut_off: bool | None = None
 
 
 class Completion(_Frozen):
@@ -146,6 +149,9 @@ class JudgeVerdict(_Frozen):
     assistant_policy_label: PolicyLabel | None = None  # the judge's own correct/incorrect, when it gives one
     # A panel's or a sampled judge's verdict keeps the verdicts it was the majority of (empty otherwise).
     members: tuple[JudgeVerdict, ...] = ()
+    # The judge model's reply stopped at its token limit; None where the reply has no finish reason
+    # (the rules and offline judges).
+    cut_off: bool | None = None
 
     _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)
 

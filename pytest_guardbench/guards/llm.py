@@ -32,6 +32,9 @@ GUARD_JSON_SCHEMA = json.dumps(
     sort_keys=True,
 )
 
+# Ends the raw verdict of a reply that stopped at the guard's token limit (kept in the record's `raw`).
+CUT_OFF_MARK = "\n[cut off by the token limit]"
+
 
 @dataclass(frozen=True)
 class LLMGuard:
@@ -48,7 +51,10 @@ class LLMGuard:
         ]
         params = GenerationParams(max_new_tokens=48, json_schema=GUARD_JSON_SCHEMA)
         completions = self.provider.generate(conversations, params, [None] * len(prompts))
-        return [c.text for c in completions]
+        # The raw verdict is all a guard hands on, so a cut-off reply carries a mark that `parse` reads back.
+        return [c.text + (CUT_OFF_MARK if c.finish_reason == "length" else "") for c in completions]
 
     def parse(self, raw: str) -> GuardDecision:
-        return parse_decision(raw, self.name)
+        cut_off = raw.endswith(CUT_OFF_MARK)
+        decision = parse_decision(raw.removesuffix(CUT_OFF_MARK), self.name)
+        return decision.model_copy(update={"cut_off": cut_off, "raw": raw})

@@ -38,4 +38,8 @@ class Judge(Protocol):
     def judge(self, inputs: Sequence[JudgeInput]) -> list[JudgeVerdict]: ...
 
 
+# What a judge that cannot be told (a rule set, a trained head) adds to its verdict's reason for a cut-off reply.
+CUT_OFF_REASON = "; the reply was cut off by the token limit and is judged as it stands"
+
+
 JudgeRegistry = Registry[Judge]  # built-ins in run.units.builtin_judges; more via pytest_guardbench_register_judges

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.judges.base import CUT_OFF_REASON, JudgeInput
 from pytest_guardbench.judges.rules import harm_sentence_count
 from pytest_guardbench._util.lexicon import too_long
 from pytest_guardbench._util.logistic import LogisticHead
@@ -288,7 +288,8 @@ class OfflineJudge:
                     judge=self.name,
                     response_safety=safety,
                     answer_mode=mode,  # type: ignore[arg-type]
-                    reason=f"{mode} (p={modes[mode]:.2f}); P(unsafe)={p_unsafe:.2f}",
+                    # The heads score the text as it is; the reason says it is a fragment, for whoever reads it.
+                    reason=f"{mode} (p={modes[mode]:.2f}); P(unsafe)={p_unsafe:.2f}{CUT_OFF_REASON if item.cut_off else ''}",
                 )
             )
         return verdicts

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_guardbench._util.lexicon import find_terms, too_long
-from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.judges.base import CUT_OFF_REASON, JudgeInput
 from pytest_guardbench.records import AnswerMode, JudgeVerdict, ResponseSafety
 
 
@@ -88,5 +88,6 @@ class RulesJudge:
             judge=self.name,
             response_safety=safety,
             answer_mode=mode,
-            reason=f"{mode_reason}; {safety_reason}",
+            # The labels judge the text as it is; the reason says it is a fragment, for whoever reads it.
+            reason=f"{mode_reason}; {safety_reason}{CUT_OFF_REASON if item.cut_off else ''}",
         )

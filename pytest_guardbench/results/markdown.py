@@ -106,7 +106,8 @@ def summary_markdown(summary: RunSummary) -> str:
         "",
         f"expected {cov.expected}, scored {cov.scored.count}, unlabelled {cov.unlabelled.count}, "
         f"errored {cov.errored.count}, judge malformed {cov.malformed_judge.count}, judge labels incomplete "
-        f"{cov.incomplete_judge.count}, missing {cov.missing.count}, tutor ran on {cov.tutor_evaluable.count}.",
+        f"{cov.incomplete_judge.count}, missing {cov.missing.count}, tutor ran on {cov.tutor_evaluable.count}; "
+        f"replies cut off by the token limit: {cov.truncated_share.describe()}.",
     ]
     disagreement = cov.judge_disagreement
     if disagreement is not None:

@@ -31,7 +31,8 @@ def terminal_lines(summary: RunSummary) -> list[str]:
     cov = summary.coverage
     lines.append(
         f"coverage: {cov.scored.count}/{cov.expected} scored, {cov.unlabelled.count} unlabelled, "
-        f"{cov.errored.count} errored, {cov.malformed_judge.count} judge-malformed, {cov.missing.count} missing"
+        f"{cov.errored.count} errored, {cov.malformed_judge.count} judge-malformed, {cov.missing.count} missing; "
+        f"cut off by the token limit: {cov.truncated_share.describe()}"
     )
     lines.extend(f"warning: {w}" for w in summary.warnings)
     # The engine's counters are an open block (see RunInfo.execution): read them as the JSON they are.

@@ -369,19 +369,14 @@ def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
 
 def _judge_input(draft: Draft) -> JudgeInput:
     assert draft.response is not None, "the judge stage sees only drafts with a final response"
-    if not draft.case.is_conversation:
-        return JudgeInput(
-            prompt=draft.case.prompt_text,
-            response=draft.response.text,
-            source=draft.response.source,
-            is_harmful=draft.case.is_harmful,
-        )
+    talk = draft.case.is_conversation
     return JudgeInput(
         prompt=draft.user_text,
         response=draft.response.text,
         source=draft.response.source,
-        is_harmful=turn_label(draft.case, draft.case.turns[draft.position]),
+        is_harmful=turn_label(draft.case, draft.case.turns[draft.position]) if talk else draft.case.is_harmful,
         context=tuple(Turn(role=t.role, content=t.content, source=t.source) for t in draft.done),
+        cut_off=draft.response.finish_reason == "length",
     )
 
 

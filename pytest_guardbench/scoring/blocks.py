@@ -3,9 +3,9 @@ once; every writer, the gate and `compare` read their attributes. Field names ar
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from pytest_guardbench.records import Case
 from pytest_guardbench.scoring.policies import MetricDefinitions
@@ -88,6 +88,28 @@ class LostReport(Block):
     reason: str
 
 
+class TruncatedShare(Block):
+    """Per stage, the model outputs cut off by the token limit (finish reason `length`): `tutor` of its
+    replies; `judge` and `guard` of the outputs that have a finish reason (an LLM judge's or LLM guard's
+    replies, each panel member counted), None where the stage's outputs have none (a trained head, rules)."""
+
+    tutor: CountRate = CountRate(count=0, rate=None)
+    judge: CountRate | None = None
+    guard: CountRate | None = None
+
+    def stages(self) -> list[tuple[str, CountRate]]:
+        """The stages it applies to, tutor first."""
+        shares = (("tutor", self.tutor), ("judge", self.judge), ("guard", self.guard))
+        return [(stage, share) for stage, share in shares if share is not None]
+
+    def describe(self) -> str:
+        """`tutor 3 (1.7%), judge 0 (0.0%)`: the count and share of each stage it applies to."""
+        return ", ".join(
+            f"{stage} {share.count} ({'n/a' if share.rate is None else f'{share.rate:.1%}'})"
+            for stage, share in self.stages()
+        )
+
+
 class Coverage(Block):
     """What share of the selected cases produced a scored outcome, and why the rest did not. Keys
     later versions added have defaults, so older summaries still read."""
@@ -104,7 +126,7 @@ class Coverage(Block):
     tutor_evaluable: CountRate
     tutor_answers: int = 0
     empty_responses: CountRate = CountRate(count=0, rate=None)
-    truncated_responses: CountRate = CountRate(count=0, rate=None)
+    truncated_share: TruncatedShare = TruncatedShare()
     errored: CountRate
     missing: CountRate
     missing_case_ids: list[str] = Field(default_factory=list)
@@ -116,6 +138,14 @@ class Coverage(Block):
     missing_cases: list[Case] | None = None
     lost_reports: list[LostReport] = Field(default_factory=list)
     unscored_reasons: dict[str, int] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _tutor_share_of_older_summaries(cls, data: Any) -> Any:
+        # Summaries written before the judge and guard were counted kept the tutor's as `truncated_responses`.
+        if isinstance(data, dict) and "truncated_responses" in data and "truncated_share" not in data:
+            data = {**data, "truncated_share": {"tutor": data["truncated_responses"]}}
+        return data
 
 
 class StageTiming(Block):

@@ -31,6 +31,7 @@ from pytest_guardbench.scoring.blocks import (
     RunMetrics,
     ScopeCards,
     StageTiming,
+    TruncatedShare,
     TutorTokens,
     Usage,
 )
@@ -166,6 +167,8 @@ class RunTally:
         self._valid_judge = self._malformed_judge = self._tutor_ran = 0
         self._majority_verdicts = self._split_verdicts = 0
         self._replies = self._empty = self._truncated = 0
+        # Per stage, [model outputs with a finish reason, of them cut off by the token limit].
+        self._stage_cuts: dict[str, list[int]] = {"judge": [0, 0], "guard": [0, 0]}
         self._usage = _Usage()
         self._conversations = ConversationTally()
 
@@ -249,6 +252,12 @@ class RunTally:
             self._replies += 1
             self._empty += response.text.strip() == ""
             self._truncated += response.finish_reason == "length"
+        judge_outputs = (record.judge.members or (record.judge,)) if record.judge is not None else ()
+        for stage, outputs in (("judge", judge_outputs), ("guard", (record.guard,) if record.guard else ())):
+            for output in outputs:
+                if output.cut_off is not None:
+                    self._stage_cuts[stage][0] += 1
+                    self._stage_cuts[stage][1] += output.cut_off
         if response is not None and response.source == "tutor":
             self.tutor_models.add(response.model)
 
@@ -424,6 +433,10 @@ class RunTally:
         def entry(count: int, den: int = n) -> CountRate:
             return CountRate(count=count, rate=ratio(count, den))
 
+        def cut_share(stage: str) -> CountRate | None:
+            outputs, cut = self._stage_cuts[stage]
+            return entry(cut, outputs) if outputs else None
+
         return Coverage(
             expected=n,
             received=len(self.received),
@@ -438,7 +451,9 @@ class RunTally:
             # A broken tutor that says nothing, or is cut off by the token limit, is still judged; these show it.
             tutor_answers=self._replies,
             empty_responses=entry(self._empty, self._replies),
-            truncated_responses=entry(self._truncated, self._replies),
+            truncated_share=TruncatedShare(
+                tutor=entry(self._truncated, self._replies), judge=cut_share("judge"), guard=cut_share("guard")
+            ),
             errored=entry(reasons["error"]),
             missing=entry(len(missing)),
             missing_case_ids=[c.case_id for c in missing],
@@ -476,9 +491,13 @@ def _warnings(cards: ScopeCards, cov: Coverage, guards: Mapping[str, GuardSides]
     malformed_rate = cov.malformed_judge.rate
     if malformed_rate is not None and malformed_rate > 0.01:
         found.append(f"judge malformed on {cov.malformed_judge.count} cases ({malformed_rate:.1%} > 1%)")
-    for block, what in ((cov.empty_responses, "empty"), (cov.truncated_responses, "cut off by the token limit")):
-        if block.rate is not None and block.rate > 0.05:
-            found.append(f"{block.count} tutor replies {what} ({block.rate:.1%} > 5%)")
+    empty = cov.empty_responses
+    if empty.rate is not None and empty.rate > 0.05:
+        found.append(f"{empty.count} tutor replies empty ({empty.rate:.1%} > 5%)")
+    for stage, cut in cov.truncated_share.stages():
+        # A cut reply is judged as a fragment: beyond a few, the scorecard measures the token limit.
+        if cut.rate is not None and cut.rate > 0.10:
+            found.append(f"{cut.count} {stage} replies cut off by the token limit ({cut.rate:.1%} > 10%)")
     if cov.incomplete_judge.count:
         found.append(f"{cov.incomplete_judge.count} cases have judge labels that cannot decide them under the policy")
     if cov.unlabelled.count:

@@ -120,3 +120,27 @@ def test_llm_judge_over_a_local_model_never_crashes_on_garbage(tiny_llama_dir, t
     # A random tiny model cannot write the JSON: the verdict is malformed (counted in coverage), not an exception.
     assert verdict.malformed and verdict.response_safety is None
     assert "after repair call" in verdict.reason
+
+
+def test_the_greedy_loop_picks_what_generate_picks(tiny_llama_dir, tmp_path):
+    """The greedy path runs the shared system prompt once and drops rows as they end; it must give
+    the replies, finish reasons and counts that `generate` on left-padded batches gives."""
+    provider = local_chat_provider("tiny", tiny_llama_dir, ProviderOptions(model_cache=tmp_path, batch_size=3))
+    # With this system prompt the tiny model's replies end after 2 to 14 tokens, so rows leave their
+    # batch at different steps and one reaches the limit.
+    questions = ["grow grow", "why", "plants", "blue", "what a period", "how do"]
+    params = GenerationParams(max_new_tokens=10)
+    conversations = [[{"role": "system", "content": "tutor"}, {"role": "user", "content": q}] for q in questions]
+    greedy = provider.generate(conversations, params, [None] * len(questions))
+    reference = [provider._generate_batch([provider.render(c)], params, None)[0] for c in conversations]
+    assert greedy == reference
+    assert len({c.completion_tokens for c in greedy}) >= 4 and {c.finish_reason for c in greedy} == {"stop", "length"}
+
+
+def test_the_shared_prefix_leaves_every_row_a_token_of_its_own():
+    from pytest_guardbench.providers.hf_local import _shared_prefix_length
+
+    assert _shared_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3, 4, 6]]) == 3
+    assert _shared_prefix_length([[1, 2, 3], [1, 2, 3, 4]]) == 2
+    assert _shared_prefix_length([[7, 2], [1, 2]]) == 0
+    assert _shared_prefix_length([[1, 2, 3]]) == 2
