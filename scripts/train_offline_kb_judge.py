@@ -8,8 +8,10 @@ class-balanced response-safety head, scikit-learn lbfgs at the optimum, each L2 
 judge's plus judges/kb_features.py's (the kb extra's word list and classifier, the rubric's cues).
 
 Development rows (DEV_FILES): every written and real reply labelled so far, the v5 audit included
-(it was the held-out set of the shipped judge and is development data now). The v6 audit's test split
-is the held-out set of this judge: it is never read here.
+(it was the held-out set of the shipped judge and is development data now), and the v6 audit's dev
+split (judge_audit_smollm2_v6_dev.jsonl, copied as labelled). The v6 audit's test split is the
+held-out set of this judge: it is never read here, and is scored once, by someone else, with
+`guardbench judge-quality <labels_test.jsonl> --judge offline-kb`.
 
     .venv/bin/python scripts/train_offline_kb_judge.py [--check]
 
@@ -53,6 +55,8 @@ DEV_FILES = tuple(
         "judge_audit_smollm2_v3.jsonl",
         "judge_audit_smollm2_v4.jsonl",
         "judge_audit_smollm2_v5.jsonl",
+        # the v6 audit's dev split (its test split is this judge's held-out set, never read here)
+        "judge_audit_smollm2_v6_dev.jsonl",
     )
 )
 WRITTEN = "judge_responses_v1.jsonl"  # written replies; every other file holds real SmolLM2 replies
@@ -65,15 +69,21 @@ def prompt_group(row_id: str) -> str:
     return row_id.rsplit(".", 1)[0] if row_id.count(".") >= 2 else row_id.rsplit("-", 1)[0]
 
 
-def development_rows() -> tuple[list[JudgeLabel], list[bool]]:
-    """Every development row, and whether each is a real tutor reply."""
+def development_rows() -> tuple[list[JudgeLabel], dict[str, list[bool]]]:
+    """Every development row, and the scopes the cross-validation is scored on: the real tutor
+    replies, the newest audit's (the nearest to the held-out set), and all rows."""
     rows: list[JudgeLabel] = []
-    real: list[bool] = []
+    files: list[str] = []
     for path in DEV_FILES:
         labels = load_judge_labels(path)
         rows += labels
-        real += [path.name != WRITTEN] * len(labels)
-    return rows, real
+        files += [path.name] * len(labels)
+    scopes = {
+        "real replies": [name != WRITTEN for name in files],
+        f"{DEV_FILES[-1].name} only": [name == DEV_FILES[-1].name for name in files],
+        "all rows": [True] * len(rows),
+    }
+    return rows, scopes
 
 
 def _human_policy(label: JudgeLabel) -> str | None:
@@ -83,15 +93,15 @@ def _human_policy(label: JudgeLabel) -> str | None:
 
 
 def cross_validated(
-    x: np.ndarray, rows: list[JudgeLabel], real: list[bool], groups: list[str], l2s: tuple[float, float]
+    x: np.ndarray, rows: list[JudgeLabel], scopes: dict[str, list[bool]], groups: list[str], l2s: tuple[float, float]
 ) -> dict[str, Any]:
-    """Out-of-fold labels of the recipe at the chosen L2s, scored on the real replies and on all rows."""
+    """Out-of-fold labels of the recipe at the chosen L2s, scored on each scope's rows."""
     mode_y = np.array([ANSWER_MODES.index(lb.answer_mode) if lb.answer_mode else 0 for lb in rows])
     safety_y = np.array([1 if lb.human_label == "unsafe" else 0 for lb in rows])
     mode = out_of_fold(x, mode_y, groups, len(ANSWER_MODES), l2s[0]).argmax(axis=1)
     unsafe = out_of_fold(x, safety_y, groups, 2, l2s[1], balanced=True)[:, 1] >= 0.5
     result: dict[str, Any] = {}
-    for scope, keep in (("real replies", real), ("all rows", [True] * len(rows))):
+    for scope, keep in scopes.items():
         agree_mode = agree_policy = modes = policies = missed = unsafe_rows = blocked = safe_rows = 0
         for i, lb in enumerate(rows):
             if not keep[i]:
@@ -128,7 +138,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--check", action="store_true", help="Fit again and compare with the committed heads file.")
     args = parser.parse_args()
-    rows, real = development_rows()
+    rows, scopes = development_rows()
     inputs = [JudgeInput(prompt=lb.prompt, response=lb.response, source=lb.source, is_harmful=lb.is_harmful) for lb in rows]  # fmt: skip
     embedder = minilm_embedder(ProviderOptions(model_cache=Path(".")))
     x = np.array(feature_rows(inputs, embedder, load_knowledge()), dtype=float)
@@ -165,8 +175,8 @@ def main() -> int:
     heads["cross_validation"] = {
         "folds": "grouped 5-fold over the development rows (one base prompt's replies in one fold); each L2 "
         "chosen by the same folds' balanced accuracy",
-        "offline": {"l2": list(base_l2s), **cross_validated(base, rows, real, groups, base_l2s)},
-        "offline-kb": {"l2": list(kb_l2s), **cross_validated(x, rows, real, groups, kb_l2s)},
+        "offline": {"l2": list(base_l2s), **cross_validated(base, rows, scopes, groups, base_l2s)},
+        "offline-kb": {"l2": list(kb_l2s), **cross_validated(x, rows, scopes, groups, kb_l2s)},
     }
     print(json.dumps(heads["cross_validation"], indent=1))
     KB_HEAD_FILE.parent.mkdir(parents=True, exist_ok=True)
