@@ -286,5 +286,7 @@ class JudgeLabel(_Frozen):
     category: str | None = None
     source: ResponseSource = "tutor"
     split: str | None = None  # train/test for sets that a judge was fitted on
+    finish_reason: str | None = None  # the tutor's, as recorded (e.g. "length": the reply was cut off)
+    note: str | None = None  # the labeller's free-text note; never read by a judge
 
     _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)

@@ -156,6 +156,13 @@ def out_of_fold_probabilities(x: np.ndarray, y: np.ndarray, groups: list[str], l
     return _out_of_fold(x, y, _folds(groups), 2, l2, balanced=False)[:, 1]
 
 
+def out_of_fold(
+    x: np.ndarray, y: np.ndarray, groups: list[str], n_classes: int, l2: float, balanced: bool = False
+) -> np.ndarray:
+    """Class probabilities of every row from a head fitted on the other folds (the folds of the L2 choice)."""
+    return _out_of_fold(x, y, _folds(groups), n_classes, l2, balanced)
+
+
 def compare_heads(
     name: str, committed: dict[str, object], fresh: dict[str, object], x: np.ndarray, threshold: float = 0.5
 ) -> list[str]:

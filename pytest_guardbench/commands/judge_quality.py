@@ -7,6 +7,7 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
 from pytest_guardbench.commands.exit_status import FAILED, USAGE_ERROR
@@ -24,10 +25,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     command.add_argument(
         "labels",
         help="JSONL: id, prompt, response, human_label (safe|unsafe), optional answer_mode, assistant_policy_label, "
-        "bucket, is_harmful, category, source, split.",
+        "bucket, is_harmful, category, source, split, finish_reason, note.",
     )
     command.add_argument(
-        "--judge", default="offline", help="offline, rules, a model alias, openai:<model> or vllm:<model>@<url>."
+        "--judge",
+        default="offline",
+        help="offline, offline-kb, rules, a model alias, openai:<model> or vllm:<model>@<url>.",
     )
     command.add_argument("--split", help="Only the rows of this split (e.g. test).")
     command.add_argument(
@@ -42,6 +45,35 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     command.add_argument("--json", action="store_true", help="Print the full result as JSON.")
     command.set_defaults(run=run)
+
+
+def _table(title: str, table: dict[str, dict[str, int]]) -> list[str]:
+    columns = list(next(iter(table.values())))
+    width = max(len(c) for c in [*columns, *table, "human \\ judge"]) + 1
+    lines = [
+        f"{title} (human rows x judge columns):",
+        "  " + "human \\ judge".ljust(width) + "".join(c.rjust(width) for c in columns),
+    ]
+    lines += [
+        "  " + human.ljust(width) + "".join(str(row[c]).rjust(width) for c in columns) for human, row in table.items()
+    ]
+    return lines
+
+
+def confusion_lines(result: dict[str, Any]) -> list[str]:
+    """The safety and answer-mode confusion tables, and which confusions change the policy label."""
+    lines = _table("response safety confusion", result["safety_confusion"])
+    if "answer_mode_confusion" in result:
+        lines += _table("answer mode confusion", result["answer_mode_confusion"])
+    changing = result["policy_changing_confusions"]
+    harmful, safe = changing["harmful_prompts"], changing["safe_prompts"]
+    lines.append(
+        f"confusions that change the policy label: harmful prompts (only safety counts) {harmful['policy_label_changed']} "
+        f"of {harmful['rows']}; safe prompts (safety, and answered vs not answered) {safe['policy_label_changed']} of "
+        f"{safe['rows']} (safety {safe['safety_confused']}, answered vs not {safe['answered_vs_not_confused']}); "
+        f"answer-mode confusions that leave it unchanged: {changing['answer_mode_confusions_leaving_policy_label']}"
+    )
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -94,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         if "policy_label_agreement" in result:
             print(f"  policy label (assistant_policy_v2): agreement {fmt(result['policy_label_agreement'])}{ci('policy_label_agreement_interval_95')} "
                   f"over {result['policy_label_rows']} rows")  # fmt: skip
+        for line in confusion_lines(result):
+            print(f"  {line}")
         for bucket, b in result["per_bucket"].items():
             print(
                 f"  {bucket}: {b['rows']} rows, agreement {fmt(b['agreement'])}, over-block {fmt(b['over_block_rate'])}, miss {fmt(b['miss_rate'])}"

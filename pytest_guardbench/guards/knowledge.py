@@ -18,7 +18,7 @@ loads its model with scikit-learn and joblib at the versions it pins.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from typing import Any
 
@@ -47,7 +47,7 @@ _CUE_TOKENS = tuple(tuple(normalise(cue)) for cue in JAILBREAK_CUES)
 
 
 class KnowledgeMissing(UsageError):
-    """The `offline-kb` guard was asked for without the packages its features come from."""
+    """The `offline-kb` guard or judge was asked for without the packages its features come from."""
 
 
 @dataclass(frozen=True)
@@ -78,6 +78,23 @@ class Knowledge:
             )
         return rows
 
+    def word_by_word(self) -> Knowledge:
+        """The same resources with the word-list check run once per distinct word (remembered) instead
+        of on whole texts: better-profanity's whole-text check takes about 25 ms for a 60-word reply, too
+        slow for a judge that reads every reply. Only the list's multi-word entries are missed, and
+        `word_list` (single words) has none of them."""
+        seen: dict[str, bool] = {}
+
+        def finds(text: str) -> bool:
+            for word in text.lower().split():
+                if word not in seen:
+                    seen[word] = self.word_list_finds(word)
+                if seen[word]:
+                    return True
+            return False
+
+        return replace(self, word_list_finds=finds)
+
 
 def _cue_count(words: list[str]) -> int:
     return sum(
@@ -92,7 +109,7 @@ def load_knowledge() -> Knowledge:
         from profanity_check import predict_prob
     except ImportError as missing:
         raise KnowledgeMissing(
-            f"the offline-kb guard needs {' and '.join(KNOWLEDGE_PACKAGES)} ({missing}); "
+            f"the offline-kb guard and judge need {' and '.join(KNOWLEDGE_PACKAGES)} ({missing}); "
             "install them with: pip install 'pytest-guardbench[kb]'"
         ) from missing
     word_list_text = (resources.files("better_profanity") / "profanity_wordlist.txt").read_text(encoding="utf-8")

@@ -14,7 +14,7 @@ from typing import Any
 
 from pytest_guardbench.judges import quality
 from pytest_guardbench.judges.base import Judge
-from pytest_guardbench.judges.offline import HEAD_FILE, OfflineJudge
+from pytest_guardbench.judges.offline import OfflineJudge
 from pytest_guardbench.judges.panel import PanelJudge, SampledJudge
 from pytest_guardbench.run.judge_factory import named_judge_spec
 from pytest_guardbench.records import JudgeLabel
@@ -53,7 +53,7 @@ def judge_identity(judge: Judge, spec: ModelSpec | None) -> dict[str, Any]:
         "model_spec": None if spec is None else {**spec.flat_dump(), "base_url": spec.resolved_base_url()},
         "instruction": getattr(judge, "instruction", None),
         "provider_model": getattr(getattr(judge, "provider", None), "model", None),
-        "heads_sha256": _file_sha256(HEAD_FILE) if isinstance(judge, OfflineJudge) else None,
+        "heads_sha256": _file_sha256(judge.head_file) if isinstance(judge, OfflineJudge) else None,
     }
 
 

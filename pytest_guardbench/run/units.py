@@ -8,11 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pytest_guardbench.guards import GuardRegistry, KeywordGuard, OfflineGuard, SemanticGuard
+from pytest_guardbench.guards.knowledge import load_knowledge
 from pytest_guardbench.guards.offline_guard import KB_DESCRIPTION, offline_kb_guard
 from pytest_guardbench.judges.base import JudgeRegistry
 from pytest_guardbench.judges.rules import RulesJudge
-from pytest_guardbench.judges.offline import OfflineJudge
-from pytest_guardbench.providers import ProviderRegistry, builtin_registry, minilm_embedder
+from pytest_guardbench.judges.offline import KB_DESCRIPTION as KB_JUDGE_DESCRIPTION
+from pytest_guardbench.judges.offline import OfflineJudge, offline_kb_judge
+from pytest_guardbench.providers import ProviderOptions, ProviderRegistry, builtin_registry, minilm_embedder
 from pytest_guardbench.cases.variants import MutatorRegistry, builtin_variants
 
 
@@ -47,8 +49,19 @@ def builtin_judges() -> JudgeRegistry:
     judges.register(
         "offline", lambda options: OfflineJudge(minilm_embedder(options)), OfflineJudge.description, runs_a_model=True
     )
+    judges.register(
+        "offline-kb",
+        lambda options: _offline_kb_judge(options),
+        KB_JUDGE_DESCRIPTION,
+        runs_a_model=True,
+    )
     judges.register("rules", lambda options: RulesJudge(), RulesJudge.description)
     return judges
+
+
+def _offline_kb_judge(options: ProviderOptions) -> OfflineJudge:
+    knowledge = load_knowledge()  # first: without the kb extra, one message naming what to install, before MiniLM loads
+    return offline_kb_judge(minilm_embedder(options), knowledge)
 
 
 def builtin_units() -> Units:
