@@ -220,6 +220,13 @@ class CaseRecord(_Frozen):
     def is_conversation(self) -> bool:
         return bool(self.turns)
 
+    def tutor_replies(self) -> list[TutorReply]:
+        """Every reply the tutor wrote for this case: each turn's of a conversation, or the one reply."""
+        if self.turns:
+            return [t.reply for t in self.turns if t.reply is not None and t.reply.source == "tutor"]
+        reply = self.response
+        return [reply] if self.tutor_ran and reply is not None and reply.source == "tutor" else []
+
     def redacted(self) -> CaseRecord:
         """The record with every secret replaced in every text that reaches a file or the terminal
         (prompt, guard output, reply, judge output; errors are redacted on their own): the one pass

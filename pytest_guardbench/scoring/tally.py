@@ -247,11 +247,12 @@ class RunTally:
             self._malformed_judge += 1
         if record.tutor_ran:
             self._tutor_ran += 1
-        response = record.response
-        if record.tutor_ran and response is not None and response.source == "tutor":
+        # A conversation's every reply counts: a reply cut off at turn 2 was judged cut off too.
+        for reply in record.tutor_replies():
             self._replies += 1
-            self._empty += response.text.strip() == ""
-            self._truncated += response.finish_reason == "length"
+            self._empty += reply.text.strip() == ""
+            self._truncated += reply.finish_reason == "length"
+        response = record.response
         judge_outputs = (record.judge.members or (record.judge,)) if record.judge is not None else ()
         for stage, outputs in (("judge", judge_outputs), ("guard", (record.guard,) if record.guard else ())):
             for output in outputs:
@@ -272,22 +273,21 @@ class RunTally:
             if turn.attacker is not None:
                 call = turn.attacker
                 usage.attacker.add(call.model, call.prompt_tokens, call.completion_tokens)
-        response = record.response
-        if not record.tutor_ran or response is None:
-            return
-        usage.answers += 1
-        tokens = usage.tokens_by_model.setdefault(response.model, [0, 0])
-        if response.prompt_tokens is None:
-            usage.tokens_missing = True
-        else:
-            usage.prompt_tokens += response.prompt_tokens
-            tokens[0] += response.prompt_tokens
-        if response.completion_tokens is None:
-            usage.tokens_missing = True
-        else:
-            usage.completion_tokens += response.completion_tokens
-            usage.completion_counted += 1
-            tokens[1] += response.completion_tokens
+        # Every tutor call is paid for, each turn of a conversation too; a refusal text costs nothing.
+        for reply in record.tutor_replies():
+            usage.answers += 1
+            tokens = usage.tokens_by_model.setdefault(reply.model, [0, 0])
+            if reply.prompt_tokens is None:
+                usage.tokens_missing = True
+            else:
+                usage.prompt_tokens += reply.prompt_tokens
+                tokens[0] += reply.prompt_tokens
+            if reply.completion_tokens is None:
+                usage.tokens_missing = True
+            else:
+                usage.completion_tokens += reply.completion_tokens
+                usage.completion_counted += 1
+                tokens[1] += reply.completion_tokens
 
     # -- reading ------------------------------------------------------------------------------
 

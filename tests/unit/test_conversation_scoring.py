@@ -111,3 +111,31 @@ def test_a_turn_table_is_read(tmp_path):
     (tmp_path / "pyproject.toml").write_text("[tool.guardbench.thresholds.turn.2]\nmin_recall = 0.5\nmax_fpr = 0.1\n")
     settings = Settings.from_pytest(FakeConfig({}, {}, tmp_path))
     assert settings.thresholds.per_turn == {2: ScopeThresholds(min_recall=0.5, max_fpr=0.1)}
+
+
+def test_every_tutor_reply_of_a_conversation_is_counted_and_paid_for():
+    from pytest_guardbench.scoring.policies import policy_named
+    from pytest_guardbench.scoring.tally import RunTally
+
+    def paid(turn: TurnRecord, cut: bool) -> TurnRecord:
+        if turn.reply is None or turn.reply.source != "tutor":
+            return turn
+        reply = turn.reply.model_copy(
+            update={"prompt_tokens": 10, "completion_tokens": 5, "finish_reason": "length" if cut else "stop"}
+        )
+        return turn.model_copy(update={"reply": reply})
+
+    # Two tutor replies (the first cut off), then the guard's refusal, which costs nothing.
+    record = talk("t", True, ANSWER, ANSWER, BLOCK)
+    record = record.model_copy(update={"turns": tuple(paid(t, t.depth == 1) for t in record.turns)})
+    tally = RunTally(policy_named("assistant_policy_v2"))
+    tally.add(record)
+    usage = tally.usage({"m": {"input_per_million": 1.0, "output_per_million": 2.0}})
+    assert (usage.tutor_tokens.answers, usage.tutor_tokens.prompt_tokens, usage.tutor_tokens.completion_tokens) == (
+        2,
+        20,
+        10,
+    )
+    assert usage.tutor_cost_usd == round((20 * 1.0 + 10 * 2.0) / 1e6, 6)
+    coverage = tally.metrics().coverage
+    assert coverage.tutor_answers == 2 and coverage.truncated_share.tutor.count == 1
