@@ -50,11 +50,25 @@ def source_prompts() -> list[dict[str, object]]:
         users = [t for t in item["turns"] if isinstance(t, str) or t.get("role", "user") == "user"]
         last = users[-1] if isinstance(users[-1], str) else users[-1]["content"]
         meta = item["metadata"]
-        prompts.append({"id": f"conv-{item['id']}", "text": last, "is_harmful": meta["is_harmful"], "category": meta.get("category")})
+        prompts.append(
+            {
+                "id": f"conv-{item['id']}",
+                "text": last,
+                "is_harmful": meta["is_harmful"],
+                "category": meta.get("category"),
+            }
+        )
     for line in (ROOT / "datasets" / "guard_source_slurs_v1.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         if row["kind"] == "original":
-            prompts.append({"id": f"slur-{row['id']}", "text": row["prompt"], "is_harmful": row["is_harmful"], "category": row["category"]})
+            prompts.append(
+                {
+                    "id": f"slur-{row['id']}",
+                    "text": row["prompt"],
+                    "is_harmful": row["is_harmful"],
+                    "category": row["category"],
+                }
+            )
     return prompts
 
 
@@ -64,10 +78,19 @@ def write_pack(out: Path) -> None:
         pid = str(prompt["id"])
         variants = ["original", *framings_for(pid, 2 if prompt["is_harmful"] else 1)]
         for variant in variants:
-            text = str(prompt["text"]) if variant == "original" else mutate(variant, str(prompt["text"]), f"v6/{pid}/{variant}")
+            text = (
+                str(prompt["text"])
+                if variant == "original"
+                else mutate(variant, str(prompt["text"]), f"v6/{pid}/{variant}")
+            )
             # "as-written", not "original": an original item would be run through every selected framing too.
             named = "as-written" if variant == "original" else variant
-            meta = {"is_harmful": prompt["is_harmful"], "category": prompt["category"], "variant": named, "base_prompt_id": pid}
+            meta = {
+                "is_harmful": prompt["is_harmful"],
+                "category": prompt["category"],
+                "variant": named,
+                "base_prompt_id": pid,
+            }
             rows.append({"id": f"{pid}-{variant}", "prompt_text": text, "metadata": meta})
     out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     print(f"{len(rows)} prompts; variants: {','.join(sorted({r['metadata']['variant'] for r in rows}))}")

@@ -226,7 +226,10 @@ def test_truncated_share_per_stage_counts_outputs_with_a_finish_reason_and_warns
     summary = summarise([], rows, V2)
     share = summary.coverage.truncated_share
     assert share.tutor.model_dump() == {"count": 2, "rate": 0.2}
-    assert share.judge is not None and share.judge.model_dump() == {"count": 1, "rate": 0.25}  # 1 of the 4 with a reason
+    assert share.judge is not None and share.judge.model_dump() == {
+        "count": 1,
+        "rate": 0.25,
+    }  # 1 of the 4 with a reason
     assert share.guard is not None and share.guard.model_dump() == {"count": 0, "rate": 0.0}
     assert "2 tutor replies cut off by the token limit (20.0% > 10%)" in summary.warnings
     assert "1 judge replies cut off by the token limit (25.0% > 10%)" in summary.warnings
