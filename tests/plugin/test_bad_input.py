@@ -133,7 +133,7 @@ def test_missing_file(pytester):
         ),
         (
             ["--judge=oracle"],
-            "*--judge=oracle: unknown judge; known: offline, rules; aliases: gpt-4o-mini, granite, llama, llama-guard-3, nemotron-safety, openai-moderation, shieldgemma, wildguard; or openai:<model>, vllm:<model>@<url>",
+            "*--judge=oracle: unknown judge; known: offline, offline-kb, rules; aliases: gpt-4o-mini, granite, llama, llama-guard-3, nemotron-safety, openai-moderation, shieldgemma, wildguard; or openai:<model>, vllm:<model>@<url>",
         ),
         (
             ["--tutor=llama"],
