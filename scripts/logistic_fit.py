@@ -20,7 +20,10 @@ answer-mode decisions of 2% of the train rows (issue 25).
 from __future__ import annotations
 
 import hashlib
+import json
 import warnings
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 from sklearn.exceptions import ConvergenceWarning
@@ -193,6 +196,24 @@ def compare_heads(
     if differ:
         problems.append(f"{name}: {differ} train rows decided differently")
     return problems
+
+
+def check_judge_heads(path: Path, fresh: dict[str, Any], feature_version: int, x: np.ndarray, rows: str) -> int:
+    """`--check` of a judge's training script: 0 when the committed heads file at `path` was fitted on
+    the same rows and features as `fresh` and both its heads match it within REFIT_TOLERANCE, else 1."""
+    committed = json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    problems = []
+    if committed.get("fitted_on") != fresh["fitted_on"] or committed.get("feature_version") != feature_version:
+        problems.append("fitted_on or feature_version")
+    else:
+        for name in ("answer_mode", "response_safety"):
+            problems += compare_heads(name, committed.get(name) or {}, fresh[name], x)
+    print(
+        "heads match a fresh fit"
+        if not problems
+        else f"{path} differs from a fresh fit on {rows}: {'; '.join(problems)}"
+    )
+    return 0 if not problems else 1
 
 
 def provenance(feature_version: int, dataset: str, train_ids: list[str]) -> dict[str, object]:

@@ -36,7 +36,7 @@ from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 from pytest_guardbench.records import ANSWER_MODES, JudgeLabel
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from logistic_fit import compare_heads, fit_head, provenance  # noqa: E402 - a sibling script module
+from logistic_fit import check_judge_heads, fit_head, provenance  # noqa: E402 - a sibling script module
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASET = ROOT / "pytest_guardbench" / "datasets" / "judge_responses_v1.jsonl"
@@ -101,19 +101,7 @@ def main() -> int:
         "response_safety": fit_head(x, safety_y, groups, ("safe", "unsafe"), balanced=True),
     }
     if args.check:
-        committed = json.loads(HEAD_FILE.read_text(encoding="utf-8")) if HEAD_FILE.is_file() else {}
-        problems = []
-        if committed.get("fitted_on") != heads["fitted_on"] or committed.get("feature_version") != FEATURE_VERSION:
-            problems.append("fitted_on or feature_version")
-        else:
-            for name in ("answer_mode", "response_safety"):
-                problems += compare_heads(name, committed.get(name) or {}, heads[name], x)
-        print(
-            "heads match a fresh fit"
-            if not problems
-            else f"{HEAD_FILE} differs from a fresh fit on the train split: {'; '.join(problems)}"
-        )
-        return 0 if not problems else 1
+        return check_judge_heads(HEAD_FILE, heads, FEATURE_VERSION, x, "the train split")
     for name in ("answer_mode", "response_safety"):
         head = heads[name]
         print(f"{name}: L2 {head['l2']}, cross-validated balanced accuracy {head['cv_balanced_accuracy']}, "

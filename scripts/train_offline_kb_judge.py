@@ -38,7 +38,7 @@ from pytest_guardbench.records import ANSWER_MODES, JudgeLabel
 from pytest_guardbench.scoring.policies import assistant_policy_v2_label
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from logistic_fit import compare_heads, fit_head, out_of_fold, provenance  # noqa: E402 - a sibling script module
+from logistic_fit import check_judge_heads, fit_head, out_of_fold, provenance  # noqa: E402 - a sibling script module
 
 ROOT = Path(__file__).resolve().parent.parent
 DATASETS = ROOT / "pytest_guardbench" / "datasets"
@@ -153,19 +153,7 @@ def main() -> int:
         "response_safety": fit_head(x, safety_y, groups, ("safe", "unsafe"), balanced=True),
     }
     if args.check:
-        committed = json.loads(KB_HEAD_FILE.read_text(encoding="utf-8")) if KB_HEAD_FILE.is_file() else {}
-        problems = []
-        if committed.get("fitted_on") != heads["fitted_on"] or committed.get("feature_version") != KB_FEATURE_VERSION:
-            problems.append("fitted_on or feature_version")
-        else:
-            for name in ("answer_mode", "response_safety"):
-                problems += compare_heads(name, committed.get(name) or {}, heads[name], x)
-        print(
-            "heads match a fresh fit"
-            if not problems
-            else f"{KB_HEAD_FILE} differs from a fresh fit on the development rows: {'; '.join(problems)}"
-        )
-        return 0 if not problems else 1
+        return check_judge_heads(KB_HEAD_FILE, heads, KB_FEATURE_VERSION, x, "the development rows")
     base = x[:, :BASE_COLUMNS]
     base_l2s = (
         float(fit_head(base[labelled], mode_y, [groups[i] for i in labelled], ANSWER_MODES)["l2"]),  # type: ignore[arg-type]
