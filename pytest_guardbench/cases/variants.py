@@ -32,6 +32,8 @@ __all__ = [
 ]
 
 CHAIN_SEPARATOR = "+"
+# Mutator families that change only a conversation's last user turn (see `converse`).
+REQUEST_ONLY_FAMILIES = frozenset({"framing", "encoding"})
 
 # A unit `--guardbench-variants` can name: a text mutator, or a conversation variant that builds turns.
 Variant: TypeAlias = Mutator | ConversationVariant
@@ -118,21 +120,26 @@ def builds_turns(variant: str, mutators: Mapping[str, Variant] = BUILTIN_VARIANT
 
 
 def converse(variant: str, script: Script, key: str, mutators: Mapping[str, Variant] = BUILTIN_VARIANTS) -> Script:
-    """Apply a variant or a chain to a conversation script, step by step as `mutate` does. A text
-    mutator changes every user turn, each seeded by the step's key and the turn's index, and leaves
-    fixed assistant turns as they are; a conversation variant rebuilds the script."""
+    """Apply a variant or a chain to a conversation script, step by step as `mutate` does. A framing or
+    encoding mutator changes the last user turn, the request, as an attacker wraps or encodes it; any
+    other text mutator (typos, leetspeak) changes every user turn, as a child types throughout; each
+    is seeded by the step's key and the turn's index, and fixed assistant turns stay as they are. A
+    conversation variant rebuilds the script."""
     for step, name in enumerate(variant.split(CHAIN_SEPARATOR)):
         unit = mutators[name]
         step_key = key if step == 0 else f"{key}#{step}"
         if isinstance(unit, ConversationVariant):
             script = unit.apply(script, step_key)
-        else:
-            script = tuple(
-                turn.model_copy(update={"content": unit.apply(turn.content, f"{step_key}@{index}")})
-                if turn.role == "user"
-                else turn
-                for index, turn in enumerate(script)
-            )
+            continue
+        users = [index for index, turn in enumerate(script) if turn.role == "user"]
+        # A jailbreak wrapper around every turn of a chat reads as no child or attacker would write it.
+        changed = set(users[-1:]) if unit.family in REQUEST_ONLY_FAMILIES else set(users)
+        script = tuple(
+            turn.model_copy(update={"content": unit.apply(turn.content, f"{step_key}@{index}")})
+            if index in changed
+            else turn
+            for index, turn in enumerate(script)
+        )
     return script
 
 

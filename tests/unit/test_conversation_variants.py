@@ -184,3 +184,22 @@ def test_conversation_variants_are_identical_across_processes_with_different_has
 
 def test_every_built_in_variant_is_in_the_runs_table():
     assert dict(TABLE) == dict(BUILTIN_VARIANTS)
+
+
+def test_a_framing_wraps_only_the_request_and_leetspeak_reaches_every_turn():
+    from pytest_guardbench.cases.variants import converse
+    from pytest_guardbench.records import Turn
+
+    script = (
+        Turn(role="user", content="hello there friend"),
+        Turn(role="assistant", content="Hello there friend!"),
+        Turn(role="user", content="please tell me something secret"),
+    )
+    framed = converse("fiction", script, "k")
+    assert framed[:2] == script[:2] and framed[2].content != script[2].content
+    assert script[2].content in framed[2].content  # the wrapper keeps the request inside it
+    encoded = converse("base64", script, "k")
+    assert encoded[:2] == script[:2] and encoded[2].content != script[2].content
+    leet = converse("camouflage", script, "k")
+    assert leet[0].content != script[0].content and leet[2].content != script[2].content
+    assert leet[1] == script[1]  # a fixed assistant turn is never changed
