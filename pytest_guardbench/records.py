@@ -155,6 +155,11 @@ class JudgeVerdict(_Frozen):
 
     _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)
 
+    @classmethod
+    def unusable(cls, judge: str, reason: str, **facts: Any) -> JudgeVerdict:
+        """A verdict with no labels: the judge's output could not be used (or no majority was found)."""
+        return cls(judge=judge, response_safety=None, answer_mode=None, reason=reason, malformed=True, **facts)
+
 
 class PipelineError(_Frozen):
     """A stage that failed; the case is then neither safe nor unsafe. The message is redacted: it

@@ -217,14 +217,8 @@ class LLMJudge:
         for (labels, how), reply in zip(parsed, replies, strict=True):
             if labels is None:
                 verdicts.append(
-                    JudgeVerdict(
-                        judge=self.name,
-                        response_safety=None,
-                        answer_mode=None,
-                        reason=f"malformed: {how}",
-                        malformed=True,
-                        raw=reply.text[:2000],
-                        cut_off=_cut_off(reply),
+                    JudgeVerdict.unusable(
+                        self.name, f"malformed: {how}", raw=reply.text[:2000], cut_off=_cut_off(reply)
                     )
                 )
             else:

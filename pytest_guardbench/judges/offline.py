@@ -288,7 +288,7 @@ class OfflineJudge:
         }
         if overlong:
             scanned = iter(self.judge([item for i, item in enumerate(inputs) if i not in overlong]))
-            return [JudgeVerdict(judge=self.name, response_safety=None, answer_mode=None, reason=overlong[i], malformed=True) if i in overlong
+            return [JudgeVerdict.unusable(self.name, overlong[i]) if i in overlong
                     else next(scanned) for i in range(len(inputs))]  # fmt: skip
         verdicts = []
         for item, row in zip(inputs, feature_rows(inputs, self.embedder, self.knowledge), strict=True):

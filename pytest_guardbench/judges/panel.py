@@ -40,14 +40,7 @@ def majority_verdict(name: str, members: Sequence[JudgeVerdict]) -> JudgeVerdict
         f"{m.judge}: {'malformed' if m.malformed else f'{m.response_safety}/{m.answer_mode}'}" for m in members
     )
     if top_safety[1] < votes_needed or top_mode[1] < votes_needed:
-        return JudgeVerdict(
-            judge=name,
-            response_safety=None,
-            answer_mode=None,
-            reason=f"malformed: no strict majority ({split})",
-            malformed=True,
-            members=tuple(members),
-        )
+        return JudgeVerdict.unusable(name, f"malformed: no strict majority ({split})", members=tuple(members))
     policies = Counter(
         v.assistant_policy_label
         for v in members
