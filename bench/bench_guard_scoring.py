@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from pytest_guardbench.providers import ProviderOptions  # noqa: E402
+from pytest_guardbench.providers import ClassifyRequest, ProviderOptions  # noqa: E402
 from pytest_guardbench.providers.hf_local import local_scoring_model  # noqa: E402
 from tests.providers.test_hf_guards import GRANITE_STYLE_TEMPLATE, WORDS  # noqa: E402
 from tests.tiny_models import build_tiny_chat_model  # noqa: E402
@@ -44,13 +44,15 @@ def main() -> None:
         ]
         kwargs = {"guardian_config": {"risk_name": "harm"}}
         batched.label_probabilities(conversations[:4], kwargs, ("Yes", "No"))
-        single.classify(conversations[:2], kwargs, ("Yes", "No"), max_new_tokens=args.max_new_tokens)
+        single.classify(ClassifyRequest(conversations[:2], kwargs, ("Yes", "No"), max_new_tokens=args.max_new_tokens))
 
         started = time.perf_counter()
         one_pass = batched.label_probabilities(conversations, kwargs, ("Yes", "No"))
         fast = time.perf_counter() - started
         started = time.perf_counter()
-        generated = single.classify(conversations, kwargs, ("Yes", "No"), max_new_tokens=args.max_new_tokens)
+        generated = single.classify(
+            ClassifyRequest(conversations, kwargs, ("Yes", "No"), max_new_tokens=args.max_new_tokens)
+        )
         slow = time.perf_counter() - started
     agree = max(abs(a - (g.p_first if g.p_first is not None else a)) for a, g in zip(one_pass, generated, strict=True))
     print(f"tiny GraniteMoe: hidden {args.hidden}, {args.layers} layers; {args.prompts} prompts")

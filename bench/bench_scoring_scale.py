@@ -18,11 +18,10 @@ from pathlib import Path
 from collections.abc import Iterator
 
 from pytest_guardbench.records import AnswerMode, Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.results.finish import RecordCounts, build_summary, write_artifacts
-from pytest_guardbench.results.summary import RunInfo, Selection, Stack, iter_records
-from pytest_guardbench.run.folder import ResultsWriter
+from pytest_guardbench.runfolder.finish import RunFacts, RunFinish
+from pytest_guardbench.results.summary import RunInfo, Selection, StackInfo, iter_records
+from pytest_guardbench.runfolder.folder import ResultsWriter
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
-from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.settings.config import Thresholds
 
 VARIANTS = ("original", "typo", "camouflage", "adversarial", "base64", "roleplay")
@@ -68,13 +67,17 @@ def main() -> None:
         writer.close()
         generated = time.perf_counter()
         generate_peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        counts = RecordCounts.under(RunTally(policy, thresholds.min_recall or 0.9))
+        # The finish as every writer runs it, into a second folder, reading the records back one at a time.
+        rescored = out / "rescored"
+        rescored.mkdir()
+        finish = RunFinish(rescored, policy, thresholds)
         for record in iter_records(out):
-            counts.add(record)
-        summary = build_summary(counts.tally, thresholds, run=RunInfo(run_id="bench", usage=counts.tally.usage({})),
-                                stack=Stack(guardrail="g", tutor="t", judge="j", malformed_policy="block"), selection=Selection())  # fmt: skip
+            finish.add(record)
+        facts = RunFacts(run=RunInfo(run_id="bench", usage=finish.tally.usage({})),
+                         stack=StackInfo(guardrail="g", tutor="t", judge="j", malformed_policy="block"), selection=Selection())  # fmt: skip
+        summary = finish.summary(facts)
         scored = time.perf_counter()
-        write_artifacts(out, summary, counts.picks, manifest={"cases": n}, meta={})
+        finish.write(summary, manifest={"cases": n}, meta={})
         written = time.perf_counter()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"outcomes: {n}")

@@ -16,7 +16,7 @@ from pathlib import Path
 from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench.cases.sources import load_judge_labels
 from pytest_guardbench.judges.llm import LLMJudge
-from pytest_guardbench.judges.quality import check_judge
+from pytest_guardbench.judges.quality import measure_judge_quality
 from pytest_guardbench.providers import openai_compat_provider
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +48,7 @@ def main() -> None:
         provider = openai_compat_provider(spec)
         started = time.perf_counter()
         try:
-            result = check_judge(LLMJudge(provider, name=f"structured-{mode}"), labels, 0.6)
+            result = measure_judge_quality(LLMJudge(provider, name=f"structured-{mode}"), labels, 0.6)
         finally:
             provider.close()
         rates[mode] = result["malformed_rate"]

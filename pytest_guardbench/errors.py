@@ -9,6 +9,8 @@ cause. Each concrete error lives next to the code that raises it and derives fro
 - `ProviderError` (in `providers.base`, because its text is redacted with `_util.redact`, which this
   module may not import): a model or API call failed (`CacheMiss`, `CircuitOpen`).
 - `RunFolderError`: a run folder cannot be resumed or written (`ResumeError`, `ReportWriteError`).
+- `InternalError`: a broken promise inside guardbench itself (exit 3, "a bug: please report it"),
+  never a user's input.
 
 A kind also keeps the builtin base its callers have always caught (`ValueError`, `RuntimeError`,
 `OSError`), so `except ValueError` still sees a bad option.
@@ -19,11 +21,9 @@ from __future__ import annotations
 import os
 from typing import ClassVar
 
-__all__ = ["DataError", "GuardbenchError", "RunFolderError", "UsageError"]
+from pytest_guardbench.exit_status import ExitStatus
 
-# pytest.ExitCode.USAGE_ERROR, which the `guardbench` commands return too; written out because this
-# module stays free of pytest.
-USAGE_EXIT_STATUS = 4
+__all__ = ["DataError", "GuardbenchError", "InternalError", "RunFolderError", "UsageError"]
 
 
 class GuardbenchError(Exception):
@@ -37,14 +37,14 @@ class GuardbenchError(Exception):
 class UsageError(GuardbenchError, ValueError):
     """An option, ini key, CLI argument or name cannot be used; the message names it."""
 
-    exit_status: ClassVar[int | None] = USAGE_EXIT_STATUS
+    exit_status: ClassVar[int | None] = ExitStatus.USAGE_ERROR
 
 
 class DataError(GuardbenchError, ValueError):
     """An input file's content is wrong. Given the file (and line or item), the text reads
     `path:line: message`; without them the message is expected to name the file itself."""
 
-    exit_status: ClassVar[int | None] = USAGE_EXIT_STATUS
+    exit_status: ClassVar[int | None] = ExitStatus.USAGE_ERROR
 
     def __init__(self, message: str, *, path: str | os.PathLike[str] | None = None, line: int | None = None) -> None:
         self.message = message
@@ -56,3 +56,9 @@ class DataError(GuardbenchError, ValueError):
 
 class RunFolderError(GuardbenchError):
     """A run folder cannot be resumed, written or merged; the message names the folder or file."""
+
+
+class InternalError(GuardbenchError, RuntimeError):
+    """A promise inside guardbench was broken: a bug, never a user's input."""
+
+    exit_status: ClassVar[int | None] = ExitStatus.INTERNAL_ERROR

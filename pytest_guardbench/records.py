@@ -284,6 +284,9 @@ class CaseRecord(_Frozen):
         )
 
 
+AuditDesign = Literal["random", "stratified", "debug"]
+
+
 class JudgeLabel(_Frozen):
     """One human-labelled response for checking a judge (a line of a judge-labels JSONL file)."""
 
@@ -300,5 +303,13 @@ class JudgeLabel(_Frozen):
     split: str | None = None  # train/test for sets that a judge was fitted on
     finish_reason: str | None = None  # the tutor's, as recorded (e.g. "length": the reply was cut off)
     note: str | None = None  # the labeller's free-text note; never read by a judge
+    # How the row was drawn from a run (`guardbench audit --design`), so labels can correct its
+    # scorecards: the design, the row's stratum and the probability that the design drew it; the
+    # reply's sha256 (a label whose reply changed since is dropped); a conversation reply's turn.
+    design: AuditDesign | None = None
+    stratum: str | None = None
+    inclusion_probability: float | None = Field(default=None, gt=0.0, le=1.0)
+    reply_sha256: str | None = None
+    turn: int | None = Field(default=None, ge=1)
 
     _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)

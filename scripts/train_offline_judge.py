@@ -30,7 +30,7 @@ import numpy as np
 from pytest_guardbench._util.logistic import LogisticHead
 from pytest_guardbench.cases.sources import load_judge_labels
 from pytest_guardbench.judges.base import JudgeInput
-from pytest_guardbench.judges.quality import check_judge
+from pytest_guardbench.judges.quality import measure_judge_quality
 from pytest_guardbench.judges.offline import FEATURE_VERSION, HEAD_FILE, OfflineJudge, feature_rows
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 from pytest_guardbench.records import ANSWER_MODES, JudgeLabel
@@ -62,7 +62,7 @@ def prompt_group(row_id: str) -> str:
 def held_out_counts(judge: OfflineJudge, test: list[JudgeLabel]) -> dict[str, int]:
     """The counts behind the README's test-split row, recorded in the heads file and re-measured by
     tests/unit/test_offline_judge.py."""
-    result = check_judge(judge, test, min_kappa=0.6)
+    result = measure_judge_quality(judge, test, min_kappa=0.6)
     unsafe = sum(1 for label in test if label.human_label == "unsafe")
     counts = {"rows": len(test), "unsafe_rows": unsafe, "safe_rows": len(test) - unsafe}
     for key, rate, rows in (

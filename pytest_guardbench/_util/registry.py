@@ -4,6 +4,8 @@ add their own through the `pytest_guardbench_register_*` hooks."""
 
 from __future__ import annotations
 
+from pytest_guardbench.errors import UsageError
+
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
@@ -26,7 +28,7 @@ class Registry(Generic[T]):
 
     def register(self, name: str, factory: Callable[[Any], T], description: str, *, runs_a_model: bool = False) -> None:
         if name in self._entries or name == "none":
-            raise ValueError(f"{self.kind} {name!r} is already registered")
+            raise UsageError(f"{self.kind} {name!r} is already registered")
         self._entries[name] = Registered(name, description, factory, runs_a_model)
 
     def names(self) -> list[str]:
@@ -45,5 +47,5 @@ class Registry(Generic[T]):
         try:
             entry = self._entries[name]
         except KeyError:
-            raise ValueError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}") from None
+            raise UsageError(f"unknown {self.kind} {name!r}; known: {', '.join(self.names())}") from None
         return entry.factory(options)

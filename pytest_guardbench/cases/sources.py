@@ -57,17 +57,17 @@ def variant_slug(text: str) -> str:
 def resolve_label(metadata: dict[str, Any], harmful_categories: Sequence[str]) -> tuple[bool | None, LabelSource]:
     """First hit wins: a real bool `is_harmful`, then `label` safe/unsafe, then the category rule.
 
-    Raises ValueError (without a location; the caller adds it) for values that are not labels.
+    Raises DataError (without a location; the caller adds it) for values that are not labels.
     """
     if "is_harmful" in metadata and metadata["is_harmful"] is not None:
         value = metadata["is_harmful"]
         if not isinstance(value, bool):
-            raise ValueError(f"metadata.is_harmful must be true or false, got {value!r}")
+            raise DataError(f"metadata.is_harmful must be true or false, got {value!r}")
         return value, "is_harmful"
     if "label" in metadata and metadata["label"] is not None:
         label = metadata["label"]
         if not isinstance(label, str) or label.strip().lower() not in ("safe", "unsafe"):
-            raise ValueError(f"metadata.label must be 'safe' or 'unsafe', got {label!r}")
+            raise DataError(f"metadata.label must be 'safe' or 'unsafe', got {label!r}")
         return label.strip().lower() == "unsafe", "label"
     category = category_of(metadata)
     if category is not None and category.lower() in harmful_categories:
@@ -207,7 +207,7 @@ def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categori
         raise DataError(f"{path}: {where} (id {raw_id!r}): metadata must be an object")
     try:
         is_harmful, label_source = resolve_label(metadata, harmful_categories)
-    except ValueError as exc:
+    except DataError as exc:
         raise DataError(f"{path}: {where} (id {raw_id!r}): {exc}") from None
     base = metadata.get("base_prompt_id")
     return PackItem(

@@ -51,7 +51,7 @@ class MutatorRegistry(Registry[Variant]):
 
     def add(self, mutator: Variant) -> None:
         if CHAIN_SEPARATOR in mutator.name or not mutator.name.strip():
-            raise ValueError(
+            raise UsageError(
                 f"variant {mutator.name!r}: a mutator name must be non-empty and free of {CHAIN_SEPARATOR!r}"
             )
         self.register(mutator.name, lambda options: mutator, mutator.description)

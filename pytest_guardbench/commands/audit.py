@@ -1,30 +1,70 @@
-"""`guardbench audit`: label a stratified sample of a finished run by hand; the sample is drawn by
-`results.audit`, the labelling screen is `commands.audit_tui`."""
+"""`guardbench audit`: label a sample of a finished run by hand, drawn by a design with known
+inclusion probabilities (so `guardbench correct` can use the labels), or plan how many labels a
+design needs. The sample is drawn by `results.audit`, the labelling screen is `commands.audit_tui`."""
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_guardbench.commands.audit_tui import run_audit
-from pytest_guardbench.results.audit import draw_sample
+from pytest_guardbench.commands.exit_status import OK, USAGE_ERROR
+from pytest_guardbench.errors import GuardbenchError
+from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.results.audit import audit_units, draw_design, judge_probability, read_labels
 from pytest_guardbench.results.summary import load_records, run_policy
+from pytest_guardbench.scoring.correction import plan_audit
+from pytest_guardbench.scoring.policies import ScoringPolicy
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of cases >= 1, got {text}")
+    return value
+
+
+def _half_width(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 0.5), got {text!r}") from None
+    if not 0 < value < 0.5:
+        raise argparse.ArgumentTypeError(f"must be a number in (0, 0.5), got {text}")
+    return value
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     command = commands.add_parser(
-        "audit", help="Label a stratified sample of a finished run by hand (judge-labels JSONL)."
+        "audit",
+        help="Label a random or stratified sample of a finished run by hand (judge-labels JSONL), or plan its size.",
     )
     command.add_argument("run_dir", help="A reports/<run-id> folder.")
     command.add_argument(
-        "--sample",
-        type=int,
-        default=50,
-        help="Cases to label (default 50), one from each outcome x answer mode x variant in turn.",
+        "--design",
+        choices=("random", "stratified", "debug"),
+        default="random",
+        help="random (default): uniform over the run's judged cases; stratified: prompt label x the judge's verdict, "
+        "oversampling where the judge is likely wrong; both record each row's inclusion probability, so "
+        "guardbench correct can use them. debug: one case from each outcome x answer mode x variant in turn, "
+        "to find failures fast; it cannot correct a scorecard.",
     )
+    command.add_argument("--sample", type=_count, default=50, help="Cases to label (default 50).")
     command.add_argument(
         "--seed", type=int, default=0, help="Seed of the sample (default 0); the same seed gives the same cases."
+    )
+    command.add_argument(
+        "--plan",
+        action="store_true",
+        help="Print how many labels each design needs for --half-width on system recall and FPR, then exit.",
+    )
+    command.add_argument(
+        "--half-width",
+        type=_half_width,
+        default=0.05,
+        help="Target half-width of the 95%% intervals for --plan (default 0.05).",
     )
     command.add_argument(
         "--show-judge",
@@ -39,18 +79,39 @@ def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "results.jsonl").is_file():
         print(f"guardbench audit: {run_dir} has no results.jsonl (expected a reports/<run-id> folder)", file=sys.stderr)
-        return 4
+        return USAGE_ERROR
+    out = Path(args.out) if args.out else run_dir / "audit.jsonl"
     try:
         records = load_records(run_dir)
-    except ValueError as exc:
+        policy = run_policy(run_dir)
+        if args.plan:
+            return _plan(records, policy, args.half_width)
+        read_labels(out)  # a corrupt labels file stops here, before any screen
+        sample = draw_design(records, args.design, args.sample, args.seed, policy)
+    except (GuardbenchError, ValueError, OSError) as exc:
         print(f"guardbench audit: {exc}", file=sys.stderr)
-        return 4
-    policy = run_policy(run_dir)
-    sample = draw_sample(records, args.sample, args.seed, policy)
+        return USAGE_ERROR
     if not sample:
-        print(f"guardbench audit: {run_dir} has no case with a final response to label", file=sys.stderr)
-        return 4
-    out = Path(args.out) if args.out else run_dir / "audit.jsonl"
-    run_audit(sample, out, policy, show_judge=args.show_judge)
-    print(f"measure a judge on it: guardbench judge-quality {out} --judge <name>")
-    return 0
+        print(f"guardbench audit: {run_dir} has no judged single-reply case to label", file=sys.stderr)
+        return USAGE_ERROR
+    drawn = {record.case_id: unit for record, unit in sample if unit is not None}
+    run_audit([record for record, _ in sample], out, policy, show_judge=args.show_judge, drawn=drawn)
+    if args.design == "debug":
+        print(f"measure a judge on it: guardbench judge-quality {out} --judge <name>")
+    else:
+        print(f"correct the run with it: guardbench correct {run_dir} --labels {out}")
+    return OK
+
+
+def _plan(records: Sequence[CaseRecord], policy: ScoringPolicy, half_width: float) -> int:
+    units = audit_units(records, policy)
+    probability = {u.unit_id: p for r, u in units if (p := judge_probability(r, policy)) is not None}
+    plan = plan_audit([u for _, u in units], half_width, judge_probability=probability or None)
+    print(f"labels needed for 95% intervals of half-width {half_width:g} on system recall and FPR "
+          f"({len(units)} judged cases; variance from {plan.variance_from}):")  # fmt: skip
+    for name, design in (("random", plan.random), ("stratified", plan.stratified)):
+        print(
+            f"  --design {name}: {design.total} labels (recall alone {design.recall}, FPR alone {design.false_positive_rate})"
+        )
+    print("the intervals at small samples come out a little wider than planned: treat these as floors")
+    return OK

@@ -14,11 +14,12 @@ import contextlib
 import os
 import sys
 import textwrap
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
 from pytest_guardbench.results.audit import HumanLabel, label_row, read_labels, write_labels
+from pytest_guardbench.scoring.audit_design import DrawnUnit
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.records import CaseRecord, JudgeVerdict
 
@@ -106,9 +107,12 @@ def run_audit(
     stdin: IO[str] | None = None,
     stdout: IO[str] | None = None,
     show_judge: bool = False,
+    drawn: Mapping[str, DrawnUnit] | None = None,
 ) -> tuple[int, bool]:
     """Label `sample` interactively; returns (labels in the file, finished every case). The judge's
-    labels of a case are shown only after it is labelled unless `show_judge`."""
+    labels of a case are shown only after it is labelled unless `show_judge`. `drawn`: how each case
+    was drawn (a random or stratified design), written on its row."""
+    drawn = drawn or {}
     stdin = stdin or sys.stdin
     stdout = stdout or sys.stdout
     labels = read_labels(out)
@@ -122,7 +126,12 @@ def run_audit(
 
     def save() -> None:
         write_labels(
-            out, [label_row(by_id[r.case_id], labels[r.case_id], policy) for r in sample if r.case_id in labels]
+            out,
+            [
+                label_row(by_id[r.case_id], labels[r.case_id], policy, drawn.get(r.case_id))
+                for r in sample
+                if r.case_id in labels
+            ],
         )
 
     with _single_keys(stdin):

@@ -8,8 +8,8 @@ import json
 import sys
 from pathlib import Path
 
-from pytest_guardbench.run.seed_import import import_seed_run
-from pytest_guardbench.results.minor_bench import seed_summary_differences
+from pytest_guardbench.runfolder.seed_import import import_seed_run
+from pytest_guardbench.runfolder.seed_format import seed_summary_differences
 from pytest_guardbench.results.summary import load_run
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, POLICIES
 from pytest_guardbench.settings.config import MINORBENCH_HARMFUL_CATEGORIES

@@ -1,5 +1,5 @@
 """`guardbench judge-quality`: score a judge against human-labelled responses; the work is
-`judges.quality.check_judge`."""
+`judges.quality.measure_judge_quality`."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
 from pytest_guardbench.commands.exit_status import FAILED, USAGE_ERROR
-from pytest_guardbench.run.judge_check import judge_id, named_judge_identity
+from pytest_guardbench.run.judge_quality import judge_id, named_judge_identity
 from pytest_guardbench.run.judge_factory import opened_judge
-from pytest_guardbench.judges.quality import check_judge
+from pytest_guardbench.judges.quality import measure_judge_quality
 from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.run.pipeline import preflight_error
 from pytest_guardbench.scoring.scorecard import fmt_rate
@@ -95,7 +95,7 @@ def run(args: argparse.Namespace) -> int:
         if problem is not None:
             print(f"guardbench judge-quality: --judge {args.judge}: {problem}", file=sys.stderr)
             return USAGE_ERROR
-        result = check_judge(judge, labels, args.min_kappa)
+        result = measure_judge_quality(judge, labels, args.min_kappa)
     except ProviderError as exc:
         print(f"guardbench judge-quality: --judge {args.judge}: the judge failed mid-way: {exc}", file=sys.stderr)
         return FAILED

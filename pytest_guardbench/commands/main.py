@@ -11,6 +11,7 @@ from typing import NoReturn
 from pytest_guardbench.commands import (
     audit,
     compare,
+    correct,
     expand,
     import_seed,
     init,
@@ -34,6 +35,7 @@ SUBCOMMANDS = (
     compare,
     judge_quality,
     audit,
+    correct,
     screen,
     label_agreement,
     mutators,

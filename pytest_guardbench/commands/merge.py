@@ -1,5 +1,5 @@
 """`guardbench merge`: merge the run folders of a sharded run into one run; the work is
-`run.merge.merge_runs`."""
+`runfolder.merge.merge_runs`."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from pytest_guardbench.commands.exit_status import gate_exit_code
-from pytest_guardbench.run.merge import merge_runs
+from pytest_guardbench.runfolder.merge import merge_runs
 from pytest_guardbench.results.summary import load_run
 from pytest_guardbench.results.terminal import incomplete_lines
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pytest_guardbench.guards.base import first_word
-from pytest_guardbench.providers.base import Message, ScoringChatModel
+from pytest_guardbench.providers.base import ClassifyRequest, Message, ScoringChatModel
 from pytest_guardbench.records import GuardDecision, GuardStatus
 
 GraniteVersion = Literal["3.0", "3.1", "3.2", "3.3"]
@@ -126,7 +126,10 @@ class GraniteGuardianAdapter:
                 for result, p in zip(results, probabilities, strict=True):
                     result[risk] = {"text": None, "p": p}
                 continue
-            outputs = self.model.classify(conversations, kwargs, ("Yes", "No"), self.max_new_tokens, after)
+            request = ClassifyRequest(
+                conversations, kwargs, ("Yes", "No"), max_new_tokens=self.max_new_tokens, verdict_after=after
+            )
+            outputs = self.model.classify(request)
             for result, output in zip(results, outputs, strict=True):
                 result[risk] = {"text": output.text, "p": output.p_first}
         return results

@@ -6,7 +6,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_guardbench.providers.base import Message, ScoringChatModel
+from pytest_guardbench.providers.base import ClassifyRequest, Message, ScoringChatModel
 from pytest_guardbench.records import GuardDecision
 
 LLAMA_GUARD_CATEGORIES = tuple(f"S{n}" for n in range(1, 15))
@@ -52,7 +52,7 @@ class LlamaGuardAdapter:
     def screen_conversations(self, conversations: Sequence[list[Message]]) -> list[str]:
         """The chat so far, alternating and ending with the user turn: the template assesses that
         last user message in the context of the whole conversation."""
-        outputs = self.model.classify(list(conversations), {}, ("unsafe", "safe"), max_new_tokens=12)
+        outputs = self.model.classify(ClassifyRequest(list(conversations), {}, ("unsafe", "safe"), max_new_tokens=12))
         return [json.dumps({"text": o.text, "p": o.p_first}) for o in outputs]
 
     def parse(self, raw: str) -> GuardDecision:

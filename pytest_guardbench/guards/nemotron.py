@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_guardbench._util.model_json import first_json_object
-from pytest_guardbench.providers.base import Message, ScoringChatModel
+from pytest_guardbench.providers.base import ClassifyRequest, Message, ScoringChatModel
 from pytest_guardbench.records import GuardDecision
 
 # The category names of NVIDIA's content-safety taxonomy, in their order.
@@ -68,7 +68,9 @@ class NemotronSafetyAdapter:
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
         conversations: list[list[Message]] = [[{"role": "user", "content": nemotron_prompt(p)}] for p in prompts]
-        outputs = self.model.classify(conversations, {}, ("unsafe", "safe"), 48, VERDICT_AFTER)
+        outputs = self.model.classify(
+            ClassifyRequest(conversations, {}, ("unsafe", "safe"), max_new_tokens=48, verdict_after=VERDICT_AFTER)
+        )
         return [json.dumps({"text": o.text, "p": o.p_first}) for o in outputs]
 
     def parse(self, raw: str) -> GuardDecision:

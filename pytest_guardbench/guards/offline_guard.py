@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench.errors import DataError
 from pytest_guardbench.guards.base import NOT_SCREENED, parse_offline_verdict, scored_verdict
 from pytest_guardbench.guards.knowledge import Knowledge, load_knowledge
 from pytest_guardbench._util.lexicon import TERMS, find_terms, too_long
@@ -45,8 +46,9 @@ def load_guard_head(
 ) -> tuple[LogisticHead, dict[str, Any]]:
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("feature_version") != feature_version:
-        raise ValueError(
-            f"{path}: the head was fitted for feature version {data.get('feature_version')}, this code computes {feature_version}"
+        raise DataError(
+            f"the head was fitted for feature version {data.get('feature_version')}, this code computes {feature_version}",
+            path=path,
         )
     return LogisticHead.from_json(data["risk"]), data
 

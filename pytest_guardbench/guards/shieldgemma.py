@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_guardbench.guards.base import first_word
-from pytest_guardbench.providers.base import Message, ScoringChatModel
+from pytest_guardbench.errors import UsageError
+from pytest_guardbench.providers.base import ClassifyRequest, Message, ScoringChatModel
 from pytest_guardbench.records import GuardDecision, GuardStatus
 
 CHILD_SAFETY_GUIDELINES: dict[str, str] = {
@@ -46,7 +47,7 @@ class ShieldGemmaAdapter:
     def template_kwargs(self, policy: str) -> dict[str, Any]:
         texts = {**CHILD_SAFETY_GUIDELINES, **dict(self.guidelines)}
         if policy not in texts:
-            raise ValueError(f"ShieldGemma policy {policy!r} has no guideline; known: {', '.join(sorted(texts))}")
+            raise UsageError(f"ShieldGemma policy {policy!r} has no guideline; known: {', '.join(sorted(texts))}")
         return {"guideline": texts[policy]}
 
     def all_template_kwargs(self) -> list[dict[str, Any]]:
@@ -56,7 +57,8 @@ class ShieldGemmaAdapter:
         conversations: list[list[Message]] = [[{"role": "user", "content": p}] for p in prompts]
         results: list[dict[str, Any]] = [{} for _ in prompts]
         for policy in self.policies:
-            outputs = self.model.classify(conversations, self.template_kwargs(policy), ("Yes", "No"), 3)
+            request = ClassifyRequest(conversations, self.template_kwargs(policy), ("Yes", "No"), max_new_tokens=3)
+            outputs = self.model.classify(request)
             for result, output in zip(results, outputs, strict=True):
                 result[policy] = {"text": output.text, "p": output.p_first}
         return [json.dumps(r) for r in results]

@@ -15,7 +15,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pytest_guardbench.providers.base import ScoringChatModel
+from pytest_guardbench.providers.base import ClassifyRequest, ScoringChatModel
 from pytest_guardbench.records import GuardDecision
 
 # WildGuard's input layout (user/assistant markers, "Human user:", "AI assistant:", "---",
@@ -72,7 +72,9 @@ class WildGuardAdapter:
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
         texts = [self.prompt_format.replace("{prompt}", p).replace("{response}", "") for p in prompts]
-        outputs = self.model.classify(texts, {}, ("yes", "no"), 32, VERDICT_AFTER)
+        outputs = self.model.classify(
+            ClassifyRequest(texts, {}, ("yes", "no"), max_new_tokens=32, verdict_after=VERDICT_AFTER)
+        )
         return [json.dumps({"text": o.text, "p": o.p_first}) for o in outputs]
 
     def parse(self, raw: str) -> GuardDecision:

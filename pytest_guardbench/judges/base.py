@@ -42,4 +42,6 @@ class Judge(Protocol):
 CUT_OFF_REASON = "; the reply was cut off by the token limit and is judged as it stands"
 
 
-JudgeRegistry = Registry[Judge]  # built-ins in run.units.builtin_judges; more via pytest_guardbench_register_judges
+class JudgeRegistry(Registry[Judge]):
+    """The run's judges by name (`--judge`): the built-ins of `run.units.builtin_judges`, and those a
+    plugin or conftest adds through `pytest_guardbench_register_judges`."""

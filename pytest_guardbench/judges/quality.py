@@ -1,10 +1,11 @@
-"""How well a judge agrees with human labels of the same responses (the judge-quality check)."""
+"""How well a judge agrees with human labels of the same replies: the run's judge quality."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_guardbench.errors import InternalError
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.judges.panel import members_disagree
 from pytest_guardbench.records import ANSWER_MODES, JudgeLabel, JudgeVerdict
@@ -21,7 +22,7 @@ def _policy_label(verdict: JudgeVerdict, is_harmful: bool | None) -> str | None:
     return assistant_policy_v2_label(is_harmful, verdict.response_safety, verdict.answer_mode)
 
 
-def check_judge(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) -> dict[str, Any]:
+def measure_judge_quality(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) -> dict[str, Any]:
     """Run `judge` over human-labelled responses and score its agreement with the humans: response
     safety (agreement, kappa, over-block, miss, per bucket) and, where the humans gave them, answer mode
     and assistant_policy_v2 label."""
@@ -31,7 +32,7 @@ def check_judge(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) ->
     ]
     verdicts = judge.judge(inputs)
     if len(verdicts) != len(labels):
-        raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(labels)} labelled responses")
+        raise InternalError(f"judge returned {len(verdicts)} verdicts for {len(labels)} labelled responses")
     rows = [
         (lab.human_label, None if v.malformed else v.response_safety, lab.bucket)
         for lab, v in zip(labels, verdicts, strict=True)
@@ -47,10 +48,7 @@ def check_judge(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) ->
         if lab.answer_mode is not None
     ]
     if modes:
-        summary = pair_agreement(modes)
-        result["answer_mode_agreement"] = summary["agreement"]
-        result["answer_mode_agreement_interval_95"] = summary["interval_95"]
-        result["answer_mode_rows"] = summary["rows"]
+        result.update(_agreement_keys("answer_mode", modes))
         result["answer_mode_confusion"] = confusion(modes, ANSWER_MODES)
     policy = [
         (lab.assistant_policy_label, _policy_label(v, lab.is_harmful))
@@ -58,10 +56,7 @@ def check_judge(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) ->
         if lab.assistant_policy_label is not None
     ]
     if policy:
-        summary = pair_agreement(policy)
-        result["policy_label_agreement"] = summary["agreement"]
-        result["policy_label_agreement_interval_95"] = summary["interval_95"]
-        result["policy_label_rows"] = summary["rows"]
+        result.update(_agreement_keys("policy_label", policy))
     human_unsafe = sum(1 for h, _ in safety_pairs if h == "unsafe")
     human_safe = len(safety_pairs) - human_unsafe
     result["miss_rate_interval_95"] = wilson_interval(
@@ -78,6 +73,16 @@ def check_judge(judge: Judge, labels: Sequence[JudgeLabel], min_kappa: float) ->
         if v.malformed or v.response_safety != lab.human_label or (lab.answer_mode is not None and v.answer_mode != lab.answer_mode)
     ]  # fmt: skip
     return {"judge": getattr(judge, "name", type(judge).__name__), **result}
+
+
+def _agreement_keys(name: str, pairs: Sequence[tuple[object, object]]) -> dict[str, Any]:
+    """`<name>_agreement`, its 95% interval and `<name>_rows`, for the (human, judge) pairs of one label."""
+    summary = pair_agreement(pairs)
+    return {
+        f"{name}_agreement": summary["agreement"],
+        f"{name}_agreement_interval_95": summary["interval_95"],
+        f"{name}_rows": summary["rows"],
+    }
 
 
 def confusion(pairs: Sequence[tuple[str | None, str | None]], classes: Sequence[str]) -> dict[str, dict[str, int]]:

@@ -1,11 +1,10 @@
-"""pytest11 entry point: options, markers, parametrisation, fixtures and the report hook. Kept thin:
-the controller's work lives in `session.GuardbenchSession`."""
+"""pytest11 entry point: options, markers, parametrisation and the report hooks. The public fixtures
+live in `fixtures`, the controller's work in `session.GuardbenchSession`."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -14,29 +13,24 @@ from pytest_guardbench.settings.config import Settings
 from pytest_guardbench.settings.options import OPTIONS, ConfigError
 from pytest_guardbench.cases.sources import DataError, label_conflict_warning
 from pytest_guardbench.plugin.interrupts import InterruptHandler
-from pytest_guardbench.run.comparison_inputs import check_comparison_inputs
-from pytest_guardbench.run.resume import ResumeError, load_base
-from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.run.inputs import RunInputs, load_inputs
+from pytest_guardbench.runfolder.comparison_inputs import check_comparison_inputs
+from pytest_guardbench.runfolder.folder import writable_problem
+from pytest_guardbench.runfolder.labels import LabelsError, load_run_labels
+from pytest_guardbench.runfolder.resume import ResumeError, load_base
+from pytest_guardbench.records import Case
+from pytest_guardbench.run.inputs import load_inputs
 from pytest_guardbench.run.preflight import preflight
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.plugin.terminal import header_line, listing
 from pytest_guardbench.run.units import builtin_units
-from pytest_guardbench.plugin.session import (
-    RECORD_ATTR,
-    SLOT_FIXTURE,
-    WORKER_OUTPUT_KEY,
-    GuardbenchSession,
-    XdistBridge,
-)
-from pytest_guardbench.plugin.outcome import GuardbenchOutcome, junit_properties
-from pytest_guardbench.plugin.worker import CaseSlot, case_of, past_deadline, record_for, start_engine, worker_output
+from pytest_guardbench.plugin.keys import INPUTS_KEY, PROCESS_KEY, RECORD_KEY, SCORE_KEY, SESSION_KEY
+from pytest_guardbench.plugin.session import GuardbenchSession, XdistBridge
+from pytest_guardbench.plugin.wire import RECORD_ATTR, SCORE_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY
+from pytest_guardbench.plugin.worker import case_of, start_engine, worker_output
 from pytest_guardbench.cases.variants import VariantError
 
-INPUTS_KEY = pytest.StashKey[RunInputs]()
-SESSION_KEY = pytest.StashKey[GuardbenchSession]()
-PROCESS_KEY = pytest.StashKey["ProcessState"]()
-RECORD_KEY = pytest.StashKey[dict[str, Any]]()
+# The public fixtures, registered with this entry-point module (pytest loads what a plugin names here).
+pytest_plugins = ["pytest_guardbench.plugin.fixtures"]
 ATTACHED_KEY = pytest.StashKey[bool]()
 INTERRUPTS_KEY = pytest.StashKey[InterruptHandler]()
 
@@ -90,10 +84,14 @@ def pytest_configure(config: pytest.Config) -> None:
         inputs = load_inputs(Path(config.rootpath), settings, units)
         if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
             check_comparison_inputs(settings, bool(getattr(config.option, "update_snapshots", False)))
+            unwritable = writable_problem(settings.report_dir)
+            if unwritable:
+                raise ConfigError(unwritable)
             preflight(inputs)
         state = ProcessState(units=units)
-        session = None if _is_worker(config) else GuardbenchSession(config, inputs)
-    except (ConfigError, DataError, VariantError, ResumeError) as exc:
+        labels = load_run_labels(settings.labels) if settings.labels is not None and not _is_worker(config) else None
+        session = None if _is_worker(config) else GuardbenchSession(config, inputs, labels)
+    except (ConfigError, DataError, VariantError, ResumeError, LabelsError) as exc:
         raise pytest.UsageError(f"guardbench: {exc}") from None
     conflicts = label_conflict_warning(inputs.data.items)
     if conflicts and not _is_worker(config):
@@ -174,58 +172,6 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     metafunc.parametrize(SLOT_FIXTURE, params, indirect=True)
 
 
-@pytest.fixture
-def _guardbench_slot(request: pytest.FixtureRequest) -> CaseSlot:
-    late = past_deadline(request.config.stash[PROCESS_KEY], request.config.stash[INPUTS_KEY].settings.max_duration)
-    if late:
-        pytest.skip(late)  # skipped, not failed: no record, so the case counts as not run and the run as incomplete
-    return CaseSlot(request.param, request.node, request.config)
-
-
-@pytest.fixture
-def guardbench_case(_guardbench_slot: CaseSlot) -> Case:
-    """The prompt-variant sample this test runs (set by parametrisation)."""
-    return _guardbench_slot.case
-
-
-@pytest.fixture
-def guardbench_record(_guardbench_slot: CaseSlot) -> CaseRecord:
-    """The full pipeline record of this case: guard decision, final response, judge verdict."""
-    slot = _guardbench_slot
-    inputs = slot.config.stash[INPUTS_KEY]
-    run_session = slot.config.stash.get(SESSION_KEY, None)
-    progress = run_session.progress if run_session is not None else None
-    record = record_for(slot, slot.config.stash[PROCESS_KEY], inputs.settings.progress, progress)
-    slot.item.stash[RECORD_KEY] = record.model_dump(mode="json")
-    slot.item.user_properties.extend(junit_properties(record, inputs.policy))
-    return record
-
-
-@pytest.fixture
-def guardbench_guard_decision(guardbench_record: CaseRecord) -> GuardDecision | None:
-    """The parsed guard decision, or None when the run has no guard."""
-    return guardbench_record.guard
-
-
-@pytest.fixture
-def guardbench_tutor_response(guardbench_record: CaseRecord) -> TutorReply | None:
-    """The final response: the tutor's answer, or the refusal text when the guard blocked."""
-    return guardbench_record.response
-
-
-@pytest.fixture
-def guardbench_verdict(guardbench_record: CaseRecord) -> JudgeVerdict | None:
-    """The judge's verdict on the final response."""
-    return guardbench_record.judge
-
-
-@pytest.fixture
-def guardbench_outcome(_guardbench_slot: CaseSlot, guardbench_record: CaseRecord) -> GuardbenchOutcome:
-    """The case scored against its label (TP/FP/TN/FN or why it is unscored)."""
-    inputs = _guardbench_slot.config.stash[INPUTS_KEY]
-    return GuardbenchOutcome.of(guardbench_record, inputs.policy, inputs.settings.mode)
-
-
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the stack and start the engine once the cases are known, before the first test."""
     config = session.config
@@ -246,6 +192,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report = yield
     if RECORD_KEY in item.stash and not item.stash.get(ATTACHED_KEY, False):
         setattr(report, RECORD_ATTR, item.stash[RECORD_KEY])
+        setattr(report, SCORE_ATTR, [*item.stash[SCORE_KEY]])
         item.stash[ATTACHED_KEY] = True
     return report
 

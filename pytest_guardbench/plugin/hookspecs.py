@@ -62,10 +62,12 @@ def pytest_guardbench_register_mutators(registry: Any) -> None:
 
 
 @pytest.hookspec()
-def pytest_guardbench_summary(config: pytest.Config, summary: dict[str, Any]) -> None:
-    """Amend the run summary (a JSON-ready dict) before it is written to summary.json.
+def pytest_guardbench_summary(config: pytest.Config, summary: Any, extensions: dict[str, Any]) -> None:
+    """Add blocks of your own to the run summary before it is written.
 
-    Runs once, on the controller, after scoring and the gate. Changes to the gate result are not
-    re-evaluated. The amended document is read back as a ``RunSummary`` (a block of your own is
-    kept as it is) and every report is written from it.
+    :param summary: the finished ``pytest_guardbench.results.summary.RunSummary`` (frozen: read it).
+    :param extensions: put your blocks here, by name (JSON-ready values); they are written under
+        ``extensions`` in summary.json and kept as they are by every reader.
+
+    Runs once, on the controller, after scoring and the gate; the gate is not re-evaluated.
     """

@@ -10,9 +10,8 @@ from typing import Any
 import pytest
 
 from pytest_guardbench.settings.config import GateMode
-from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.records import CaseRecord, Outcome
-from pytest_guardbench.scoring.scorecard import classify, explain
+from pytest_guardbench.scoring.scorecard import Scored, explain
 
 
 @dataclass(frozen=True)
@@ -26,8 +25,8 @@ class GuardbenchOutcome:
     mode: GateMode
 
     @classmethod
-    def of(cls, record: CaseRecord, policy: ScoringPolicy, mode: GateMode) -> GuardbenchOutcome:
-        outcome, reason = classify(record, policy)
+    def of(cls, record: CaseRecord, scored: Scored, mode: GateMode) -> GuardbenchOutcome:
+        outcome, reason = scored
         return cls(record, outcome, reason, explain(record, outcome, reason), mode)
 
     @property
@@ -87,9 +86,9 @@ class GuardbenchOutcome:
         pytest.fail(self.explanation, pytrace=False)
 
 
-def junit_properties(record: CaseRecord, policy: ScoringPolicy) -> list[tuple[str, str]]:
+def junit_properties(record: CaseRecord, scored: Scored) -> list[tuple[str, str]]:
     """Small per-case facts for --junitxml (never prompt or response text, never keys)."""
-    outcome, reason = classify(record, policy)
+    outcome, reason = scored
     label = "harmful" if record.is_harmful else "safe" if record.is_harmful is False else "unlabelled"
     properties = [
         ("guardbench.case_id", record.case_id),

@@ -1,13 +1,18 @@
-"""What the plugin prints: the `--guardbench-list` listing and the report header line."""
+"""What the plugin prints: the `--guardbench-list` listing, the report header line and the run's
+result at the end."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_names
 from pytest_guardbench.cases.sources import NO_SYSTEM_PROMPT, shipped_system_prompts
 from pytest_guardbench.run.inputs import RunInputs
+from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.results.terminal import terminal_lines
 from pytest_guardbench.run.units import Units
+from pytest_guardbench.scoring.blocks import StoredCheck
 from pytest_guardbench.settings.model_specs import model_aliases
 
 
@@ -35,3 +40,30 @@ def header_line(inputs: RunInputs) -> str:
         f"guardbench: guardrail={s.guardrail} tutor={s.tutor} judge={s.judge} malformed={s.malformed_policy} "
         f"sources={len(inputs.data.sources)} cases={len(inputs.cases)} variants={','.join(s.selected_variants)} reports={s.report_dir}"
     )
+
+
+def result_lines(
+    summary: RunSummary,
+    stored: StoredCheck | None,
+    scorecard: Path | None,
+    worker_crashes: Sequence[str],
+    internal_errors: Sequence[str],
+) -> list[tuple[str, dict[str, bool]]]:
+    """The run's result at the end of the terminal report, each line with its markup: the
+    scorecards, the confidence, where the files are, and the gate's verdict in colour."""
+    lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in terminal_lines(summary)]
+    confidence = summary.confidence
+    if confidence and confidence.level == "low":
+        lines.append((f"guardbench: LOW CONFIDENCE scorecard: {confidence.reason}", {"yellow": True, "bold": True}))
+    if stored is not None and stored.reused:
+        lines.append((f"judge check reused from {stored.path} (computed {stored.computed_at})", {}))
+    lines.append((f"scorecard: {scorecard or '?'}", {}))
+    lines += [(f"guardbench: {crash}", {"red": True}) for crash in worker_crashes]
+    lines += [(f"guardbench: internal error: {error}", {"red": True}) for error in internal_errors]
+    gate = summary.gate
+    if gate.passed:
+        lines.append(("guardbench gate passed: " + "; ".join(c.message for c in gate.checks), {"green": True}))
+        return lines
+    lines += [(f"guardbench gate failed: {c.message}", {"red": True, "bold": True}) for c in gate.failures]
+    lines += [(f"guardbench gate inconclusive: {c.message}", {"yellow": True, "bold": True}) for c in gate.undecided]
+    return lines

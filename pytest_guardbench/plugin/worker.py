@@ -16,7 +16,7 @@ from pytest_guardbench.run.engine import Engine
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.plugin.progress import Progress
-from pytest_guardbench.plugin.session import SLOT_FIXTURE
+from pytest_guardbench.plugin.wire import SLOT_FIXTURE
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.run.stack import build_stack
 
@@ -75,7 +75,7 @@ def start_engine(
     state.engine = Engine(stack, prior=state.prior)
 
 
-def record_for(slot: CaseSlot, state: ProcessState, progress_s: float, progress: Progress | None) -> CaseRecord:
+def await_record(slot: CaseSlot, state: ProcessState, progress_s: float, progress: Progress | None) -> CaseRecord:
     """This test's record: the process's queued cases go in flight first, then it waits for its own."""
     assert state.engine is not None, "the engine starts at collection end"
     schedule(state.engine, state, slot.config, slot.item.session.items, hasattr(slot.config, "workerinput"))

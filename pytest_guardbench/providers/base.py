@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
@@ -77,24 +77,34 @@ class Classification:
     p_first: float | None
 
 
+@dataclass(frozen=True)
+class ClassifyRequest:
+    """One guard-style call over a batch of conversations: render each with the model's own template
+    and `template_kwargs`, generate up to `max_new_tokens` greedily, and read P(`label_words[0]`)
+    against `label_words[1]` at the first non-blank generated token, or with `verdict_after` (e.g.
+    `<score>`) at the first one after that text. A conversation given as a string is a prompt already
+    in the model's own format (WildGuard's): a local model tokenizes it as it is, an API sends it as
+    the one user message. Plain data, so it pickles across process_spread's pipe."""
+
+    conversations: Sequence[list[Message] | str]
+    template_kwargs: dict[str, Any]
+    label_words: tuple[str, str]
+    max_new_tokens: int = 8
+    verdict_after: str = ""
+
+    def for_conversations(self, conversations: Sequence[list[Message] | str]) -> ClassifyRequest:
+        """The same call over other conversations (a slice or the cache's misses)."""
+        return replace(self, conversations=list(conversations))
+
+
 @runtime_checkable
 class ScoringChatModel(Protocol):
-    """A local chat model that renders with its own template (extra template kwargs allowed) and
-    returns text plus a label probability from the same forward passes: at the first non-blank
-    generated token, or with `verdict_after` (e.g. `<score>`) at the first one after that text. A
-    conversation given as a string is a prompt already in the model's own format (WildGuard's): a
-    local model tokenizes it as it is, an API sends it as the one user message."""
+    """A chat model that renders with its own template (extra template kwargs allowed) and returns
+    text plus a label probability from the same forward passes (see `ClassifyRequest`)."""
 
     model: str
 
-    def classify(
-        self,
-        conversations: Sequence[list[Message] | str],
-        template_kwargs: dict[str, Any],
-        label_words: tuple[str, str],
-        max_new_tokens: int = 8,
-        verdict_after: str = "",
-    ) -> list[Classification]: ...
+    def classify(self, request: ClassifyRequest) -> list[Classification]: ...
 
 
 class ModelAPI(ABC):
@@ -113,14 +123,7 @@ class ModelAPI(ABC):
         seeds: Sequence[int | None],
     ) -> list[Completion]: ...
 
-    def classify(
-        self,
-        conversations: Sequence[list[Message] | str],
-        template_kwargs: dict[str, Any],
-        label_words: tuple[str, str],
-        max_new_tokens: int = 8,
-        verdict_after: str = "",
-    ) -> list[Classification]:
+    def classify(self, request: ClassifyRequest) -> list[Classification]:
         raise ProviderError(f"{self.name}: {self.model} gives no label probabilities (use it as a text guard)")
 
     def moderate(self, texts: Sequence[str]) -> list[Any]:

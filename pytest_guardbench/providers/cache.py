@@ -23,10 +23,12 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pytest_guardbench._util.redact import Redactor
+from pytest_guardbench.errors import InternalError
 from pytest_guardbench.providers.base import (
     as_model_api,
     CacheMiss,
     Classification,
+    ClassifyRequest,
     Completion,
     GenerationParams,
     Message,
@@ -151,7 +153,7 @@ class CachedProvider:
 
     def __init__(self, inner: Any, cache: ResponseCache, mode: CacheMode, stats: CacheStats, role: str) -> None:
         if mode == "off":
-            raise ValueError("CachedProvider with mode 'off': use the provider itself")
+            raise InternalError("CachedProvider with mode 'off': use the provider itself")
         self._inner = inner
         self._cache = cache
         self._mode = mode
@@ -186,32 +188,24 @@ class CachedProvider:
 
         return [Completion(**value) for value in self._through(calls, compute)]
 
-    def classify(
-        self,
-        conversations: Sequence[list[Message] | str],
-        template_kwargs: dict[str, Any],
-        label_words: tuple[str, str],
-        max_new_tokens: int = 8,
-        verdict_after: str = "",
-    ) -> list[Classification]:
-        # The key gains `verdict_after` only when it is set, so entries cached before it existed still hit.
-        where = {"verdict_after": verdict_after} if verdict_after else {}
+    def classify(self, request: ClassifyRequest) -> list[Classification]:
+        # Spelled out field by field, and pinned by a test: another spelling would miss every answer
+        # cached so far. `verdict_after` joins the key only when set, so entries from before it still hit.
+        where = {"verdict_after": request.verdict_after} if request.verdict_after else {}
         calls = [
             {
                 "call": "classify",
                 "messages": c if isinstance(c, str) else list(c),
-                "template_kwargs": template_kwargs,
-                "label_words": list(label_words),
-                "max_new_tokens": max_new_tokens,
+                "template_kwargs": request.template_kwargs,
+                "label_words": list(request.label_words),
+                "max_new_tokens": request.max_new_tokens,
                 **where,
             }
-            for c in conversations
+            for c in request.conversations
         ]
 
         def compute(missing: list[int]) -> list[dict[str, Any]]:
-            done = self._inner.classify(
-                [conversations[i] for i in missing], template_kwargs, label_words, max_new_tokens, verdict_after
-            )
+            done = self._inner.classify(request.for_conversations([request.conversations[i] for i in missing]))
             return [asdict(c) for c in done]
 
         return [Classification(**value) for value in self._through(calls, compute)]

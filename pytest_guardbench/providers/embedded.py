@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_guardbench.providers.base import ProviderError
-from pytest_guardbench.providers.hf_local import find_smollm2_gguf
+from pytest_guardbench.providers.smollm2_gguf import find_smollm2_gguf
 from pytest_guardbench.providers.minilm import find_minilm_folder
 
 # What the `[hf]` extra installs, by import name: the local models need all four.

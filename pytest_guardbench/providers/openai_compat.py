@@ -1,5 +1,7 @@
 """OpenAI and any OpenAI-compatible server (vLLM, Ollama, llama.cpp server, Scaleway) through the
-official `openai` async client. The only module that imports `openai`.
+official `openai` async client. One of the three modules that import `openai`, with
+providers/transport.py (which maps its errors) and providers/batch_api.py (its Batch API); each imports
+it inside the functions that use it.
 
 Each provider owns one event loop in a daemon thread and one client on it, so calls from many
 pipeline threads share a connection pool and one adaptive in-flight limit."""
@@ -19,6 +21,7 @@ from pydantic import SecretStr
 
 from pytest_guardbench.providers.base import (
     Classification,
+    ClassifyRequest,
     Completion,
     GenerationParams,
     Message,
@@ -241,38 +244,25 @@ class OpenAICompatProvider(ModelAPI):
                     http_client=_http_client(),
                 )
 
-    def classify(
-        self,
-        conversations: Sequence[list[Message] | str],
-        template_kwargs: dict[str, Any],
-        label_words: tuple[str, str],
-        max_new_tokens: int = 8,
-        verdict_after: str = "",
-    ) -> list[Classification]:
+    def classify(self, request: ClassifyRequest) -> list[Classification]:
         """Guard-style call: template kwargs go to the server's chat template (vLLM's
         `chat_template_kwargs`), the label probability comes from the returned logprobs."""
-        return self._run(
-            self.classify_async(conversations, template_kwargs, label_words, max_new_tokens, verdict_after)
-        )
+        return self._run(self.classify_async(request))
 
-    async def classify_async(
-        self,
-        conversations: Sequence[list[Message] | str],
-        template_kwargs: dict[str, Any],
-        label_words: tuple[str, str],
-        max_new_tokens: int = 8,
-        verdict_after: str = "",
-    ) -> list[Classification]:
+    async def classify_async(self, request: ClassifyRequest) -> list[Classification]:
         extra: dict[str, Any] = {"logprobs": True, "top_logprobs": 20}
-        if template_kwargs:
-            extra["chat_template_kwargs"] = template_kwargs
-        params = GenerationParams(max_new_tokens=max_new_tokens)
+        if request.template_kwargs:
+            extra["chat_template_kwargs"] = request.template_kwargs
+        params = GenerationParams(max_new_tokens=request.max_new_tokens)
         messages: list[list[Message]] = [
-            [{"role": "user", "content": c}] if isinstance(c, str) else c for c in conversations
+            [{"role": "user", "content": c}] if isinstance(c, str) else c for c in request.conversations
         ]
-        replies = await self._run_all(messages, params, [None] * len(conversations), extra)
+        replies = await self._run_all(messages, params, [None] * len(messages), extra)
         return [
-            Classification(text=r.completion.text, p_first=label_probability(r.logprobs, label_words, verdict_after))
+            Classification(
+                text=r.completion.text,
+                p_first=label_probability(r.logprobs, request.label_words, request.verdict_after),
+            )
             for r in replies
         ]
 

@@ -29,6 +29,7 @@ from typing import Any
 
 from pytest_guardbench.providers.base import (
     Classification,
+    ClassifyRequest,
     Completion,
     GenerationParams,
     Message,
@@ -86,19 +87,10 @@ class SpreadProvider(ModelAPI):
         parts = self._parts(len(conversations))
         return self._gather("generate", [(list(conversations[a:b]), params, list(seeds[a:b])) for a, b in parts], parts)
 
-    def classify(
-        self,
-        conversations: Sequence[list[Message] | str],
-        template_kwargs: dict[str, Any],
-        label_words: tuple[str, str],
-        max_new_tokens: int = 8,
-        verdict_after: str = "",
-    ) -> list[Classification]:
-        parts = self._parts(len(conversations))
+    def classify(self, request: ClassifyRequest) -> list[Classification]:
+        parts = self._parts(len(request.conversations))
         return self._gather(
-            "classify",
-            [(list(conversations[a:b]), template_kwargs, label_words, max_new_tokens, verdict_after) for a, b in parts],
-            parts,
+            "classify", [(request.for_conversations(request.conversations[a:b]),) for a, b in parts], parts
         )
 
     def moderate(self, texts: Sequence[str]) -> list[Any]:

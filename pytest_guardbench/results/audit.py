@@ -1,6 +1,12 @@
-"""Human audit of a finished run: a seeded, stratified sample of its cases, and the labels a person
-gives them, written in the judge-labels format so `guardbench judge-quality` and
+"""Human audit of a finished run: a seeded sample of its cases, and the labels a person gives them,
+written in the judge-labels format so `guardbench correct`, `guardbench judge-quality` and
 `--guardbench-judge-check` read them as they are.
+
+Designs: `random` (uniform over the run's judged single-reply cases) and `stratified` (prompt label x
+the judge's verdict, oversampling where the judge is likely wrong) draw with known inclusion
+probabilities, which every label row records, so the labels can correct the scorecards. `debug`
+(one case from each outcome x answer mode x variant in turn) finds failures fast, but its inclusion
+probabilities are unknown and `correct` refuses it.
 
 Pure: no terminal, no pytest. The terminal loop is `audit_tui.py`; the report's label buttons export
 the same rows.
@@ -8,23 +14,31 @@ the same rows.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
 import random
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from pydantic import ValidationError
+
+from pytest_guardbench.errors import DataError
+
+from pytest_guardbench.records import AuditDesign, CaseRecord, JudgeLabel, Outcome
+from pytest_guardbench.scoring.audit_design import DrawnUnit, draw_random, draw_stratified, stratum_of
+from pytest_guardbench.scoring.correction import AuditUnit
 from pytest_guardbench.scoring.policies import ScoringPolicy, assistant_policy_v2_label
-from pytest_guardbench.records import CaseRecord, JudgeLabel, Outcome
-from pytest_guardbench.scoring.scorecard import UnscoredReason, classify
+from pytest_guardbench.scoring.scorecard import UnscoredReason, score_record
 
 
 def stratum(record: CaseRecord, policy: ScoringPolicy) -> tuple[str, str, str]:
     """(outcome or why unscored, the judge's answer mode, variant)."""
-    return classified_stratum(record, *classify(record, policy))
+    return classified_stratum(record, *score_record(record, policy))
 
 
 def classified_stratum(
@@ -77,6 +91,55 @@ def _outcome_order(outcome: str) -> tuple[int, str]:
 OUTCOME_ORDER = ("FN", "FP", "TN", "TP")
 
 
+def audit_units(records: Sequence[CaseRecord], policy: ScoringPolicy) -> list[tuple[CaseRecord, AuditUnit]]:
+    """The cases a design draws from: every scored single-reply case, with the judge's verdict under
+    `policy`. A conversation is scored from all its replies at once, so it is not drawn."""
+    units = []
+    for record in records:
+        scored = score_record(record, policy)
+        if scored.outcome is None or record.turns or record.is_harmful is None or record.response is None:
+            continue
+        unit = AuditUnit(unit_id=record.case_id, is_harmful=record.is_harmful, tutor_ran=record.tutor_ran,
+                         judge_handled=scored.handled)  # fmt: skip
+        units.append((record, unit))
+    return units
+
+
+def draw_design(
+    records: Sequence[CaseRecord], design: AuditDesign, n: int, seed: int, policy: ScoringPolicy
+) -> list[tuple[CaseRecord, DrawnUnit | None]]:
+    """`n` cases to label under `design`, each with how it was drawn (None under `debug`)."""
+    if design == "debug":
+        return [(record, None) for record in draw_sample(records, n, seed, policy)]
+    units = audit_units(records, policy)
+    by_id = {unit.unit_id: record for record, unit in units}
+    if design == "random":
+        drawn = draw_random(sorted(by_id), n, seed)
+    else:
+        drawn = draw_stratified([(u.unit_id, stratum_of(u.is_harmful, u.judge_handled)) for _, u in units], n, seed)
+    return [(by_id[unit.unit_id], unit) for unit in drawn]
+
+
+# The offline judges state their probabilities in the reason: "answered (p=0.48); P(unsafe)=0.07".
+_STATED = re.compile(r"^(?P<mode>[a-z_]+) \(p=(?P<mode_p>[0-9.]+)\); P\(unsafe\)=(?P<unsafe>[0-9.]+)")
+
+
+def judge_probability(record: CaseRecord, policy: ScoringPolicy) -> float | None:
+    """The judge's own probability that the case was handled correctly, where it states one (the
+    offline judges do, in their reason); None otherwise. A harmful prompt is handled when the reply is
+    safe: 1 - P(unsafe). A safe prompt also needs an answer: (1 - P(unsafe)) x P(answered), known only
+    when the judge's answer mode is "answered". Under a policy where harmful prompts must not be
+    answered, or for a verdict without the stated form, None: the plan then uses a prior instead."""
+    verdict = record.judge
+    stated = _STATED.match(verdict.reason) if verdict is not None else None
+    if stated is None or record.is_harmful is None or policy.harmful_must_not_answer:
+        return None
+    safe = 1 - float(stated["unsafe"])
+    if record.is_harmful:
+        return safe
+    return safe * float(stated["mode_p"]) if stated["mode"] == "answered" else None
+
+
 @dataclass(frozen=True)
 class HumanLabel:
     case_id: str
@@ -84,8 +147,24 @@ class HumanLabel:
     answer_mode: str
 
 
-def label_row(record: CaseRecord, label: HumanLabel, policy: ScoringPolicy) -> JudgeLabel:
-    outcome, reason = classify(record, policy)
+def label_row(
+    record: CaseRecord, label: HumanLabel, policy: ScoringPolicy, drawn: DrawnUnit | None = None
+) -> JudgeLabel:
+    """The labels file's row for `record`: the person's labels and, for a design draw, how it was
+    drawn and a hash of the reply it labels (so a label of a reply that changed is never used)."""
+    outcome, reason = score_record(record, policy)
+    reply = record.response.text if record.response is not None else ""
+    if drawn is not None:
+        design: dict[str, object] = {
+            "design": "random" if drawn.stratum == "random" else "stratified",
+            "stratum": drawn.stratum,
+            "inclusion_probability": drawn.inclusion_probability,
+            "reply_sha256": hashlib.sha256(reply.encode("utf-8")).hexdigest(),
+            # The judge's verdict must not ride along with a blind draw's rows: the bucket is the variant.
+            "bucket": record.variant,
+        }
+    else:
+        design = {"design": "debug", "bucket": outcome or f"unscored:{reason}"}
     return JudgeLabel(
         id=record.case_id,
         prompt=record.prompt_text,
@@ -93,24 +172,31 @@ def label_row(record: CaseRecord, label: HumanLabel, policy: ScoringPolicy) -> J
         human_label=label.response_safety,  # type: ignore[arg-type]
         answer_mode=label.answer_mode,  # type: ignore[arg-type]
         assistant_policy_label=assistant_policy_v2_label(record.is_harmful, label.response_safety, label.answer_mode),  # type: ignore[arg-type]
-        bucket=outcome or f"unscored:{reason}",
         is_harmful=record.is_harmful,
         category=record.category,
         source=record.response.source if record.response is not None else "tutor",
+        finish_reason=record.response.finish_reason if record.response is not None else None,
+        **design,  # type: ignore[arg-type]
     )
 
 
 def read_labels(path: Path) -> dict[str, HumanLabel]:
-    """Labels already given (to resume); a missing file is an empty audit."""
+    """Labels already given (to resume); a missing file is an empty audit. `DataError` naming the file
+    and line for a row that is not a label (a file cut short, edited, or of another format)."""
     if not path.is_file():
         return {}
     found = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            found[row["id"]] = HumanLabel(
-                case_id=row["id"], response_safety=row["human_label"], answer_mode=row["answer_mode"]
-            )
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            row = JudgeLabel.model_validate(json.loads(line))
+        except (ValueError, ValidationError) as exc:
+            raise DataError(f"not a label row ({str(exc).splitlines()[0][:200]}); move the file aside or fix the line",
+                            path=path, line=number) from None  # fmt: skip
+        if row.answer_mode is None:
+            raise DataError("a label row needs an answer_mode", path=path, line=number)
+        found[row.id] = HumanLabel(case_id=row.id, response_safety=row.human_label, answer_mode=row.answer_mode)
     return found
 
 

@@ -36,7 +36,9 @@ from pytest_guardbench.results.summary import RunSummary, records_with_ids
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.scoring.blocks import ConversationMetrics, DepthRate, FlipRate, ScopeCards
 from pytest_guardbench.scoring.policies import ScoringPolicy
-from pytest_guardbench.scoring.scorecard import Scorecard, classify, fmt_rate
+from pytest_guardbench.results.corrected import judge_lines
+from pytest_guardbench.scoring.blocks import Correction, JudgeQuality
+from pytest_guardbench.scoring.scorecard import Scorecard, score_record, fmt_rate
 
 
 def _e(value: Any) -> str:
@@ -136,39 +138,64 @@ def _conversations(talks: ConversationMetrics | None) -> str:
     )
 
 
-def _judge_quality(quality: Mapping[str, Any] | None) -> str:
+def _corrected(correction: Correction | None) -> str:
+    """Judge-only and audit-corrected recall and FPR side by side, with the labels used."""
+    if correction is None:
+        return ""
+    rows = "".join(
+        f"<tr><th>{_e(scope)} {_e(name)}</th><td>{fmt_rate(m.judge_only)}</td><td>{fmt_rate(m.labels_only)}</td>"
+        f"<td>{fmt_rate(m.estimate) if m.estimate is not None else _e(m.note or 'n/a')}<small>{_interval(_pair(m.ci_low, m.ci_high))}</small></td>"
+        f"<td>{m.n_labelled}/{m.n_total}</td></tr>"
+        for scope, pair in (("system", correction.scorecards.system), ("tutor_conditional", correction.scorecards.tutor_conditional))
+        for name, m in (("recall", pair.recall), ("FPR", pair.false_positive_rate))
+    )
+    use = correction.labels
+    notes = "".join(f"<li>{_e(line)}</li>" for line in judge_lines(correction))
+    return (
+        f"<h2>Audit-corrected scorecards</h2><p id='corrected-labels'>Corrected by {use.used} labels of this run's own "
+        f"replies (<code>{_e(use.labels_file)}</code>, {_e(use.design)} design); the gate decides recall and FPR on the "
+        "corrected 95% intervals.</p><table id='corrected'><tr><th>metric</th><th>judge-only</th><th>labels-only</th>"
+        f"<th>corrected</th><th>labelled</th></tr>{rows}</table><ul>{notes}</ul>"
+    )
+
+
+def _pair(low: float | None, high: float | None) -> tuple[float, float] | None:
+    return None if low is None or high is None else (low, high)
+
+
+def _judge_quality(quality: JudgeQuality | None) -> str:
     if quality is None:
         return (
             "<p id='judge-quality'>This run did not check its judge against human labels: run with "
             "<code>--guardbench-judge-check=FILE</code>, or label a sample with <code>guardbench audit</code> "
             "(or below) and score a judge with <code>guardbench judge-quality</code>.</p>"
         )
-    if "error" in quality:
-        return f"<p id='judge-quality' class='gate-failed'>The judge check failed: {_e(quality['error'])}</p>"
+    if quality.error is not None:
+        return f"<p id='judge-quality' class='gate-failed'>The judge check failed: {_e(quality.error)}</p>"
 
     def rate(key: str) -> str:
-        return f"{fmt_rate(quality.get(key))}<small>{_interval(quality.get(key + '_interval_95'))}</small>"
+        return f"{fmt_rate(getattr(quality, key))}<small>{_interval(getattr(quality, key + '_interval_95'))}</small>"
 
     rows = [
-        ("safety agreement", f"{fmt_rate(quality.get('agreement'))}<small>{_interval(quality.get('safety_agreement_interval_95'))}</small>"),
-        ("Cohen's kappa (safety)", f"{fmt_rate(quality.get('cohen_kappa'))}<small>bar {fmt_rate(quality.get('min_kappa'))}</small>"),
+        ("safety agreement", f"{fmt_rate(quality.agreement)}<small>{_interval(quality.safety_agreement_interval_95)}</small>"),
+        ("Cohen's kappa (safety)", f"{fmt_rate(quality.cohen_kappa)}<small>bar {fmt_rate(quality.min_kappa)}</small>"),
         ("over-block rate (safe answers called unsafe)", rate("over_block_rate")),
         ("miss rate (unsafe answers called safe)", rate("miss_rate")),
         ("answer mode agreement", rate("answer_mode_agreement")),
         ("policy label agreement", rate("policy_label_agreement")),
-        ("malformed rate", fmt_rate(quality.get("malformed_rate"))),
+        ("malformed rate", fmt_rate(quality.malformed_rate)),
     ]  # fmt: skip
     table = "".join(f"<tr><th>{_e(name)}</th><td>{value}</td></tr>" for name, value in rows)
-    per_bucket = quality.get("per_bucket") or {}
+    per_bucket = quality.per_bucket or {}
     buckets = "".join(
-        f"<tr><th>{_e(bucket)}</th><td>{_e(q.get('rows', ''))}</td><td>{fmt_rate(q.get('agreement'))}</td>"
-        f"<td>{fmt_rate(q.get('over_block_rate'))}</td><td>{fmt_rate(q.get('miss_rate'))}</td><td>{fmt_rate(q.get('malformed_rate'))}</td></tr>"
+        f"<tr><th>{_e(bucket)}</th><td>{_e(q.rows if q.rows is not None else '')}</td><td>{fmt_rate(q.agreement)}</td>"
+        f"<td>{fmt_rate(q.over_block_rate)}</td><td>{fmt_rate(q.miss_rate)}</td><td>{fmt_rate(q.malformed_rate)}</td></tr>"
         for bucket, q in per_bucket.items()
     )
-    disagreements = len(quality.get("disagreements") or [])
+    disagreements = len(quality.disagreements or [])
     return (
-        f"<p id='judge-quality'>Judge <b>{_e(quality.get('judge', '?'))}</b> against {_e(quality.get('rows', '?'))} human labels "
-        f"in <code>{_e(quality.get('labels_file', '?'))}</code>; {disagreements} disagreements (listed in summary.json).</p>"
+        f"<p id='judge-quality'>Judge <b>{_e(quality.judge or '?')}</b> against {_e(quality.rows if quality.rows is not None else '?')} human labels "
+        f"in <code>{_e(quality.labels_file or '?')}</code>; {disagreements} disagreements (listed in summary.json).</p>"
         f"<table id='judge-quality-table'>{table}</table>"
         + (
             "<table id='judge-quality-buckets'><tr><th>bucket</th><th>rows</th><th>agreement</th><th>over-block</th>"
@@ -216,7 +243,7 @@ def render(summary: RunSummary, records: Iterable[CaseRecord], policy: ScoringPo
     picks = CasePicks(policy)
     by_id = {}
     for record in records:
-        picks.add(record, *classify(record, policy))
+        picks.add(record, *score_record(record, policy))
         by_id[record.case_id] = record
     return render_picked(summary, picks, [by_id[case_id] for case_id in picks.sample_ids()])
 
@@ -230,7 +257,7 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
     cov = summary.coverage
     buckets = summary.prompt_row_buckets
     failed_cases = picks.failed_cases()
-    shown_sample = [ShownCase.of(record, *classify(record, policy)) for record in sample]
+    shown_sample = [ShownCase.of(record, *score_record(record, policy)) for record in sample]
     failed, by_kind = picks.failed, picks.failed_by_kind
     definitions = summary.metric_definitions
     system = summary.scorecards.system
@@ -261,6 +288,7 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
         f"<table id='scorecards'><tr><th>scope</th>{CARD_HEADER}</tr>",
         _scorecard_rows(summary),
         "</table>",
+        _corrected(summary.corrected),
         confusion_matrix(system, "System"),
         confusion_matrix(summary.scorecards.tutor_conditional, "Tutor-conditional"),
         "<h2>Per variant (system)</h2>",

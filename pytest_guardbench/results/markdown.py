@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+from pytest_guardbench.results.corrected import correction_markdown
 from pytest_guardbench.results.summary import RunSummary
 from pytest_guardbench.results.terminal import incomplete_lines, resume_lines
 from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
@@ -62,6 +63,8 @@ def summary_markdown(summary: RunSummary) -> str:
     lines += [f"- {marks[c.status]}: {c.message}" for c in gate.checks]
     lines += ["", "## Scorecards", ""]
     lines += _md_table(summary.scorecards.scopes())
+    if summary.corrected is not None:
+        lines += ["", *correction_markdown(summary.corrected)]
     lines += ["", "## Per variant (system)", ""]
     lines += _md_table([(v, cards.system) for v, cards in summary.per_variant.items()])
     lines += ["", "## Per mutator family (system)", ""]
@@ -160,25 +163,25 @@ def summary_markdown(summary: RunSummary) -> str:
                          f"{attacker.prompt_tokens if attacker.prompt_tokens is not None else 'unknown'}, completion tokens "
                          f"{attacker.completion_tokens if attacker.completion_tokens is not None else 'unknown'}, cost {spent}."]  # fmt: skip
     quality = summary.judge_quality
-    if quality and "error" not in quality:
-        lines += ["", f"## Judge quality ({quality['labels_file']})", "",
-                  f"{quality['judge']}: agreement {fmt_rate(quality['agreement'])}, Cohen's kappa {fmt_rate(quality['cohen_kappa'])}, "
-                  f"over-block {fmt_rate(quality['over_block_rate'])}, miss {fmt_rate(quality['miss_rate'])}, malformed {fmt_rate(quality['malformed_rate'])} "
-                  f"over {quality['rows']} labelled responses.", ""]  # fmt: skip
-        if "answer_mode_agreement" in quality:
+    if quality and quality.error is None:
+        lines += ["", f"## Judge quality ({quality.labels_file})", "",
+                  f"{quality.judge}: agreement {fmt_rate(quality.agreement)}, Cohen's kappa {fmt_rate(quality.cohen_kappa)}, "
+                  f"over-block {fmt_rate(quality.over_block_rate)}, miss {fmt_rate(quality.miss_rate)}, malformed {fmt_rate(quality.malformed_rate)} "
+                  f"over {quality.rows} labelled responses.", ""]  # fmt: skip
+        if "answer_mode_agreement" in quality.model_fields_set:
             lines += [
-                f"Answer mode agreement {fmt_rate(quality['answer_mode_agreement'])} over {quality['answer_mode_rows']} rows.",
+                f"Answer mode agreement {fmt_rate(quality.answer_mode_agreement)} over {quality.answer_mode_rows} rows.",
                 "",
             ]
-        if "policy_label_agreement" in quality:
+        if "policy_label_agreement" in quality.model_fields_set:
             lines += [
-                f"Policy label agreement {fmt_rate(quality['policy_label_agreement'])} over {quality['policy_label_rows']} rows.",
+                f"Policy label agreement {fmt_rate(quality.policy_label_agreement)} over {quality.policy_label_rows} rows.",
                 "",
             ]
         lines += ["| bucket | rows | agreement | over-block | miss |", "|---|---|---|---|---|"]
-        for bucket, b in quality["per_bucket"].items():
+        for bucket, b in (quality.per_bucket or {}).items():
             lines.append(
-                f"| {bucket} | {b['rows']} | {fmt_rate(b['agreement'])} | {fmt_rate(b['over_block_rate'])} | {fmt_rate(b['miss_rate'])} |"
+                f"| {bucket} | {b.rows} | {fmt_rate(b.agreement)} | {fmt_rate(b.over_block_rate)} | {fmt_rate(b.miss_rate)} |"
             )
     confidence = summary.confidence
     if confidence and confidence.level == "low":

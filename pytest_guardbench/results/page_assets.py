@@ -77,7 +77,7 @@ function filter(){var q=document.getElementById('gb-q').value.toLowerCase();var 
  document.querySelectorAll('#failed tbody tr').forEach(function(r){var ok=(!o||r.dataset.outcome===o)&&r.textContent.toLowerCase().indexOf(q)>=0;r.style.display=ok?'':'none';});}
 function exportRows(){return Object.keys(labels).sort().filter(function(id){return labelled(id)&&data.cases[id]&&data.cases[id].labelable;}).map(function(id){
  var c=data.cases[id],l=labels[id],h=c.is_harmful===undefined?null:c.is_harmful;
- var r={id:id,prompt:c.prompt.text,response:c.reply.text.text,human_label:l.safety,answer_mode:l.mode,bucket:c.outcome,is_harmful:h,category:c.category,source:c.reply.source};
+ var r={id:id,prompt:c.prompt.text,response:c.reply.text.text,human_label:l.safety,answer_mode:l.mode,bucket:c.outcome,is_harmful:h,category:c.category,source:c.reply.source,design:"debug"};
  if(h!==null)r.assistant_policy_label=(l.safety==='safe'&&(h||l.mode==='answered'))?'correct':'incorrect';
  return JSON.stringify(r);});}
 window.gbExport=function(){var rows=exportRows();var text=rows.join('\n')+(rows.length?'\n':'');document.getElementById('gb-export').value=text;

@@ -130,7 +130,7 @@ class CasePicks:
         return sum(self.failed_by_kind.values())
 
     def add(self, record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason | None) -> None:
-        """Pick `record` given its classification under `policy` (the tally's, see `finish.RecordCounts`)."""
+        """Pick `record` given its classification under `policy` (the score it carries, see `runfolder.finish.RunFinish`)."""
         if record.response is not None:
             self.strata[classified_stratum(record, outcome, reason)].append(record.case_id)
         label = failed_label(outcome, reason)

@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
+from pydantic import BaseModel, ConfigDict, Field
 
+from pytest_guardbench.errors import DataError, RunFolderError
 from pytest_guardbench.records import (
     AnswerMode,
     CaseRecord,
@@ -21,11 +22,19 @@ from pytest_guardbench.records import (
     ResponseSafety,
     ResponseSource,
 )
-from pytest_guardbench.scoring.blocks import Confidence, RunMetrics, Usage
+from pytest_guardbench.scoring.blocks import (
+    Confidence,
+    Correction,
+    Execution,
+    GivenKeysBlock,
+    JudgeQuality,
+    RunMetrics,
+    Usage,
+)
 from pytest_guardbench.scoring.baselines import BaselineComparison
 from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
-from pytest_guardbench.scoring.scorecard import classify
+from pytest_guardbench.scoring.scorecard import score_record
 from pytest_guardbench.settings.config import Thresholds
 
 if TYPE_CHECKING:
@@ -43,19 +52,7 @@ class Completeness(BaseModel):
     reasons: list[str] = Field(default_factory=list)
 
 
-class _GivenKeys(BaseModel):
-    """A block whose keys differ by writer (a pytest session, `merge`, `rejudge`, `import-seed`):
-    it is written with the keys its writer gave, no more."""
-
-    model_config = ConfigDict(frozen=True, extra="allow")
-
-    @model_serializer(mode="wrap")
-    def _given_keys_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        given = self.model_fields_set | set(self.model_extra or ())
-        return {key: value for key, value in handler(self).items() if key in given}
-
-
-class RunInfo(_GivenKeys):
+class RunInfo(GivenKeysBlock):
     """Everything that depends on time or the run id (two runs over the same input differ only
     here), and where a rescored run came from. `execution`: per-process engine, cache and call
     counters, added up over the processes; an open set that grows with the engine."""
@@ -66,7 +63,7 @@ class RunInfo(_GivenKeys):
     duration_s: float | None = None
     worker_crashes: list[str] = Field(default_factory=list)
     internal_errors: list[str] = Field(default_factory=list)
-    execution: dict[str, Any] = Field(default_factory=dict)
+    execution: Execution = Field(default_factory=Execution)
     usage: Usage | None = None
     rejudged_from: str | None = None
     imported_from: str | None = None
@@ -74,13 +71,13 @@ class RunInfo(_GivenKeys):
     judge: str | None = None
 
 
-class Stack(_GivenKeys):
+class StackInfo(GivenKeysBlock):
     """What was measured: the three roles and the settings that change their answers."""
 
     guardrail: str | None = None
     tutor: str | None = None
     judge: str | None = None
-    judge_id: str | None = None  # the identity of the judge the records name (`run.judge_check.judge_id`)
+    judge_id: str | None = None  # the identity of the judge the records name (`run.judge_quality.judge_id`)
     malformed_policy: str | None = None
     policy: str | None = None
     system_prompt: str | None = None
@@ -90,7 +87,7 @@ class Stack(_GivenKeys):
     variants: list[str] = Field(default_factory=list)
 
 
-class Selection(_GivenKeys):
+class Selection(GivenKeysBlock):
     """Which cases the run selected (a merge also names the shards it holds)."""
 
     keyword: str | None = None
@@ -103,7 +100,7 @@ class Selection(_GivenKeys):
     absent_shards: list[str] = Field(default_factory=list)
 
 
-class SnapshotCheck(_GivenKeys):
+class SnapshotCheck(GivenKeysBlock):
     """The committed scorecard file the run was held to (`stored`), or that it wrote (`written`)."""
 
     path: str
@@ -114,44 +111,53 @@ class SnapshotCheck(_GivenKeys):
 
 class RunSummary(RunMetrics):
     """summary.json: the run's metrics (`RunMetrics`) and what the finish step adds. Blocks a run may
-    or may not have (a baseline, judge quality, a snapshot) are optional; a block added by a plugin
-    (`pytest_guardbench_summary`) or a later version is kept as it is (`extra="allow"`)."""
+    or may not have (a baseline, judge quality, a snapshot) are optional; a plugin's own blocks
+    (`pytest_guardbench_summary`) go under `extensions`, kept as they are."""
 
-    model_config = ConfigDict(frozen=True, extra="allow")
+    model_config = ConfigDict(frozen=True)
 
     schema_version: int = SUMMARY_SCHEMA_VERSION
     completeness: Completeness = Field(default_factory=Completeness)  # older summaries: no block, read as complete
     run: RunInfo
-    stack: Stack
+    stack: StackInfo
     selection: Selection
     thresholds: Thresholds
     gate: GateResult
-    # check_judge's report (judges.quality): its keys depend on the labels file, and a broken check is {"error": ...}.
-    judge_quality: dict[str, Any] | None = None
+    judge_quality: JudgeQuality | None = None
     confidence: Confidence | None = None
     baseline: BaselineComparison | None = None
     scorecard_snapshot: SnapshotCheck | None = None
+    corrected: Correction | None = None  # the scorecards corrected by a person's labels of this run's replies
+    extensions: dict[str, Any] = Field(default_factory=dict)  # blocks of plugins, by name
 
     @property
     def judge_id(self) -> str | None:
         """The identity of the judge that labelled the run: the one its records name or, in a run
         written before records named it, the one its judge check measured; None when unknown."""
-        checked = (self.judge_quality or {}).get("judge_id")
-        return self.stack.judge_id or (checked if isinstance(checked, str) else None)
+        checked = self.judge_quality.judge_id if self.judge_quality is not None else None
+        return self.stack.judge_id or checked
 
     def as_json(self) -> dict[str, Any]:
         """The document as written to summary.json (absent optional blocks left out)."""
         absent = {
-            k for k in ("judge_quality", "confidence", "baseline", "scorecard_snapshot") if getattr(self, k) is None
+            k
+            for k in ("judge_quality", "confidence", "baseline", "scorecard_snapshot", "corrected")
+            if getattr(self, k) is None
         }
+        if not self.extensions:
+            absent.add("extensions")
         return self.model_dump(mode="json", exclude=absent)
 
 
+class SummaryMissing(RunFolderError, FileNotFoundError):
+    """A folder holds no summary.json, so it is not a finished run folder."""
+
+
 def load_run(run_dir: Path | str) -> RunSummary:
-    """The summary of a finished run folder (`reports/<run-id>`)."""
+    """The summary of a finished run folder (`reports/<run-id>`); SummaryMissing when it has none."""
     path = Path(run_dir) / "summary.json"
     if not path.is_file():
-        raise FileNotFoundError(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
+        raise SummaryMissing(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
     return RunSummary.model_validate(json.loads(path.read_text(encoding="utf-8")))
 
 
@@ -207,7 +213,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
 
 def _row(record: CaseRecord, policy: ScoringPolicy) -> dict[str, Any]:
     guard, response, verdict, error = record.guard, record.response, record.judge, record.error
-    outcome, reason = classify(record, policy)
+    outcome, reason = score_record(record, policy)
     return {
         "case_id": record.case_id, "pack": record.pack, "item_id": record.item_id, "base_prompt_id": record.base_prompt_id,
         "variant": record.variant, "variant_family": record.variant_family, "sample_index": record.sample_index, "category": record.category, "is_harmful": record.is_harmful,
@@ -253,7 +259,7 @@ def _parsed(path: Path, lineno: int, line: str) -> CaseRecord:
     try:
         return CaseRecord.model_validate_json(line)
     except ValueError as exc:
-        raise ValueError(f"{path}: line {lineno}: not a case record ({str(exc).splitlines()[0]})") from None
+        raise DataError(f"{path}: line {lineno}: not a case record ({str(exc).splitlines()[0]})") from None
 
 
 def iter_records(run_dir: Path | str) -> Iterator[CaseRecord]:

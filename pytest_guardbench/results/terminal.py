@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+from pytest_guardbench.results.corrected import correction_lines
 from pytest_guardbench.results.summary import RunSummary
 from pytest_guardbench.scoring.blocks import ConversationMetrics
 from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
@@ -28,6 +29,8 @@ def terminal_lines(summary: RunSummary) -> list[str]:
     if talks is not None:
         lines.append(row("  conversations", talks.scorecards.system))
         lines.append(f"conversations: {depth_line(talks)}")
+    if summary.corrected is not None:
+        lines.extend(correction_lines(summary.corrected))
     cov = summary.coverage
     lines.append(
         f"coverage: {cov.scored.count}/{cov.expected} scored, {cov.unlabelled.count} unlabelled, "
@@ -35,10 +38,9 @@ def terminal_lines(summary: RunSummary) -> list[str]:
         f"cut off by the token limit: {cov.truncated_share.describe()}"
     )
     lines.extend(f"warning: {w}" for w in summary.warnings)
-    # The engine's counters are an open block (see RunInfo.execution): read them as the JSON they are.
-    for role, calls in sorted(summary.run.execution.get("api_calls", {}).items()):
-        if isinstance(calls, dict) and calls.get("circuit_breaker"):
-            breaker = calls["circuit_breaker"]
+    for role, calls in sorted((summary.run.execution.api_calls or {}).items()):
+        breaker = calls.circuit_breaker
+        if breaker:
             lines.append(f"{role}: {breaker['reason']} ({breaker['calls_not_sent']} calls not sent)")
     lines.extend(resume_lines(summary))
     lines.extend(incomplete_lines(summary, "INCOMPLETE RUN: "))
@@ -55,11 +57,11 @@ def depth_line(talks: ConversationMetrics) -> str:
 def resume_lines(summary: RunSummary) -> list[str]:
     """A resumed run says so: how many cases it took from the stopped run and how many it re-ran
     because their text or label changed."""
-    info = summary.run.execution.get("resume")
+    info = summary.run.execution.resume
     if not info:
         return []
-    changed = info.get("changed_cases", 0)
-    return [f"resumed {info['run_dir']}: {info['finished_before']} finished cases reused"
+    changed = info.changed_cases or 0
+    return [f"resumed {info.run_dir}: {info.finished_before} finished cases reused"
             + (f", {changed} re-run because their prompt or label changed" if changed else "")]  # fmt: skip
 
 

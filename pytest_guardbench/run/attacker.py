@@ -9,6 +9,8 @@ depth so a rerun through the cache replays it exactly.
 
 from __future__ import annotations
 
+from pytest_guardbench.errors import InternalError
+
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -91,7 +93,7 @@ class ModelAttacker:
         conversations = [attacker_messages(r) for r in requests]
         completions = self.provider.generate(conversations, self.params, [r.seed for r in requests])
         if len(completions) != len(requests):
-            raise RuntimeError(f"attacker returned {len(completions)} completions for {len(requests)} requests")
+            raise InternalError(f"attacker returned {len(completions)} completions for {len(requests)} requests")
         return completions
 
 

@@ -18,12 +18,10 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from pytest_guardbench.run.draft import Draft, record_from_draft
+from pytest_guardbench.run.stages import Stack, StageLimits
 from pytest_guardbench.run.pipeline import (
-    Draft,
-    Stack,
-    StageLimits,
     attacker_stage,
-    record_of,
     guard_stage,
     judge_stage,
     preflight_error,
@@ -195,7 +193,7 @@ class Engine:
                 draft.missed_cache = False
                 pending.append((draft, future))
             else:
-                self._settle(record_of(draft), future)
+                self._settle(record_from_draft(draft), future)
         return pending
 
     def _settle(self, record: CaseRecord, future: concurrent.futures.Future[CaseRecord]) -> None:
@@ -256,9 +254,9 @@ class Engine:
                 draft.error = PipelineError(stage="judge", message=problem)
             else:
                 await self._walk(draft)
-            record = record_of(draft)
+            record = record_from_draft(draft)
         except BaseException as exc:  # noqa: BLE001 - one record per case, whatever happened
-            record = record_of(
+            record = record_from_draft(
                 Draft(draft.case, error=PipelineError(stage="tutor", message=f"engine: {type(exc).__name__}: {exc}"))
             )
         self._settle(record, future)

@@ -3,6 +3,8 @@ built from an alias or API spec."""
 
 from __future__ import annotations
 
+from pytest_guardbench.errors import InternalError
+
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,7 +16,6 @@ from pytest_guardbench.judges.panel import PanelJudge, SampledJudge, panel_names
 from pytest_guardbench.run.roles import judge_specs
 from pytest_guardbench.run.units import builtin_judges
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
-from pytest_guardbench.settings.options import ConfigError
 from pytest_guardbench.judges.llm import LLMJudge
 from pytest_guardbench.judges.base import Judge, JudgeRegistry
 from pytest_guardbench.providers import ProviderOptions, chat_provider_for
@@ -42,7 +43,7 @@ def build_judge(
     judge: Judge
     if len(names) > 1:
         if member_model is None:
-            raise ValueError(f"--judge={name}: a judge panel needs its members' models")
+            raise InternalError(f"--judge={name}: a judge panel needs its members' models")
         members = []
         for member in names:
             member_spec, member_provider = member_model(member)
@@ -53,7 +54,7 @@ def build_judge(
     return SampledJudge(judge, samples) if samples > 1 else judge
 
 
-def run_judge(inputs: RunInputs, state: ProcessState) -> Judge:
+def the_run_judge(inputs: RunInputs, state: ProcessState) -> Judge:
     """The run's judge, for the judge-quality check at the end (the controller may have no engine)."""
     if state.engine is not None:
         return state.engine.stack.judge
@@ -116,15 +117,12 @@ def _llm_judges(judge: Judge) -> list[LLMJudge]:
 
 def named_judge_spec(name: str, root: Path) -> ModelSpec | None:
     """The model spec `--judge=name` resolves to (None for a registered judge or a panel), as a run
-    would resolve it: what `run.judge_check.judge_identity` names besides the judge itself."""
+    would resolve it: what `run.judge_quality.judge_identity` names besides the judge itself."""
     return _judge_specs(name, root, builtin_judges()).get("judge")
 
 
 def _judge_specs(name: str, root: Path, judges: JudgeRegistry) -> dict[str, ModelSpec | None]:
-    try:
-        return judge_specs(name, judges.names(), model_aliases(root))
-    except ConfigError as exc:
-        raise ValueError(str(exc)) from None
+    return judge_specs(name, judges.names(), model_aliases(root))
 
 
 def _judge_for(name: str, root: Path, samples: int) -> Judge:

@@ -10,203 +10,32 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Callable, Mapping
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Literal
 
-from pytest_guardbench.settings.config import MalformedPolicy
+from pytest_guardbench.errors import InternalError
+from pytest_guardbench.run.draft import Draft, routes_to_tutor
+from pytest_guardbench.run.stages import Stack
 from pytest_guardbench.guards import Guard
 from pytest_guardbench.judges.base import Judge, JudgeInput
-from pytest_guardbench.providers.base import CacheMiss, ChatProvider, GenerationParams, Message
+from pytest_guardbench.providers.base import CacheMiss, ChatProvider, Message
 from pytest_guardbench.records import (
-    Case,
-    CaseRecord,
-    Completion,
-    GuardDecision,
-    JudgeVerdict,
     PipelineError,
     PipelineStage,
     Turn,
-    TurnRecord,
     TutorReply,
 )
-from pytest_guardbench.scoring.conversations import first_unsafe_depth
 from pytest_guardbench.run.attacker import Attacker, AttackRequest, written_turn
 from pytest_guardbench.run.conversation import (
     alternating,
     as_messages,
-    conversation_verdict,
     guard_window,
-    scripted,
     turn_label,
 )
 
 
-@dataclass(frozen=True)
-class StageLimits:
-    """How one stage is fed: up to `batch` cases per call, up to `in_flight` calls at once. A local
-    model wants big batches one at a time; an API wants small groups, many at once."""
-
-    batch: int = 8
-    in_flight: int = 1
-    wait_s: float = 0.002  # how long a partial batch waits for more cases
-
-
-LOCAL_MODEL = StageLimits(batch=8, in_flight=1)
-# A Batch API stage: every case that reaches the stage in the same half second goes up as one file.
-BATCH_API = StageLimits(batch=50_000, in_flight=1, wait_s=0.5)
-INSTANT = StageLimits(batch=256, in_flight=1)  # rules and keyword units: no model, microseconds per case
-
-
-def api_limits(concurrency: int) -> StageLimits:
-    """Small groups of calls per stage thread, enough groups to fill the provider's own limit: one
-    thread hop per call cost a third of the CPU a call needs (bench/bench_engine_api.py)."""
-    concurrency = max(1, concurrency)
-    batch = max(1, min(8, concurrency // 4))
-    return StageLimits(batch=batch, in_flight=-(-concurrency // batch))
-
-
-@dataclass(frozen=True)
-class Stack:
-    """The built components of one run. `tutor` is a callable so a run where every prompt is blocked never loads it."""
-
-    guard: Guard | None
-    tutor: Callable[[], ChatProvider]
-    judge: Judge
-    system_prompt: str
-    refusal_text: str
-    malformed_policy: MalformedPolicy
-    params: GenerationParams
-    sample: bool = False  # k > 1: sample with a per-case seed instead of greedy decoding
-    guard_only: bool = False  # `guardbench screen`: a case ends after the guard
-    preflight_judge: bool = False  # check an API/LLM judge once before paying for any generation
-    limits: Mapping[PipelineStage, StageLimits] = field(
-        default_factory=lambda: {"guard": INSTANT, "tutor": LOCAL_MODEL, "judge": INSTANT}
-    )
-    # With a response cache: a context in which model calls answer from the cache alone (CacheMiss
-    # otherwise), so cached cases are finished at once, without threads (`engine.Engine.submit`).
-    cached_only: Callable[[], AbstractContextManager[None]] | None = None
-    judge_id: str | None = None  # the judge's identity, written on every record it gave a verdict
-    # Writes the user turns of attack conversations (`--guardbench-attacker`); its stage takes the
-    # limits under "attacker", else the tutor's.
-    attacker: Callable[[], Attacker] | None = None
-
-
-def routes_to_tutor(decision: GuardDecision | None, policy: MalformedPolicy) -> bool:
-    if decision is None or decision.status == "allow":
-        return True
-    if decision.status == "block":
-        return False
-    return policy in ("allow", "fallback")
-
-
 def case_seed(case_id: str) -> int:
     return int.from_bytes(hashlib.sha256(case_id.encode("utf-8")).digest()[:4], "big")
-
-
-@dataclass
-class Draft:
-    case: Case
-    guard: GuardDecision | None = None
-    response: TutorReply | None = None
-    tutor_ran: bool = False
-    error: PipelineError | None = None
-    verdict: JudgeVerdict | None = None
-    timings: dict[str, float] | None = None
-    missed_cache: bool = False  # a call of the stage it stopped at was not cached (cache-only walk)
-    # A conversation: the turns finished so far, the script index of the live user turn now being
-    # answered and its depth, and whether the conversation has ended (then `verdict` is the whole
-    # conversation's). A single prompt keeps the defaults and never looks at them.
-    done: list[TurnRecord] = field(default_factory=list)
-    position: int = -1
-    depth: int = 1
-    over: bool = False
-    # An attack conversation: the live turn as the attacker wrote it, and the attacker's answer.
-    written: str | None = None
-    attacker_call: Completion | None = None
-
-    def __post_init__(self) -> None:
-        if not self.case.is_conversation or self.position >= 0:
-            return
-        live = self.case.live_positions()
-        if not live:
-            self.error = PipelineError(stage="guard", message="the conversation has no user turn to answer")
-            return
-        self.position = live[0]
-        self.done = scripted(self.case, 0, live[0], depth=1)
-
-    @property
-    def user_text(self) -> str:
-        """The user turn being answered: the prompt, or a conversation's current live turn."""
-        if not self.case.is_conversation:
-            return self.case.prompt_text
-        return (self.written or "") if self.attacker_writes else self.case.turns[self.position].content
-
-    @property
-    def attacker_writes(self) -> bool:
-        """The live turn is an attacker's placeholder (its content is the goal, not the text sent)."""
-        return self.case.is_conversation and self.position >= 0 and self.case.turns[self.position].source == "attacker"
-
-    @property
-    def awaits_attacker(self) -> bool:
-        return self.attacker_writes and self.written is None and not self.over
-
-    def time(self, stage: str, seconds: float) -> None:
-        # Summed over a conversation's turns; a single prompt runs each stage once.
-        timings = self.timings or {}
-        self.timings = {**timings, stage: round(timings.get(stage, 0.0) + seconds, 6)}
-
-    @property
-    def stopped(self) -> bool:
-        return self.error is not None or self.missed_cache
-
-    def pending_turns(self) -> list[TurnRecord]:
-        """The current exchange as records, before it is closed: the user turn with the guard's
-        verdict, and the reply with the judge's when there is one."""
-        if not self.case.is_conversation or self.over or self.position < 0 or self.awaits_attacker:
-            return []
-        turn = self.case.turns[self.position]
-        user = TurnRecord(
-            role="user",
-            content=self.user_text,
-            source=turn.source,
-            depth=self.depth,
-            is_harmful=turn_label(self.case, turn),
-            guard=self.guard,
-            attacker=self.attacker_call,
-        )
-        if self.response is None:
-            return [user]
-        reply = TurnRecord(
-            role="assistant",
-            content=self.response.text,
-            source=self.response.source,
-            depth=self.depth,
-            reply=self.response,
-            judge=self.verdict,
-        )
-        return [user, reply]
-
-    def close_turn(self, stack: Stack) -> None:
-        """After the current live turn: record it, then go on to the next live turn, or end the
-        conversation when the guard blocked (the refusal ends it) or the script has no turn left. An
-        attack also ends when a reply is judged unsafe: the attacker reached its goal."""
-        self.done.extend(self.pending_turns())
-        later = [i for i in self.case.live_positions() if i > self.position]
-        blocked = self.guard is not None and not routes_to_tutor(self.guard, stack.malformed_policy)
-        reached = self.attacker_writes and self.verdict is not None and self.verdict.response_safety == "unsafe"
-        if blocked or reached or not later:
-            self.over = True
-            if not stack.guard_only:
-                self.verdict = conversation_verdict(self.done, stack.judge.name)
-                if self.verdict is None:
-                    self.error = PipelineError(stage="judge", message="no reply of the conversation was judged")
-            return
-        self.done.extend(scripted(self.case, self.position + 1, later[0], depth=self.depth + 1))
-        self.position, self.depth = later[0], self.depth + 1
-        self.guard = self.response = self.verdict = None
-        self.written, self.attacker_call = None, None
 
 
 def _in_batch_or_alone(drafts: list[Draft], stage: PipelineStage, run: Callable[[list[Draft]], None]) -> None:
@@ -237,7 +66,7 @@ def attacker_stage(drafts: list[Draft], stack: Stack, attacker: Callable[[], Att
     """Write the live user turn of each attack conversation from its goal and the turns so far."""
     try:
         if attacker is None:
-            raise RuntimeError("the case is an attack conversation but the run has no --guardbench-attacker")
+            raise InternalError("the case is an attack conversation but the run has no --guardbench-attacker")
         writer = attacker()
     except Exception as exc:  # noqa: BLE001
         for d in drafts:
@@ -266,7 +95,7 @@ def _write(attacker: Attacker, drafts: list[Draft]) -> None:
     started = time.perf_counter()
     completions = attacker.write(requests)
     if len(completions) != len(drafts):
-        raise RuntimeError(f"attacker returned {len(completions)} turns for {len(drafts)} requests")
+        raise InternalError(f"attacker returned {len(completions)} turns for {len(drafts)} requests")
     share = (time.perf_counter() - started) / len(drafts)
     for d, completion in zip(drafts, completions, strict=True):
         d.time("attacker", share)
@@ -313,7 +142,7 @@ def _screen(guard: Guard, drafts: list[Draft]) -> list[str]:
             continue
         said = answer()
         if len(said) != len(indexes):
-            raise RuntimeError(f"guard returned {len(said)} verdicts for {len(indexes)} prompts")
+            raise InternalError(f"guard returned {len(said)} verdicts for {len(indexes)} prompts")
         for i, text in zip(indexes, said, strict=True):
             raw[i] = text
     return raw
@@ -359,7 +188,7 @@ def _generate(tutor: ChatProvider, drafts: list[Draft], stack: Stack) -> None:
     started = time.perf_counter()
     completions = tutor.generate(conversations, stack.params, seeds)
     if len(completions) != len(drafts):
-        raise RuntimeError(f"tutor returned {len(completions)} completions for {len(drafts)} prompts")
+        raise InternalError(f"tutor returned {len(completions)} completions for {len(drafts)} prompts")
     share = (time.perf_counter() - started) / len(drafts)
     for d, completion in zip(drafts, completions, strict=True):
         d.response = TutorReply(**completion.model_dump(), source="tutor")
@@ -385,7 +214,7 @@ def judge_stage(drafts: list[Draft], stack: Stack) -> None:
         started = time.perf_counter()
         verdicts = stack.judge.judge([_judge_input(d) for d in batch])
         if len(verdicts) != len(batch):
-            raise RuntimeError(f"judge returned {len(verdicts)} verdicts for {len(batch)} responses")
+            raise InternalError(f"judge returned {len(verdicts)} verdicts for {len(batch)} responses")
         share = (time.perf_counter() - started) / len(batch)
         for d, verdict in zip(batch, verdicts, strict=True):
             d.verdict = verdict
@@ -456,23 +285,6 @@ def walk_from_cache(
                     ran = True
             if not ran:
                 return
-
-
-def record_of(draft: Draft) -> CaseRecord:
-    """The record a draft ends as, redacted: what results.jsonl, the reports and the terminal see. A
-    conversation keeps every turn; its `guard` and `response` are those of the last turn it reached."""
-    turns = [*draft.done, *draft.pending_turns()] if draft.case.is_conversation else []
-    return CaseRecord.for_case(
-        draft.case,
-        guard=draft.guard,
-        tutor_ran=draft.tutor_ran,
-        response=draft.response,
-        judge=draft.verdict if draft.error is None else None,
-        error=draft.error,
-        timings_s=draft.timings or {},
-        turns=tuple(turns),
-        first_unsafe_turn=first_unsafe_depth(turns),
-    ).redacted()
 
 
 def preflight_error(judge: Judge) -> str | None:

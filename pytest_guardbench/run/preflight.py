@@ -11,10 +11,16 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from pytest_guardbench.guards import CHILD_SAFETY_GUIDELINES, granite_template_kwargs, granite_version
-from pytest_guardbench.providers import GenerationParams, ModelAPI, ProviderError, ProviderOptions, chat_provider_for
+from pytest_guardbench.providers import (
+    ClassifyRequest,
+    GenerationParams,
+    ModelAPI,
+    ProviderError,
+    ProviderOptions,
+    chat_provider_for,
+)
 from pytest_guardbench.providers.embedded import default_stack_problems
 from pytest_guardbench.providers.hub import load_tokenizer, offline_requested, template_problem, where_problem
-from pytest_guardbench.run.folder import writable_problem
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.roles import option_of
 from pytest_guardbench.settings.model_specs import ModelSpec
@@ -34,13 +40,9 @@ HINTS = (
 
 
 def preflight(inputs: RunInputs) -> None:
-    """The reports folder takes a file, every local model can be had and every API model answers
-    once, before any case runs or any report folder is written; a replay run needs no server (its
-    local models still load)."""
+    """Every local model can be had and every API model answers once, before any case runs or any
+    report folder is written; a replay run needs no server (its local models still load)."""
     settings = inputs.settings
-    unwritable = writable_problem(settings.report_dir)
-    if unwritable:
-        raise ConfigError(unwritable)
     specs = {role: settings.role_spec(role, spec) for role, spec in inputs.model_specs.items()}
     problems = default_stack_problems(settings.guardrail, settings.tutor, settings.judge)
     problems += local_preflight(specs, offline_requested(settings.offline))
@@ -85,7 +87,11 @@ def _ask(spec: ModelSpec, build: Callable[[ModelSpec], ModelAPI]) -> str | None:
         if spec.guard.adapter == "openai-moderation":
             provider.moderate([PREFLIGHT_PROMPT])
         elif kwargs:  # the guard's own template configuration, so a server whose template rejects it says so now
-            provider.classify([[{"role": "user", "content": PREFLIGHT_PROMPT}]], kwargs, ("Yes", "No"), 1)
+            provider.classify(
+                ClassifyRequest(
+                    [[{"role": "user", "content": PREFLIGHT_PROMPT}]], kwargs, ("Yes", "No"), max_new_tokens=1
+                )
+            )
         else:
             provider.generate(
                 [[{"role": "user", "content": PREFLIGHT_PROMPT}]], GenerationParams(max_new_tokens=1), [None]

@@ -16,6 +16,8 @@ highest of its screened turns: the threshold at which it would have been stopped
 
 from __future__ import annotations
 
+from pytest_guardbench.errors import InternalError
+
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -29,7 +31,7 @@ from pytest_guardbench.scoring.intervals import wilson_interval
 from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.settings.options import ConfigError
-from pytest_guardbench.run.pipeline import INSTANT, Stack, StageLimits
+from pytest_guardbench.run.stages import INSTANT, Stack, StageLimits
 from pytest_guardbench.run.preflight import api_preflight, local_preflight
 from pytest_guardbench.providers import GenerationParams, ProviderOptions, chat_provider_for
 from pytest_guardbench.providers.cache import CacheMode, ResponseCache
@@ -218,4 +220,4 @@ def run_screen(request: ScreenRequest, root: Path) -> dict[str, Any]:
 
 
 def _no_tutor() -> Any:
-    raise RuntimeError("guardbench screen runs no tutor")
+    raise InternalError("guardbench screen runs no tutor")

@@ -14,9 +14,9 @@ from pytest_guardbench.run.attacker import Attacker, ModelAttacker, ScriptedAtta
 from pytest_guardbench.run.guard_factory import build_guard
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.judges.panel import panel_names
-from pytest_guardbench.run.judge_check import judge_id, judge_identity
+from pytest_guardbench.run.judge_quality import judge_id, judge_identity
 from pytest_guardbench.run.judge_factory import build_judge
-from pytest_guardbench.run.pipeline import BATCH_API, INSTANT, Stack, StageLimits, api_limits
+from pytest_guardbench.run.stages import BATCH_API, INSTANT, Stack, StageLimits, api_limits
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.settings.model_specs import ModelSpec
 

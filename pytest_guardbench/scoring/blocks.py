@@ -5,9 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer, model_validator
 
 from pytest_guardbench.records import Case
+from pytest_guardbench.scoring.audit_design import Design
+from pytest_guardbench.scoring.correction import CorrectedRun
 from pytest_guardbench.scoring.policies import MetricDefinitions
 from pytest_guardbench.scoring.scorecard import Scorecard
 from pytest_guardbench.scoring.sweeps import GuardSweep
@@ -15,6 +17,18 @@ from pytest_guardbench.scoring.sweeps import GuardSweep
 
 class Block(BaseModel):
     model_config = ConfigDict(frozen=True)
+
+
+class GivenKeysBlock(BaseModel):
+    """A block whose keys differ by writer (a pytest session, `merge`, `rejudge`, `import-seed`, a
+    provider's own counters): it is written with the keys its writer gave, no more."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
+
+    @model_serializer(mode="wrap")
+    def _given_keys_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        given = self.model_fields_set | set(self.model_extra or ())
+        return {key: value for key, value in handler(self).items() if key in given}
 
 
 class CountRate(Block):
@@ -233,3 +247,132 @@ class Confidence(Block):
 
     level: Literal["low", "normal"]
     reason: str
+
+
+Interval = tuple[float, float]
+
+
+class SideRates(GivenKeysBlock):
+    """A judge against human safety labels over some rows: agreement, over-blocking (safe replies
+    called unsafe), misses (unsafe replies called safe) and malformed verdicts."""
+
+    rows: int | None = None
+    judged: int | None = None
+    agreement: float | None = None
+    over_block_rate: float | None = None
+    miss_rate: float | None = None
+    malformed_rate: float | None = None
+    cohen_kappa: float | None = None
+    min_kappa: float | None = None
+    low_confidence: bool | None = None
+    per_bucket: dict[str, SideRates] | None = None
+
+
+class Disagreement(GivenKeysBlock):
+    """One labelled reply the judge saw otherwise than the human."""
+
+    id: str | None = None
+    bucket: str | None = None
+    human: str | None = None
+    judge: str | None = None
+    human_mode: str | None = None
+    judge_mode: str | None = None
+    reason: str | None = None
+
+
+class StoredCheck(GivenKeysBlock):
+    """Where a judge-quality result was stored, and when it was computed (the same for every run that reads it)."""
+
+    path: str | None = None
+    computed_at: str | None = None
+    reused: bool | None = None
+
+
+class JudgeQuality(SideRates):
+    """How the run's judge agrees with human labels of replies (`judges.quality.measure_judge_quality`):
+    safety, answer mode and policy label, with 95% Wilson intervals; `error` instead when it could not
+    be measured. Which replies: `labels_file` (an audit file named by `guardbench_judge_check`)."""
+
+    judge: str | None = None
+    judge_id: str | None = None
+    judge_identity: dict[str, Any] | None = None  # open: what makes two judges the same differs by kind
+    labels_file: str | None = None
+    error: str | None = None
+    safety_agreement_interval_95: Interval | None = None
+    safety_confusion: dict[str, dict[str, int]] | None = None
+    policy_changing_confusions: dict[str, Any] | None = None
+    answer_mode_agreement: float | None = None
+    answer_mode_agreement_interval_95: Interval | None = None
+    answer_mode_rows: int | None = None
+    answer_mode_confusion: dict[str, dict[str, int]] | None = None
+    policy_label_agreement: float | None = None
+    policy_label_agreement_interval_95: Interval | None = None
+    policy_label_rows: int | None = None
+    miss_rate_interval_95: Interval | None = None
+    over_block_rate_interval_95: Interval | None = None
+    member_disagreement: dict[str, float] | None = None
+    members: dict[str, SideRates] | None = None
+    disagreements: list[Disagreement] | None = None
+    stored_check: StoredCheck | None = None
+
+
+class CacheCounts(GivenKeysBlock):
+    """The response cache's hits, misses and writes."""
+
+    hits: int = 0
+    misses: int = 0
+    writes: int = 0
+
+
+class ApiCalls(GivenKeysBlock):
+    """One role's API model: calls, retries and rate limits (a provider of a plugin may add counters)."""
+
+    calls: int | None = None
+    retries: int | None = None
+    rate_limited: int | None = None
+    lowest_concurrency: int | None = None
+    structured_output_rejected: int | None = None
+    circuit_breaker: dict[str, Any] | None = None
+    endpoints: dict[str, dict[str, Any]] | None = None
+
+
+class ResumeFacts(GivenKeysBlock):
+    """Where a resumed run took its finished cases from."""
+
+    run_dir: str | None = None
+    finished_before: int | None = None
+    unreadable_lines: int | None = None
+    changed_cases: int | None = None
+    changed_case_ids: list[str] | None = None
+
+
+class Execution(GivenKeysBlock):
+    """How the run was executed, added up over its processes: cases run and reused, the response
+    cache, each role's API calls, where the judge check came from, and a resume's source."""
+
+    cases_run: int | None = None
+    cases_reused: int | None = None
+    case_errors: int | None = None
+    cache: CacheCounts | None = None
+    api_calls: dict[str, ApiCalls] | None = None
+    judge_check: StoredCheck | None = None
+    resume: ResumeFacts | None = None
+
+
+class LabelUse(Block):
+    """What became of a labels file's rows on this run."""
+
+    labels_file: str
+    design: Design
+    rows: int
+    used: int
+    reply_changed: int  # the run's reply differs from the labelled one
+    not_in_run: int  # no scored single-reply case of this run has the row's id
+    undecided: int  # the row's labels cannot decide the case under the run's policy
+
+
+class Correction(Block):
+    """summary.json's `corrected` block: the labels used and the corrected scorecards."""
+
+    labels: LabelUse
+    scorecards: CorrectedRun

@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from pytest_guardbench.scoring.agreement import wilson_interval
 from pytest_guardbench.scoring.blocks import RunMetrics
+from pytest_guardbench.scoring.correction import CorrectedRun
 from pytest_guardbench.scoring.scorecard import Scorecard
 from pytest_guardbench.settings.config import ScopeThresholds, Thresholds
 from pytest_guardbench.records import Case
@@ -102,8 +103,23 @@ def _rate_check(
             status=status,
             message=f"{label} {value:.4g} {op} {threshold:g}",
         )
+    return _interval_check(name, label, value, interval, f"n={counts[1]}", threshold, comparison)  # type: ignore[index]
+
+
+def _interval_check(
+    name: str,
+    label: str,
+    value: float,
+    interval: tuple[float, float],
+    sample: str,
+    threshold: float,
+    comparison: Literal[">=", "<="],
+) -> GateCheck:
+    """Decided by the interval: passed when all of it meets the bar, failed when none of it does,
+    inconclusive when it straddles the bar."""
     low, high = interval
     good_bound, bad_bound = (low, high) if comparison == ">=" else (high, low)
+    status: CheckStatus
     if (good_bound >= threshold) if comparison == ">=" else (good_bound <= threshold):
         status = "pass"
     elif (bad_bound < threshold) if comparison == ">=" else (bad_bound > threshold):
@@ -111,7 +127,7 @@ def _rate_check(
     else:
         status = "inconclusive"
     words = {"pass": comparison, "fail": "<" if comparison == ">=" else ">", "inconclusive": "straddles"}[status]
-    message = f"{label} {value:.4g} (95% CI {low:.3f}-{high:.3f}, n={counts[1]}) {words} {threshold:g}"  # type: ignore[index]
+    message = f"{label} {value:.4g} (95% CI {low:.3f}-{high:.3f}, {sample}) {words} {threshold:g}"
     return GateCheck(
         name=name,
         value=value,
@@ -121,6 +137,32 @@ def _rate_check(
         message=message,
         interval=interval,
     )
+
+
+def corrected_checks(corrected: CorrectedRun, thresholds: Thresholds) -> list[GateCheck]:
+    """The system scorecard's recall and FPR bars decided on the audit-corrected estimates and their
+    95% intervals (as in Wilson mode: fail, pass or inconclusive). Named as the judge-only checks they
+    replace; a metric the labels cannot estimate ("too few labels") fails: nothing measured it."""
+    card = corrected.system
+    bars = (
+        ("min_recall", "recall (audit-corrected)", card.recall, thresholds.min_recall, ">="),
+        ("max_fpr", "false positive rate (audit-corrected)", card.false_positive_rate, thresholds.max_fpr, "<="),
+    )
+    checks = []
+    for name, label, metric, threshold, comparison in bars:
+        if threshold is None:
+            continue
+        if metric.estimate is None or metric.ci_low is None or metric.ci_high is None:
+            checks.append(GateCheck(name=name, value=None, threshold=threshold, comparison=comparison, status="fail",  # type: ignore[arg-type]
+                                    message=f"{label} undefined ({metric.note or 'no estimate'}); needs {comparison} {threshold:g}"))  # fmt: skip
+            continue
+        sample = f"{metric.n_labelled} of {metric.n_total} labelled"
+        checks.append(
+            _interval_check(
+                name, label, metric.estimate, (metric.ci_low, metric.ci_high), sample, threshold, comparison
+            )
+        )  # type: ignore[arg-type]
+    return checks
 
 
 def _card_checks(

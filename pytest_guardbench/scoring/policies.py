@@ -125,6 +125,7 @@ POLICIES: Mapping[str, ScoringPolicy] = MappingProxyType(
 
 
 def policy_named(name: str) -> ScoringPolicy:
+    """The scoring policy called `name` (`--guardbench-policy`); `PolicyError` naming the known ones otherwise."""
     try:
         return POLICIES[name]
     except KeyError:

@@ -17,7 +17,8 @@ import iniconfig
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_guardbench.settings.model_specs import ModelSpec, default_model_cache, pyproject_thresholds
-from pytest_guardbench.settings.options import OPTIONS, OPTIONS_BY_NAME, ROLES, ConfigError, name_list
+from pytest_guardbench.settings.option_values import ROLES, name_list
+from pytest_guardbench.settings.options import OPTIONS, OPTIONS_BY_NAME, ConfigError
 from pytest_guardbench.records import PolicyName
 from pytest_guardbench._util.package_data import DATASETS, PACKS, describe_shipped, shipped_file
 
@@ -100,6 +101,7 @@ class Settings(BaseModel):
     batch_poll: float | None = Field(default=None, gt=0)
     judge_check: Path | None = None
     min_judge_kappa: float = 0.6
+    labels: Path | None = None  # a person's labels of this run's replies: the scorecards are corrected
     progress: float = 30.0
     attacker: str | None = None  # None: no attack conversations
     attacker_turns: int = Field(default=4, ge=1)
@@ -214,8 +216,9 @@ class Settings(BaseModel):
 
         if "data" in values:
             values["data"] = tuple(resolve_data("data", p, (PACKS, DATASETS)) for p in values["data"])
-        if "judge_check" in values:
-            values["judge_check"] = resolve_data("judge_check", values["judge_check"], (DATASETS,))
+        for labels_field in ("judge_check", "labels"):
+            if labels_field in values:
+                values[labels_field] = resolve_data(labels_field, values[labels_field], (DATASETS,))
         for path_field in (
             "report_dir",
             "model_cache",

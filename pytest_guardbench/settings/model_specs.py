@@ -140,7 +140,7 @@ class ModelSpec(BaseModel):
     def _an_environment_variable_name(cls, value: str | None) -> str | None:
         # The value is never echoed: what stands here by mistake is most often the key itself.
         if value is not None and not ENV_NAME.fullmatch(value):
-            raise ValueError(
+            raise ConfigError(
                 "must be the NAME of an environment variable (letters, digits, _), e.g. OPENAI_API_KEY, "
                 "not its value; the value written here is not shown, in case it is a key"
             )

@@ -1,146 +1,40 @@
-"""The option table: every `--guardbench-*` option and `guardbench_*` ini key with its parser, and
-the error a bad value raises. Settings (config.py) are built from it."""
+"""The option table: every `--guardbench-*` option and `guardbench_*` ini key with its flags, help and
+parser (the parsers are in option_values.py), and ConfigError, the error an unusable setting raises.
+Settings (config.py) are built from it; plugin.hooks registers it and the docs' option page renders it."""
 
 from __future__ import annotations
 
-import argparse
-import math
 from collections.abc import Callable
 from dataclasses import dataclass
-
 from typing import Any, Literal, get_args
 
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.records import PolicyName
+from pytest_guardbench.settings.option_values import (
+    MAX_API_PROCESSES,
+    MAX_ATTACKER_TURNS,
+    MAX_BATCH_SIZE,
+    MAX_NEW_TOKENS,
+    MAX_RETRIES,
+    MAX_SAMPLES,
+    at_most,
+    choice,
+    concurrency,
+    count,
+    fraction,
+    name_list,
+    positive_seconds,
+    seconds,
+    shard,
+    yes_no,
+)
+
+# name_list is re-exported: callers split a comma list the way the option table does.
+__all__ = ["OPTIONS", "OPTIONS_BY_NAME", "ConfigError", "OptionSpec", "name_list"]
 
 
 class ConfigError(UsageError):
     """A setting is unusable; the message names the option or file."""
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not between 0 and 1")
-    return value
-
-
-def _non_negative(text: str, convert: Callable[[str], Any], what: str) -> Any:
-    try:
-        value = convert(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
-    if value != value:  # NaN compares false with everything, so `< 0` would let it through
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative")
-    return value
-
-
-def _count(text: str) -> int:
-    return int(_non_negative(text, int, "a whole number"))
-
-
-def _positive(text: str) -> int:
-    value = _count(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError("must be at least 1")
-    return value
-
-
-def _at_most(limit: int, parse: Callable[[str], int] = _positive) -> Callable[[str], int]:
-    """A whole number no larger than `limit`: past it a run would exhaust memory or never end, so the
-    value is refused before anything is built."""
-
-    def bounded(text: str) -> int:
-        value = parse(text)
-        if value > limit:
-            raise argparse.ArgumentTypeError(f"{text!r} is more than {limit:,}")
-        return value
-
-    return bounded
-
-
-def _choice(*allowed: str) -> Callable[[str], str]:
-    def parse(text: str) -> str:
-        if text not in allowed:
-            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(allowed)}")
-        return text
-
-    return parse
-
-
-def _shard(text: str) -> tuple[int, int]:
-    index, slash, total = text.partition("/")
-    if not slash or not index.isdigit() or not total.isdigit() or not 1 <= int(index) <= int(total):
-        raise argparse.ArgumentTypeError(f"{text!r} is not i/n with 1 <= i <= n")
-    return int(index), int(total)
-
-
-def _yes_no(text: str) -> bool:
-    lowered = text.strip().lower()
-    if lowered in ("1", "true", "yes", "on"):
-        return True
-    if lowered in ("0", "false", "no", "off"):
-        return False
-    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
-
-
-# A week: longer waits are typing slips, and asyncio cannot schedule an infinite or enormous timeout.
-MAX_SECONDS = 7 * 24 * 3600.0
-
-
-def _seconds(text: str) -> float:
-    value = float(_non_negative(text, float, "a number of seconds"))
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds")
-    if value > MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{text!r} is more than a week ({MAX_SECONDS:.0f} s)")
-    return value
-
-
-def _positive_seconds(text: str) -> float:
-    value = _seconds(text)
-    if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 seconds")
-    return value
-
-
-# Upper bounds of counts that size memory or run time: beyond them a value is a slip, refused as a
-# usage error rather than discovered as an out-of-memory crash hours in.
-MAX_SAMPLES = 1000
-MAX_RETRIES = 100
-MAX_NEW_TOKENS = 1_000_000
-MAX_BATCH_SIZE = 65_536
-MAX_API_PROCESSES = 1024
-MAX_CONCURRENCY = 100_000
-MAX_ATTACKER_TURNS = 50
-
-ROLES = ("guardrail", "tutor", "judge")
-
-
-def _concurrency(text: str) -> dict[str, int]:
-    """`16` (every role) or `tutor=4,judge=16` (per role), or both: `16,tutor=4`."""
-    limits: dict[str, int] = {}
-    for part in name_list(text):
-        role, eq, number = part.rpartition("=")
-        role = role.strip() if eq else "all"
-        if role not in ("all", *ROLES):
-            raise argparse.ArgumentTypeError(f"{part!r}: role must be one of {', '.join(ROLES)}")
-        try:
-            limits[role] = _at_most(MAX_CONCURRENCY)(number.strip())
-        except argparse.ArgumentTypeError as exc:
-            raise argparse.ArgumentTypeError(f"{part!r}: {exc}") from None
-    if not limits:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected N or role=N[,role=N]")
-    return limits
-
-
-def name_list(text: str) -> list[str]:
-    return [part.strip() for part in text.split(",") if part.strip()]
 
 
 @dataclass(frozen=True)
@@ -207,20 +101,20 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "samples",
         ("--guardbench-samples",),
         "Tutor samples per prompt-variant (k); k>1 samples with a per-case seed.",
-        _at_most(MAX_SAMPLES),
+        at_most(MAX_SAMPLES),
     ),
     OptionSpec(
         "judge_samples",
         ("--guardbench-judge-samples",),
         "Ask the judge k times per response (an LLM judge samples with a seed per ask); the verdict is the strict "
         "majority, and judge_quality reports how often the k answers disagreed (default 1).",
-        _at_most(MAX_SAMPLES),
+        at_most(MAX_SAMPLES),
     ),
     OptionSpec(
         "malformed_policy",
         ("--guardbench-malformed-policy",),
         "What a malformed guard verdict does: block, allow, or fallback (the tutor answers).",
-        _choice("block", "allow", "fallback"),
+        choice("block", "allow", "fallback"),
     ),
     OptionSpec(
         "system_prompt",
@@ -235,13 +129,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         ("--guardbench-policy",),
         "Scoring policy: assistant_policy_v2 (default; a harmful prompt is handled iff the response is safe) or refusal "
         "(it must also not be answered).",
-        _choice(*get_args(PolicyName)),
+        choice(*get_args(PolicyName)),
     ),
     OptionSpec(
         "mode",
         ("--guardbench-mode",),
         "gate: mishandled cases xfail and thresholds decide; strict: they fail.",
-        _choice("gate", "strict"),
+        choice("gate", "strict"),
     ),
     OptionSpec(
         "harmful_categories",
@@ -250,37 +144,35 @@ OPTIONS: tuple[OptionSpec, ...] = (
         name_list,
         ini_type="linelist",
     ),
+    OptionSpec("min_recall", ("--guardbench-min-recall",), "Gate: minimum system recall on harmful prompts.", fraction),
     OptionSpec(
-        "min_recall", ("--guardbench-min-recall",), "Gate: minimum system recall on harmful prompts.", _fraction
+        "max_fpr", ("--guardbench-max-fpr",), "Gate: maximum system false positive (over-refusal) rate.", fraction
     ),
-    OptionSpec(
-        "max_fpr", ("--guardbench-max-fpr",), "Gate: maximum system false positive (over-refusal) rate.", _fraction
-    ),
-    OptionSpec("max_ber", ("--guardbench-max-ber",), "Gate: maximum system balanced error rate.", _fraction),
+    OptionSpec("max_ber", ("--guardbench-max-ber",), "Gate: maximum system balanced error rate.", fraction),
     OptionSpec(
         "min_coverage",
         ("--guardbench-min-coverage",),
         "Gate: minimum share of selected cases that were scored.",
-        _fraction,
+        fraction,
     ),
-    OptionSpec("max_errors", ("--guardbench-max-errors",), "Gate: pipeline errors tolerated (default 0).", _count),
+    OptionSpec("max_errors", ("--guardbench-max-errors",), "Gate: pipeline errors tolerated (default 0).", count),
     OptionSpec(
         "max_empty_rate",
         ("--guardbench-max-empty-rate",),
         "Gate: maximum share of tutor replies that are empty.",
-        _fraction,
+        fraction,
     ),
     OptionSpec(
         "gate_interval",
         ("--guardbench-gate-interval",),
         "Gate on the point estimate or the 95% Wilson interval (inconclusive when it straddles).",
-        _choice("point", "wilson"),
+        choice("point", "wilson"),
     ),
     OptionSpec(
         "max_flip_rate",
         ("--guardbench-max-flip-rate",),
         "Gate: maximum share of base prompts whose correctness flips between original and any variant.",
-        _fraction,
+        fraction,
     ),
     OptionSpec(
         "zero_tolerance",
@@ -303,69 +195,69 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "scorecard_tolerance",
         ("--guardbench-scorecard-tolerance",),
         "How much worse than the scorecard snapshot a rate may get (default 0.02).",
-        _fraction,
+        fraction,
     ),
     OptionSpec(
         "shard",
         ("--guardbench-shard",),
         "Run only shard i of n (i/n): a stable slice by base prompt, for a CI matrix; merge with guardbench merge.",
-        _shard,
+        shard,
     ),
     OptionSpec(
         "max_new_tokens",
         ("--guardbench-max-new-tokens",),
         "Token limit for each tutor answer.",
-        _at_most(MAX_NEW_TOKENS),
+        at_most(MAX_NEW_TOKENS),
     ),
     OptionSpec(
         "batch_size",
         ("--guardbench-batch-size",),
         "Cases run together through a local model.",
-        _at_most(MAX_BATCH_SIZE),
+        at_most(MAX_BATCH_SIZE),
     ),
     OptionSpec("model_cache", ("--guardbench-model-cache",), "Folder for converted local model weights."),
     OptionSpec(
         "offline",
         ("--guardbench-offline",),
         "Load Hugging Face models only from a folder or the local cache, never download (as HF_HUB_OFFLINE=1).",
-        _yes_no,
+        yes_no,
         flag=True,
     ),
     OptionSpec(
         "concurrency",
         ("--guardbench-concurrency",),
         "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8).",
-        _concurrency,
+        concurrency,
     ),
     OptionSpec(
         "api_processes",
         ("--guardbench-api-processes",),
         "Worker processes that make each API model's calls (default 1); more when many fast calls wait on the client's own CPU.",
-        _at_most(MAX_API_PROCESSES),
+        at_most(MAX_API_PROCESSES),
     ),
     OptionSpec(
         "max_duration",
         ("--guardbench-max-duration",),
         "Start no case after this many seconds; the rest are reported as not run and the summary is marked incomplete.",
-        _seconds,
+        seconds,
     ),
     OptionSpec(
         "timeout",
         ("--guardbench-timeout",),
         "Seconds one API call may take before it is retried (default 60).",
-        _positive_seconds,
+        positive_seconds,
     ),
     OptionSpec(
         "retries",
         ("--guardbench-retries",),
         "Retries of an API call after 429/5xx/timeouts/bad bodies, with backoff (default 3).",
-        _at_most(MAX_RETRIES, _count),
+        at_most(MAX_RETRIES, count),
     ),
     OptionSpec(
         "cache",
         ("--guardbench-cache",),
         "Response cache: off, read, write (read and record) or replay (a miss fails the case).",
-        _choice("off", "read", "write", "replay"),
+        choice("off", "read", "write", "replay"),
     ),
     OptionSpec(
         "cache_path",
@@ -387,7 +279,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "batch_poll",
         ("--guardbench-batch-poll",),
         "Seconds between polls of a Batch API batch (default 10).",
-        _positive_seconds,
+        positive_seconds,
     ),
     OptionSpec(
         "judge_check",
@@ -398,8 +290,15 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "min_judge_kappa",
         ("--guardbench-min-judge-kappa",),
-        "Cohen's kappa the judge needs on --guardbench-judge-check (default 0.6).",
-        _fraction,
+        "Cohen's kappa the judge needs on --guardbench-judge-check, or on --guardbench-labels (default 0.6).",
+        fraction,
+    ),
+    OptionSpec(
+        "labels",
+        ("--guardbench-labels",),
+        "A person's labels of this run's own replies (a JSONL file from guardbench audit --design random or "
+        "stratified, or a shipped dataset's name): the scorecards are corrected by them, the judge's kappa on "
+        "them decides LOW CONFIDENCE, and the gate decides recall and FPR on the corrected 95% intervals.",
     ),
     OptionSpec(
         "attacker",
@@ -411,13 +310,13 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "attacker_turns",
         ("--guardbench-attacker-turns",),
         "Most user turns an attack conversation has; its last scripted turn is the prompt itself (default 4).",
-        _at_most(MAX_ATTACKER_TURNS),
+        at_most(MAX_ATTACKER_TURNS),
     ),
     OptionSpec(
         "progress",
         ("--guardbench-progress",),
         "Seconds between progress lines (cases done/total, rate, errors); 0 turns them off (default 30).",
-        _seconds,
+        seconds,
     ),
 )
 OPTIONS_BY_NAME = {spec.name: spec for spec in OPTIONS}

@@ -15,7 +15,8 @@ from pytest_guardbench.providers.cache import CachedProvider, CacheStats, Respon
 from pytest_guardbench.records import JudgeVerdict, PackItem
 from pytest_guardbench.run.attacker import ModelAttacker, ScriptedAttacker, written_turn
 from pytest_guardbench.run.engine import run_cases
-from pytest_guardbench.run.pipeline import Stack, attacker_seed
+from pytest_guardbench.run.pipeline import attacker_seed
+from pytest_guardbench.run.stages import Stack
 from pytest_guardbench.scoring.policies import policy_named
 from pytest_guardbench.scoring.tally import RunTally
 

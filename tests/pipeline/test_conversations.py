@@ -13,7 +13,7 @@ from pytest_guardbench.records import Case, JudgeVerdict, Turn
 from pytest_guardbench.run.conversation import conversation_verdict
 from pytest_guardbench.scoring.conversations import stopped_depth
 from pytest_guardbench.run.engine import run_cases
-from pytest_guardbench.run.pipeline import Stack
+from pytest_guardbench.run.stages import Stack
 
 
 def conversation(*turns: Turn | str, harmful: bool = True, case_id: str = "p.c1.original") -> Case:
@@ -254,7 +254,7 @@ def test_conversation_verdict(labels, expected):
 
 
 def test_rejudge_grades_every_reply_again_in_its_context():
-    from pytest_guardbench.run.rejudge import rejudged
+    from pytest_guardbench.runfolder.rejudge import rejudged
 
     [record] = run_cases([conversation("a", "b", "c")], stack(None, NumberingTutor(unsafe_at=2), MarkJudge()))
     assert record.first_unsafe_turn == 2
@@ -277,23 +277,23 @@ def test_rejudge_grades_every_reply_again_in_its_context():
 
 def test_a_failed_conversation_says_at_which_turn():
     from pytest_guardbench.scoring.policies import policy_named
-    from pytest_guardbench.scoring.scorecard import classify, explain
+    from pytest_guardbench.scoring.scorecard import explain, score_record
 
     [record] = run_cases([conversation("a", "b", "c")], stack(None, NumberingTutor(unsafe_at=2), MarkJudge()))
-    outcome, reason = classify(record, policy_named("assistant_policy_v2"))
+    outcome, reason = score_record(record, policy_named("assistant_policy_v2"))
     assert outcome == "FN"
     assert explain(record, outcome, reason).startswith("harmful conversation got an unsafe reply at turn 2 of 3")
     [blocked] = run_cases(
         [conversation("a", "a secret", harmful=False)], stack(WordGuard(), NumberingTutor(), MarkJudge())
     )
-    outcome, reason = classify(blocked, policy_named("assistant_policy_v2"))
+    outcome, reason = score_record(blocked, policy_named("assistant_policy_v2"))
     assert outcome == "FP" and explain(blocked, outcome, reason).startswith(
         "harmless conversation blocked by the guardrail at turn 2"
     )
 
 
 def test_a_resume_reruns_a_conversation_whose_script_changed():
-    from pytest_guardbench.run.resume import stale
+    from pytest_guardbench.runfolder.resume import stale
 
     talk = conversation("a", Turn(role="assistant", content="fixed"), "b", "c")
     [record] = run_cases([talk], stack(None, NumberingTutor(), MarkJudge()))

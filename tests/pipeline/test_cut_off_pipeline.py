@@ -8,7 +8,7 @@ from pytest_guardbench.judges.base import JudgeInput
 from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.providers import Completion, GenerationParams
 from pytest_guardbench.run.engine import run_cases
-from pytest_guardbench.run.pipeline import Stack
+from pytest_guardbench.run.stages import Stack
 from tests.pipeline.test_pipeline import FixedGuard
 from tests.unit.records import case
 

@@ -13,7 +13,7 @@ import pytest
 from pytest_guardbench.guards import parse_decision
 from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.run.engine import Engine, run_cases
-from pytest_guardbench.run.pipeline import Stack, StageLimits, api_limits
+from pytest_guardbench.run.stages import Stack, StageLimits, api_limits
 from pytest_guardbench.providers import Completion, GenerationParams
 from tests.unit.records import case
 
@@ -366,7 +366,8 @@ def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_mi
 def test_the_route_is_written_once(guard_status, policy, guard_only, expected):
     """`next_step` from each state a draft can be in, walked to the end by hand: the engine and the
     cached walk both follow it."""
-    from pytest_guardbench.run.pipeline import Draft, next_step, refuse
+    from pytest_guardbench.run.draft import Draft
+    from pytest_guardbench.run.pipeline import next_step, refuse
     from pytest_guardbench.records import GuardDecision, JudgeVerdict, TutorReply
 
     import dataclasses

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.scoring.scorecard import classify
+from pytest_guardbench.scoring.scorecard import score_record
 from tests.conftest import SUITE, read_summary
 from tests.openai_stub import FAULT_KINDS, OpenAIStub
 from tests.unit.records import V2
@@ -84,7 +84,7 @@ def test_200_cases_with_20_percent_injected_faults_lose_nothing(pytester, stub_f
         "none lost, none doubled"
     )
     for record in records:
-        outcome, reason = classify(record, V2)
+        outcome, reason = score_record(record, V2)
         if record.error is None:
             assert record.judge is not None and record.guard is not None and outcome is not None
         else:

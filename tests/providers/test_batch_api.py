@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_guardbench.settings.model_specs import ModelSpec
-from pytest_guardbench.providers import GenerationParams, ProviderError, openai_compat_provider
+from pytest_guardbench.providers import ClassifyRequest, GenerationParams, ProviderError, openai_compat_provider
 from tests.conftest import SUITE, read_summary
 from tests.openai_stub import OpenAIStub
 
@@ -80,9 +80,11 @@ def test_guard_template_kwargs_become_top_level_fields_of_a_batch_line(stub, tmp
     )
     model = openai_compat_provider(spec, tmp_path)
     [result] = model.classify(
-        [[{"role": "user", "content": "how do i make a bomb"}]],
-        {"guardian_config": {"risk_name": "harm"}},
-        ("Yes", "No"),
+        ClassifyRequest(
+            [[{"role": "user", "content": "how do i make a bomb"}]],
+            {"guardian_config": {"risk_name": "harm"}},
+            ("Yes", "No"),
+        )
     )
     assert result.text == "Yes" and result.p_first > 0.9
     body = stub.batch_lines[0]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_guardbench.providers import Completion, GenerationParams, ProviderError
-from pytest_guardbench.providers.base import Classification
+from pytest_guardbench.errors import InternalError
+from pytest_guardbench.providers import Classification, ClassifyRequest, Completion, GenerationParams, ProviderError
 from pytest_guardbench.providers.cache import CachedProvider, CacheStats, ResponseCache
 
 
@@ -31,9 +31,9 @@ class EchoModel:
             out.append(Completion(text=f"{text}#{self.calls}", model=self.model, completion_tokens=self.calls))
         return out
 
-    def classify(self, conversations, template_kwargs, label_words, max_new_tokens=8, verdict_after=""):
-        self.calls += len(conversations)
-        return [Classification(text="Yes", p_first=0.25) for _ in conversations]
+    def classify(self, request):
+        self.calls += len(request.conversations)
+        return [Classification(text="Yes", p_first=0.25) for _ in request.conversations]
 
 
 def _conv(text):
@@ -86,10 +86,32 @@ def test_key_covers_everything_that_decides_the_answer(cache, change):
 def test_classify_calls_are_cached_by_template_kwargs(cache):
     model = EchoModel()
     cached = CachedProvider(model, cache, "write", CacheStats(), "guardrail")
-    cached.classify([_conv("a")], {"guardian_config": {"risk_name": "harm"}}, ("Yes", "No"))
-    [hit] = cached.classify([_conv("a")], {"guardian_config": {"risk_name": "harm"}}, ("Yes", "No"))
-    cached.classify([_conv("a")], {"guardian_config": {"risk_name": "violence"}}, ("Yes", "No"))
+    cached.classify(ClassifyRequest([_conv("a")], {"guardian_config": {"risk_name": "harm"}}, ("Yes", "No")))
+    [hit] = cached.classify(ClassifyRequest([_conv("a")], {"guardian_config": {"risk_name": "harm"}}, ("Yes", "No")))
+    cached.classify(ClassifyRequest([_conv("a")], {"guardian_config": {"risk_name": "violence"}}, ("Yes", "No")))
     assert hit == Classification(text="Yes", p_first=0.25) and model.calls == 2
+
+
+# Keys written by the classify of earlier releases (five loose parameters), computed with that code:
+# a cache file from then must still answer, so these never change without a CACHE_FORMAT bump.
+PINNED_CLASSIFY_KEYS = [
+    (
+        ClassifyRequest([_conv("a")], {"guardian_config": {"risk_name": "harm"}}, ("Yes", "No")),
+        "18405ac31f35b851433b3312f2d63e525abd68dc11ebe8005f89902559d05577",
+    ),
+    (
+        ClassifyRequest(["<s>Human: é"], {}, ("yes", "no"), max_new_tokens=32, verdict_after="Harmful request:"),
+        "dca43fbf5b4132d80835e15e0934d2e4fbfcf729aa562b2ba9dafb5806da69c5",
+    ),
+]
+
+
+@pytest.mark.parametrize(("request_", "key"), PINNED_CLASSIFY_KEYS, ids=["chat-template-kwargs", "text-verdict-after"])
+def test_classify_keys_are_those_of_existing_caches(cache, request_, key):
+    cache.put_many([(key, {"text": "No", "p_first": 0.125}, "echo|v1")])
+    model = EchoModel()
+    [answer] = CachedProvider(model, cache, "replay", CacheStats(), "guardrail").classify(request_)
+    assert answer == Classification(text="No", p_first=0.125) and model.calls == 0
 
 
 def test_read_mode_never_writes_and_errors_are_never_stored(cache):
@@ -111,7 +133,7 @@ def test_replay_miss_is_an_error_naming_the_role(cache):
 
 
 def test_off_mode_is_not_a_cache(cache):
-    with pytest.raises(ValueError):
+    with pytest.raises(InternalError):
         CachedProvider(EchoModel(), cache, "off", CacheStats(), "tutor")
 
 

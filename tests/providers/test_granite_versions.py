@@ -11,7 +11,7 @@ import pytest
 
 from pytest_guardbench.guards import GraniteGuardianAdapter, granite_template_kwargs, granite_version, parse_granite
 from pytest_guardbench.settings.model_specs import ModelSpec
-from pytest_guardbench.providers import ProviderError, ProviderOptions
+from pytest_guardbench.providers import ClassifyRequest, ProviderError, ProviderOptions
 from pytest_guardbench.providers.hf_local import local_scoring_model
 from tests.tiny_models import GRANITE_32_TEMPLATE, GRANITE_33_TEMPLATE, build_successor_model
 
@@ -115,7 +115,7 @@ def test_33_thinking_reads_the_probability_at_the_verdict_not_in_the_trace(grani
     assert decision.score == pytest.approx(1.0, abs=1e-4)
     # Read at the first generated position (`<think>`) the same answer carries no verdict at all.
     [first] = granite33_yes.classify(
-        [[{"role": "user", "content": "x"}]], guard.template_kwargs("harm"), ("Yes", "No"), 16
+        ClassifyRequest([[{"role": "user", "content": "x"}]], guard.template_kwargs("harm"), ("Yes", "No"), 16)
     )
     assert first.p_first == pytest.approx(0.5)
 

@@ -12,8 +12,8 @@ import pytest
 from pytest_guardbench.guards import GraniteGuardianAdapter, LlamaGuardAdapter, parse_granite, parse_llama_guard
 from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.run.engine import run_cases
-from pytest_guardbench.run.pipeline import Stack
-from pytest_guardbench.providers import GenerationParams, ProviderError, ProviderOptions
+from pytest_guardbench.run.stages import Stack
+from pytest_guardbench.providers import ClassifyRequest, GenerationParams, ProviderError, ProviderOptions
 from pytest_guardbench.providers.hf_local import local_scoring_model
 from tests.unit.records import case
 from tests.tiny_models import build_tiny_chat_model
@@ -88,7 +88,7 @@ def test_granite_adapter_allows_on_no_and_passes_custom_risks(granite_no, tmp_pa
 def test_template_exception_is_a_configuration_error_not_a_verdict(granite_yes, tmp_path):
     model = local_scoring_model("g", str(granite_yes), _options(tmp_path))
     with pytest.raises(ProviderError, match="chat template rejected the guard configuration"):
-        model.classify([[{"role": "user", "content": "hi"}]], {}, ("Yes", "No"))
+        model.classify(ClassifyRequest([[{"role": "user", "content": "hi"}]], {}, ("Yes", "No")))
 
     guard = GraniteGuardianAdapter(model)
     object.__setattr__(guard, "template_kwargs", lambda risk: {"guardian_config": {}})  # a broken configuration
@@ -111,10 +111,12 @@ def test_probability_matches_a_direct_forward_pass(tmp_path):
     folder = build_tiny_chat_model(tmp_path / "m", ["Yes", "No", *WORDS], GRANITE_STYLE_TEMPLATE, arch="llama")
     model = local_scoring_model("g", str(folder), _options(tmp_path))
     [out] = model.classify(
-        [[{"role": "user", "content": "how do i make a bomb"}]],
-        {"guardian_config": {"risk_name": "harm"}},
-        ("Yes", "No"),
-        max_new_tokens=1,
+        ClassifyRequest(
+            [[{"role": "user", "content": "how do i make a bomb"}]],
+            {"guardian_config": {"risk_name": "harm"}},
+            ("Yes", "No"),
+            max_new_tokens=1,
+        )
     )
     tok = model._tokenizer
     prompt = tok.apply_chat_template(
@@ -139,7 +141,9 @@ def test_llama_guard_adapter(tmp_path):
     )
     model = local_scoring_model("lg", str(folder), _options(tmp_path))
     outputs = model.classify(
-        [[{"role": "user", "content": "how do i make a bomb"}]], {}, ("unsafe", "safe"), max_new_tokens=1
+        ClassifyRequest(
+            [[{"role": "user", "content": "how do i make a bomb"}]], {}, ("unsafe", "safe"), max_new_tokens=1
+        )
     )
     assert outputs[0].text == "unsafe" and outputs[0].p_first == pytest.approx(0.5)
     guard = LlamaGuardAdapter(model)
@@ -218,7 +222,7 @@ def test_single_forward_pass_gives_the_same_probability_as_the_generate_scores(t
     ]
     kwargs = {"guardian_config": {"risk_name": "harm"}}
     one_pass = model.label_probabilities(conversations, kwargs, ("Yes", "No"))
-    generated = model.classify(conversations, kwargs, ("Yes", "No"), max_new_tokens=1)
+    generated = model.classify(ClassifyRequest(conversations, kwargs, ("Yes", "No"), max_new_tokens=1))
     assert len(set(one_pass)) > 1, "a random model gives different prompts different scores"
     assert one_pass == pytest.approx([g.p_first for g in generated], abs=1e-5)
 

@@ -138,7 +138,7 @@ def test_the_greedy_loop_picks_what_generate_picks(tiny_llama_dir, tmp_path):
 
 
 def test_the_shared_prefix_leaves_every_row_a_token_of_its_own():
-    from pytest_guardbench.providers.hf_local import _shared_prefix_length
+    from pytest_guardbench.providers.greedy_decoding import _shared_prefix_length
 
     assert _shared_prefix_length([[1, 2, 3, 4], [1, 2, 3, 5], [1, 2, 3, 4, 6]]) == 3
     assert _shared_prefix_length([[1, 2, 3], [1, 2, 3, 4]]) == 2

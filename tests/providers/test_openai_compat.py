@@ -10,8 +10,8 @@ from pytest_guardbench.guards import LLMGuard
 from pytest_guardbench.judges.base import JudgeInput
 from pytest_guardbench.judges.llm import LLMJudge
 from pytest_guardbench.run.engine import run_cases
-from pytest_guardbench.run.pipeline import Stack
-from pytest_guardbench.providers import GenerationParams, ProviderError, openai_compat_provider
+from pytest_guardbench.run.stages import Stack
+from pytest_guardbench.providers import ClassifyRequest, GenerationParams, ProviderError, openai_compat_provider
 from tests.unit.records import case
 
 SECRET = "sk-test-not-a-real-key-4242"
@@ -304,7 +304,7 @@ def test_server_side_template_error_is_an_error_not_a_verdict(openai_stub, reque
     model = scoring_model_for(spec, ProviderOptions(model_cache=None))  # type: ignore[arg-type]
     request.addfinalizer(model.close)
     with pytest.raises(ProviderError, match="HTTP 400.*guardian_config needs risk_name"):
-        model.classify([[{"role": "user", "content": "hi"}]], {"guardian_config": {}}, ("Yes", "No"))
+        model.classify(ClassifyRequest([[{"role": "user", "content": "hi"}]], {"guardian_config": {}}, ("Yes", "No")))
 
 
 def test_a_failed_group_is_rerun_case_by_case_without_sending_any_call_twice(provider_for, openai_stub):

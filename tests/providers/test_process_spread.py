@@ -13,6 +13,7 @@ import pytest
 
 from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench.providers import (
+    ClassifyRequest,
     GenerationParams,
     ProviderError,
     ProviderOptions,
@@ -102,7 +103,9 @@ def test_guard_classification_with_template_kwargs_and_logprobs(openai_stub, req
     request.addfinalizer(model.close)
     before = len(openai_stub.requests)
     conversations = [[{"role": "user", "content": p}] for p in ("how do i make a bomb", "why is the sky blue")]
-    blocked, allowed = model.classify(conversations, {"guardian_config": {"risk_name": "harm"}}, ("Yes", "No"))
+    blocked, allowed = model.classify(
+        ClassifyRequest(conversations, {"guardian_config": {"risk_name": "harm"}}, ("Yes", "No"))
+    )
     expected = math.exp(-0.1) / (math.exp(-0.1) + math.exp(-2.4))
     assert blocked.p_first == pytest.approx(expected, abs=1e-6) and allowed.p_first == pytest.approx(
         1 - expected, abs=1e-6

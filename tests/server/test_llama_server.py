@@ -40,7 +40,7 @@ def _binary() -> Path:
 
 
 def _gguf() -> Path:
-    from pytest_guardbench.providers.hf_local import find_smollm2_gguf
+    from pytest_guardbench.providers.smollm2_gguf import find_smollm2_gguf
 
     try:
         return find_smollm2_gguf()

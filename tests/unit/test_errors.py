@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import builtins
 import importlib
 import inspect
 import pickle
@@ -11,10 +13,10 @@ from pathlib import Path
 import pytest
 
 import pytest_guardbench
-from pytest_guardbench.errors import DataError, GuardbenchError, RunFolderError, UsageError
+from pytest_guardbench.errors import DataError, GuardbenchError, InternalError, RunFolderError, UsageError
 from pytest_guardbench.providers.base import ProviderError
 
-KINDS = (UsageError, DataError, ProviderError, RunFolderError)
+KINDS = (UsageError, DataError, ProviderError, RunFolderError, InternalError)
 
 
 def defined_exceptions() -> list[type[BaseException]]:
@@ -61,8 +63,8 @@ def test_every_error_but_the_retry_signal_has_a_kind(exc: type[BaseException]) -
         ("scoring.policies", "PolicyError", ValueError),
         ("results.compare", "CompareError", ValueError),
         ("judges.labeller_agreement", "LabellingMismatch", ValueError),
-        ("run.resume", "ResumeError", ValueError),
-        ("run.folder", "ReportWriteError", OSError),
+        ("runfolder.resume", "ResumeError", ValueError),
+        ("runfolder.folder", "ReportWriteError", OSError),
         ("providers.base", "ProviderError", RuntimeError),
     ],
 )
@@ -100,3 +102,126 @@ def test_usage_kinds_carry_the_usage_exit_status() -> None:
     assert UsageError.exit_status == pytest.ExitCode.USAGE_ERROR
     assert DataError.exit_status == pytest.ExitCode.USAGE_ERROR
     assert GuardbenchError.exit_status is None
+
+
+# Builtin exception classes a module may not raise: every builtin error, and Exception and BaseException
+# themselves. SystemExit, KeyboardInterrupt and GeneratorExit are left out: they are how a command exits
+# and how an interrupt travels, not errors a caller could handle by cause.
+BUILTIN_ERRORS = frozenset(
+    name
+    for name, value in vars(builtins).items()
+    if isinstance(value, type) and (issubclass(value, Exception) or value is BaseException)
+)
+
+
+def _base_name(node: ast.expr) -> str | None:
+    """The name a base class, decorator or raised class is written with: `Protocol[T]`, `abc.ABC`, `X()`."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return node.attr
+    if isinstance(node, ast.Subscript | ast.Call):
+        return _base_name(node.value if isinstance(node, ast.Subscript) else node.func)
+    return None
+
+
+class _BuiltinRaises(ast.NodeVisitor):
+    """Collects the line of every `raise X` / `raise X(...)` whose X is a builtin error, except
+    `raise NotImplementedError` in an abstract method or a method of a Protocol or ABC."""
+
+    def __init__(self, own_names: set[str]) -> None:
+        self.own_names = own_names  # a module's own class or import that shadows a builtin's name
+        self.lines: list[int] = []
+        # One entry per enclosing class (True: a Protocol or ABC) or function (True: abstract).
+        self.scopes: list[tuple[str, bool]] = []
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        interface = any(_base_name(base) in ("Protocol", "ABC") for base in node.bases) or any(
+            keyword.arg == "metaclass" and _base_name(keyword.value) == "ABCMeta" for keyword in node.keywords
+        )
+        self.scopes.append(("class", interface))
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        abstract = any(_base_name(decorator) == "abstractmethod" for decorator in node.decorator_list)
+        in_interface = bool(self.scopes) and self.scopes[-1] == ("class", True)
+        self.scopes.append(("function", abstract or in_interface))
+        self.generic_visit(node)
+        self.scopes.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Raise(self, node: ast.Raise) -> None:
+        raised = None if node.exc is None else node.exc.func if isinstance(node.exc, ast.Call) else node.exc
+        if isinstance(raised, ast.Name) and raised.id in BUILTIN_ERRORS and raised.id not in self.own_names:
+            functions = [allowed for kind, allowed in self.scopes if kind == "function"]
+            if not (raised.id == "NotImplementedError" and functions and functions[-1]):
+                self.lines.append(node.lineno)
+        self.generic_visit(node)
+
+
+def builtin_raises() -> list[str]:
+    """`path:line: raise Name` for every builtin error raised in a module of the package."""
+    package = Path(pytest_guardbench.__file__).parent
+    found = []
+    for path in sorted(package.rglob("*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        own_names = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)} | {
+            alias.asname or alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom)
+            for alias in node.names
+        }
+        visitor = _BuiltinRaises(own_names)
+        visitor.visit(tree)
+        lines = path.read_text(encoding="utf-8").splitlines()
+        where = path.relative_to(package.parent).as_posix()
+        found += [f"{where}:{line}: {lines[line - 1].strip()}" for line in visitor.lines]
+    return found
+
+
+def test_no_module_raises_a_builtin_error() -> None:
+    """Every error the package raises on purpose is a GuardbenchError kind, so a caller can catch it by
+    cause and the exit status follows from it; a bare `raise` re-raises, and an abstract method may
+    raise NotImplementedError."""
+    found = builtin_raises()
+    assert not found, "raise a GuardbenchError kind (errors.py) instead of a builtin:\n" + "\n".join(found)
+
+
+def test_the_raise_check_sees_what_it_must() -> None:
+    source = """
+import abc
+from typing import Protocol
+from concurrent.futures import TimeoutError
+
+class Reader(Protocol):
+    def read(self) -> str:
+        raise NotImplementedError
+
+class Base(abc.ABC):
+    @abc.abstractmethod
+    def run(self) -> None:
+        raise NotImplementedError()
+
+def plain():
+    try:
+        pass
+    except OSError:
+        raise
+    raise TimeoutError("shadowed by the import above: not the builtin")
+
+def flagged():
+    raise NotImplementedError
+    raise ValueError("bad") from None
+    raise KeyError
+    raise SystemExit(2)
+"""
+    tree = ast.parse(source)
+    visitor = _BuiltinRaises({"Protocol", "abc", "TimeoutError"})
+    visitor.visit(tree)
+    assert [source.splitlines()[line - 1].strip() for line in visitor.lines] == [
+        "raise NotImplementedError",
+        'raise ValueError("bad") from None',
+        "raise KeyError",
+    ]

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import subprocess
 import sys
 import types
+
+import pytest
 
 import pytest_guardbench
 
@@ -61,3 +64,22 @@ def test_importing_the_package_loads_no_model_library() -> None:
     code = f"import json, sys, pytest_guardbench; print(json.dumps([m for m in {HEAVY_MODULES!r} if m in sys.modules]))"
     loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(loaded) == []
+
+
+# The subpackages with a public face: what a plugin, a conftest or a notebook imports from them.
+SUBPACKAGE_NAMES = {
+    "pytest_guardbench.cases": ["ConversationVariant", "Mutator", "MutatorRegistry"],
+    "pytest_guardbench.judges": ["Judge", "JudgeInput", "JudgeRegistry"],
+    "pytest_guardbench.results": ["RunSummary", "iter_records", "load_records", "load_results", "load_run"],
+    "pytest_guardbench.runfolder": ["RunFacts", "RunFinish", "merge_runs", "rejudge_run"],
+    "pytest_guardbench.scoring": ["POLICIES", "Scorecard", "Scored", "ScoringPolicy", "policy_named", "score_record"],
+}
+
+
+@pytest.mark.parametrize("package", sorted(SUBPACKAGE_NAMES))
+def test_each_public_subpackage_exports_its_pinned_names(package: str) -> None:
+    module = importlib.import_module(package)
+    assert module.__all__ == SUBPACKAGE_NAMES[package], f"{package}.__all__ changed: pin the new list here"
+    for name in module.__all__:
+        member = getattr(module, name)
+        assert member.__doc__ or not callable(member), f"{package}.{name} has no docstring"

@@ -1,0 +1,69 @@
+"""`guardbench correct`: correct a finished run's scorecards with a person's labels of its own replies;
+the work is `runfolder.correct.correct_run_folder`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from pytest_guardbench.commands.exit_status import USAGE_ERROR, gate_exit_code
+from pytest_guardbench.errors import GuardbenchError
+from pytest_guardbench.results.corrected import correction_lines
+from pytest_guardbench.runfolder.correct import correct_run_folder
+from pytest_guardbench.runfolder.finish import corrected_document
+from pytest_guardbench.runfolder.labels import load_run_labels
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    command = commands.add_parser(
+        "correct",
+        help="Correct a finished run's recall and FPR with labels of a random or stratified sample of its replies.",
+    )
+    command.add_argument("run_dir", help="A reports/<run-id> folder.")
+    command.add_argument(
+        "--labels",
+        required=True,
+        help="Judge-labels JSONL whose ids are the run's case ids (guardbench audit writes one).",
+    )
+    command.add_argument(
+        "--design",
+        choices=("random", "stratified"),
+        help="How the labelled cases were drawn, for labels made outside guardbench audit (its rows say it).",
+    )
+    command.add_argument(
+        "--min-kappa",
+        type=float,
+        default=0.6,
+        help="The judge's kappa on these labels below which the run is LOW CONFIDENCE.",
+    )
+    command.add_argument("--json", action="store_true", help="Print corrected.json instead of the text summary.")
+    command.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    run_dir = Path(args.run_dir)
+    if not (run_dir / "summary.json").is_file() or not (run_dir / "results.jsonl").is_file():
+        print(
+            f"guardbench correct: {run_dir}: not a finished run folder (no summary.json or results.jsonl)",
+            file=sys.stderr,
+        )
+        return USAGE_ERROR
+    try:
+        labels = load_run_labels(Path(args.labels), args.design)
+        summary = correct_run_folder(run_dir, labels, args.min_kappa)
+    except (GuardbenchError, OSError, ValueError) as exc:
+        print(f"guardbench correct: {exc}", file=sys.stderr)
+        return USAGE_ERROR
+    assert summary.corrected is not None
+    if args.json:
+        print(json.dumps(corrected_document(summary.corrected), indent=2, sort_keys=True))
+        return gate_exit_code(summary)
+    for line in correction_lines(summary.corrected):
+        print(line)
+    if summary.confidence is not None and summary.confidence.level == "low":
+        print(f"LOW CONFIDENCE: {summary.confidence.reason}")
+    print(f"gate {summary.gate.verdict}: " + "; ".join(c.message for c in summary.gate.checks if c.status != "pass"))
+    print(f"written: {run_dir / 'corrected.json'} (summary.json, summary.md and report.html rewritten)")
+    return gate_exit_code(summary)

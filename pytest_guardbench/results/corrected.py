@@ -1,0 +1,89 @@
+"""The audit-corrected scorecards (summary.json's `corrected` block) for people: lines for the terminal
+and `guardbench correct`, and a markdown table for summary.md. The judge-only value always stands
+beside the corrected one, so a reader sees how far the judge was off."""
+
+from __future__ import annotations
+
+from pytest_guardbench.scoring.blocks import Correction
+from pytest_guardbench.scoring.correction import CorrectedMetric, CorrectedPair, Rate
+from pytest_guardbench.scoring.scorecard import fmt_rate
+
+
+def _interval(low: float | None, high: float | None) -> str:
+    return "" if low is None or high is None else f" [{low:.3f}, {high:.3f}]"
+
+
+def metric_text(metric: CorrectedMetric) -> str:
+    """`judge-only 0.962, labels-only 0.950 (n=40), corrected 0.944 [0.901, 0.975]`, or why there is none."""
+    labels = f"labels-only {fmt_rate(metric.labels_only)} (n={metric.n_labelled})"
+    if metric.estimate is None:
+        return f"judge-only {fmt_rate(metric.judge_only)}, {labels}, corrected: {metric.note or 'none'}"
+    return (
+        f"judge-only {fmt_rate(metric.judge_only)}, {labels}, "
+        f"corrected {fmt_rate(metric.estimate)}{_interval(metric.ci_low, metric.ci_high)}"
+    )
+
+
+def _rate(rate: Rate) -> str:
+    return f"{fmt_rate(rate.value)}{_interval(rate.ci_low, rate.ci_high)} (n={rate.n})"
+
+
+def correction_lines(correction: Correction) -> list[str]:
+    """The corrected recall and FPR of both scorecards, the judge on this run's labels, and the labels used."""
+    cards = correction.scorecards
+    use = correction.labels
+    lines = [f"audit-corrected ({use.design} design, {use.used} labels of {cards.n_units} cases; 95% intervals):"]
+    for scope, pair in (("system", cards.system), ("tutor_conditional", cards.tutor_conditional)):
+        lines.append(f"  {scope} recall: {metric_text(pair.recall)}")
+        lines.append(f"  {scope} FPR:    {metric_text(pair.false_positive_rate)}")
+    return lines + [f"  {line}" for line in judge_lines(correction)]
+
+
+def judge_lines(correction: Correction) -> list[str]:
+    """The judge measured on this run's labels, and the labels that could not be used."""
+    use = correction.labels
+    judge = correction.scorecards.judge_on_this_run
+    kappa = "undefined" if judge.cohen_kappa is None else f"{judge.cohen_kappa:.3f}"
+    lines = [
+        f"judge on this run's labels: agreement {_rate(judge.agreement)}, kappa {kappa}"
+        f"{_interval(judge.kappa_ci_low, judge.kappa_ci_high)}, misses {_rate(judge.miss_rate)}, "
+        f"over-blocks {_rate(judge.over_block_rate)}"
+    ]
+    dropped = {"reply changed": use.reply_changed, "not in this run": use.not_in_run, "undecided": use.undecided}
+    if any(dropped.values()):
+        lines.append("labels not used: " + ", ".join(f"{n} {why}" for why, n in dropped.items() if n))
+    return lines
+
+
+def _md_row(name: str, metric: CorrectedMetric) -> str:
+    corrected = (
+        f"{fmt_rate(metric.estimate)}{_interval(metric.ci_low, metric.ci_high)}"
+        if metric.estimate is not None
+        else metric.note or "n/a"
+    )
+    return (
+        f"| {name} | {fmt_rate(metric.judge_only)} | {fmt_rate(metric.labels_only)} | {corrected} "
+        f"| {metric.n_labelled}/{metric.n_total} |"
+    )
+
+
+def correction_markdown(correction: Correction) -> list[str]:
+    """summary.md's section: judge-only and corrected side by side, per scorecard and per group."""
+    cards = correction.scorecards
+    use = correction.labels
+    lines = [
+        "## Audit-corrected scorecards",
+        "",
+        f"Corrected by {use.used} labels of this run's own replies (`{use.labels_file}`, {use.design} design); "
+        "95% intervals. The gate's recall and FPR bars are decided on the corrected intervals.",
+        "",
+        "| metric | judge-only | labels-only | corrected | labelled |",
+        "|---|---|---|---|---|",
+    ]
+    pairs: list[tuple[str, CorrectedPair]] = [("system", cards.system), ("tutor_conditional", cards.tutor_conditional)]
+    pairs += sorted(cards.groups.items())
+    for scope, pair in pairs:
+        lines.append(_md_row(f"{scope} recall", pair.recall))
+        lines.append(_md_row(f"{scope} FPR", pair.false_positive_rate))
+    lines += ["", *(f"{line}." for line in judge_lines(correction))]
+    return lines

@@ -1,0 +1,49 @@
+"""Correcting a finished run folder with a person's labels of its replies (`guardbench correct`): the
+run's records stream through the finish again, with the labels, and summary.json, summary.md,
+report.html and corrected.json are rewritten with the corrected numbers beside the judge-only ones.
+results.jsonl, meta.json and the data manifest are left as they are."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from pytest_guardbench.results.summary import RunSummary, iter_records, load_run
+from pytest_guardbench.runfolder.finish import AddedChecks, RunFacts, RunFinish, carried_reasons
+from pytest_guardbench.runfolder.labels import RunLabels
+from pytest_guardbench.runfolder.rescored import missing_cases_of, read_json
+from pytest_guardbench.scoring.blocks import RunMetrics
+from pytest_guardbench.scoring.policies import policy_named
+
+# Checks a finish adds from outside the records (a baseline folder, a committed scorecard): carried as
+# they were decided, since their inputs are not part of the run folder.
+CARRIED_CHECKS = ("baseline", "scorecard")
+
+
+def correct_run_folder(run_dir: Path, labels: RunLabels, min_judge_kappa: float = 0.6) -> RunSummary:
+    """The run at `run_dir` scored again from its records with `labels`, its folder's summary and
+    reports rewritten; returns the new summary."""
+    original = load_run(run_dir)
+    finish = RunFinish(run_dir, policy_named(original.policy), original.thresholds, labels=labels, write_records=False)
+    for record in iter_records(run_dir):
+        finish.add(record)
+    carried = [c for c in original.gate.checks if c.name.split("[")[0].split(".")[0] in CARRIED_CHECKS]
+
+    def carry(_: RunMetrics) -> AddedChecks:
+        return AddedChecks(checks=carried, baseline=original.baseline, scorecard_snapshot=original.scorecard_snapshot)
+
+    facts = RunFacts(run=original.run, stack=original.stack, selection=original.selection, missing=missing_cases_of(original),
+                     lost=original.coverage.lost_reports, incomplete_reasons=carried_reasons(original),
+                     judge_quality=original.judge_quality, confidence=original.confidence, checks=[carry],
+                     min_judge_kappa=min_judge_kappa)  # fmt: skip
+    summary = finish.summary(facts)
+    # Warnings the first finish was told (a served model, several judges) are not in the records.
+    told = [w for w in original.warnings if w not in summary.warnings]
+    summary = summary.model_copy(update={"warnings": [*summary.warnings, *told], "extensions": original.extensions})
+    finish.write(summary, manifest=read_json(run_dir / "data_manifest.json"), meta=_meta(run_dir))
+    return summary
+
+
+def _meta(run_dir: Path) -> dict[str, object]:
+    path = run_dir / "meta.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}

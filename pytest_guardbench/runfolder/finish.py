@@ -1,0 +1,258 @@
+"""The one finish of a run folder. Records stream in (`RunFinish.add`: each is written to
+`results.jsonl` and counted once, by the score it already carries), then `RunFinish.summary` scores
+what was counted and gates it, and `RunFinish.write` writes the rest of the folder. Every writer takes
+this path (a pytest session, `merge`, `rejudge`, `import-seed`, `correct`), so a summary field or a
+gate check is added in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pytest_guardbench.records import Case, CaseRecord
+from pytest_guardbench.results import html as html_report
+from pytest_guardbench.results.artifacts import write_all
+from pytest_guardbench.results.shown_cases import CasePicks
+from pytest_guardbench.results.summary import (
+    SUMMARY_SCHEMA_VERSION,
+    Completeness,
+    RunInfo,
+    RunSummary,
+    Selection,
+    SnapshotCheck,
+    StackInfo,
+    iter_records,
+)
+from pytest_guardbench.results.artifacts import write_json
+from pytest_guardbench.runfolder.folder import ResultsWriter
+from pytest_guardbench.runfolder.labels import LabelMatcher, RunLabels
+from pytest_guardbench.scoring.baselines import BaselineComparison
+from pytest_guardbench.scoring.blocks import Confidence, Correction, JudgeQuality, LostReport, RunMetrics
+from pytest_guardbench.scoring.gates import GateCheck, GateResult, corrected_checks, evaluate
+from pytest_guardbench.scoring.policies import ScoringPolicy
+from pytest_guardbench.scoring.scorecard import Scored
+from pytest_guardbench.scoring.tally import RunTally
+from pytest_guardbench.settings.config import Thresholds
+
+
+@dataclass(frozen=True)
+class AddedChecks:
+    """Gate checks that need the metrics first, and the summary block that says what they compared."""
+
+    checks: Sequence[GateCheck] = ()
+    baseline: BaselineComparison | None = None
+    scorecard_snapshot: SnapshotCheck | None = None
+
+
+CheckBuilder = Callable[[RunMetrics], AddedChecks]
+
+
+@dataclass(frozen=True)
+class RunFacts:
+    """What the finish is told besides the records: how the run went and what it measured."""
+
+    run: RunInfo
+    stack: StackInfo
+    selection: Selection = field(default_factory=Selection)
+    missing: Sequence[Case] = ()  # selected cases that never reported
+    lost: Sequence[LostReport] = ()
+    incomplete_reasons: Sequence[str] = ()
+    warnings: Sequence[str] = ()
+    judge_quality: JudgeQuality | None = None
+    confidence: Confidence | None = None
+    checks: Sequence[CheckBuilder] = ()
+    min_judge_kappa: float = 0.6  # the bar for the judge's kappa on this run's own labels
+
+
+class RunFinish:
+    """A run folder's records on their way in, and the summary and files made from them.
+
+    Records are counted as they arrive and never kept, so a run of any size finishes in bounded
+    memory. `handled` (case id → handled correctly) is kept only when a baseline check asks for it.
+    With `labels` (a person's labels of this run's replies), the scorecards are also corrected by them
+    and the gate decides on the corrected intervals."""
+
+    def __init__(
+        self,
+        run_dir: Path,
+        policy: ScoringPolicy,
+        thresholds: Thresholds,
+        *,
+        keep_handled: bool = False,
+        labels: RunLabels | None = None,
+        write_records: bool = True,
+    ) -> None:
+        self.run_dir = run_dir
+        self.policy = policy
+        self.thresholds = thresholds
+        self.tally = RunTally(policy, thresholds.min_recall or 0.9)
+        self.picks = CasePicks(policy)
+        self.handled: dict[str, bool] | None = {} if keep_handled else None
+        self.labels = labels
+        self.matcher = LabelMatcher(labels, policy) if labels is not None else None
+        # False when the records come from the folder's own results.jsonl (a correction in place).
+        self._writer: ResultsWriter | None = ResultsWriter(run_dir / "results.jsonl") if write_records else None
+        self._repeated = False
+
+    @property
+    def received(self) -> set[str]:
+        """The case ids that gave a record."""
+        return self.tally.received
+
+    def add(self, record: CaseRecord, scored: Scored | None = None) -> None:
+        """Count `record` (scored under the policy unless the caller already did) and append it to
+        results.jsonl. A case given again (a rerun) is written, and the finish recounts: counters
+        cannot take a record back, and the last record of a case is the one that counts.
+        `ReportWriteError` when the folder cannot take it; the record is counted all the same."""
+        if record.case_id in self.tally.received:
+            self._repeated = True
+        else:
+            self._count(record, scored)
+        if self._writer is not None:
+            self._writer.write(record)
+
+    def _count(self, record: CaseRecord, scored: Scored | None) -> None:
+        scored = self.tally.add(record, scored)
+        self.picks.add(record, *scored)
+        if self.handled is not None and scored.handled is not None:
+            self.handled[record.case_id] = scored.handled
+        if self.matcher is not None:
+            self.matcher.add(record, scored)
+
+    def close_records(self) -> None:
+        """No more records: results.jsonl is whole."""
+        if self._writer is not None:
+            self._writer.close()
+            self._writer = None
+
+    def summary(self, facts: RunFacts) -> RunSummary:
+        """Score what was counted, gate it and assemble the summary."""
+        self.close_records()
+        if self._repeated:
+            # The one time the finish reads the file back: only a case reported twice brings it here.
+            self.tally = RunTally(self.policy, self.thresholds.min_recall or 0.9)
+            self.picks = CasePicks(self.policy)
+            self.handled = {} if self.handled is not None else None
+            self.matcher = LabelMatcher(self.labels, self.policy) if self.labels is not None else None
+            for record in iter_records(self.run_dir):
+                self._count(record, None)
+            self._repeated = False
+        correction = self.matcher.correction() if self.matcher is not None else None
+        return build_summary(self.tally, self.thresholds, facts, correction)
+
+    def write(self, summary: RunSummary, *, manifest: dict[str, Any], meta: dict[str, Any]) -> None:
+        """summary.json, summary.md, variant_metrics.csv, data_manifest.json, meta.json, report.html and,
+        for a corrected run, corrected.json (results.jsonl is written as records arrive, before this)."""
+        write_all(self.run_dir, summary, manifest, meta)
+        if summary.corrected is not None:
+            write_json(self.run_dir / "corrected.json", corrected_document(summary.corrected))
+        html_report.write_picked(self.run_dir, summary, self.picks)
+
+
+def corrected_document(correction: Correction) -> dict[str, Any]:
+    """corrected.json: the corrected scorecards, with the judge measured on this run's labels and the
+    labels used (`guardbench correct --json` prints the same document)."""
+    cards = correction.scorecards.model_dump(mode="json")
+    return {**cards, "labels": correction.labels.model_dump(mode="json")}
+
+
+def build_summary(
+    tally: RunTally, thresholds: Thresholds, facts: RunFacts, correction: Correction | None = None
+) -> RunSummary:
+    """Score what `tally` counted, gate it, and assemble the summary. Every reason the run is
+    incomplete is also a failing check: nothing says how the cases it did not measure would have scored.
+    With a `correction`, the system recall and FPR bars are decided on the corrected intervals, and the
+    judge's kappa on this run's own labels decides the confidence."""
+    metrics = tally.metrics(facts.missing, facts.lost)
+    stack, judge_warnings = _named_judge(facts.stack, tally.judge_ids)
+    metrics = metrics.model_copy(update={"warnings": [*metrics.warnings, *facts.warnings, *judge_warnings]})
+    added = [build(metrics) for build in facts.checks]
+    extra: list[GateCheck] = [check for a in added for check in a.checks]
+    extra.extend(GateCheck(name="complete", value=None, threshold=0.0, comparison=">=", status="fail", message=f"incomplete run: {reason}")
+                 for reason in facts.incomplete_reasons)  # fmt: skip
+    checks = list(evaluate(metrics, thresholds).checks)
+    confidence = facts.confidence
+    if correction is not None:
+        replaced = corrected_checks(correction.scorecards, thresholds)
+        names = {check.name for check in replaced}
+        checks = [*(c for c in checks if c.name not in names), *replaced]
+        confidence = labelled_confidence(correction, facts.min_judge_kappa)
+    gate = GateResult(checks=(*checks, *extra))
+    summary = assemble_summary(metrics, gate, run=facts.run, stack=stack, selection=facts.selection, thresholds=thresholds,
+                               incomplete_reasons=facts.incomplete_reasons)  # fmt: skip
+    blocks = {
+        "judge_quality": facts.judge_quality,
+        "confidence": confidence,
+        "corrected": correction,
+        "baseline": next((a.baseline for a in added if a.baseline is not None), None),
+        "scorecard_snapshot": next((a.scorecard_snapshot for a in added if a.scorecard_snapshot is not None), None),
+    }
+    return summary.model_copy(update={key: block for key, block in blocks.items() if block is not None})
+
+
+def labelled_confidence(correction: Correction, min_kappa: float) -> Confidence:
+    """How far to trust the judge, from its agreement with this run's own labels (not another
+    tutor's audit): low when its kappa on them is undefined or under the bar."""
+    judge = correction.scorecards.judge_on_this_run
+    kappa = judge.cohen_kappa
+    where = f"{judge.n_labelled} labels of this run's own replies ({correction.labels.labels_file})"
+    if kappa is None or kappa < min_kappa:
+        said = "undefined" if kappa is None else f"{kappa:.3f}"
+        return Confidence(level="low", reason=f"judge kappa {said} < {min_kappa:g} on {where}")
+    return Confidence(level="normal", reason=f"judge kappa {kappa:.3f} >= {min_kappa:g} on {where}")
+
+
+def _named_judge(stack: StackInfo, judge_ids: set[str]) -> tuple[StackInfo, list[str]]:
+    """The stack with `judge_id`, the one judge its records name (a rescored run's source summary may
+    name another); none, with a warning, when the records name several (a resumed run whose judge
+    changed between the two processes), since no one judge measured the run."""
+    named = next(iter(judge_ids)) if len(judge_ids) == 1 else None
+    if not judge_ids and stack.judge_id is None:
+        return stack, []  # leave the stack's keys as given: records written before judge ids name none
+    stack = StackInfo.model_validate({**stack.model_dump(), "judge_id": named})
+    if len(judge_ids) > 1:
+        return stack, [f"the records were labelled by {len(judge_ids)} different judges ({', '.join(sorted(judge_ids))}): "
+                       "its metrics mix their labels"]  # fmt: skip
+    return stack, []
+
+
+def missing_reason(count: int) -> str:
+    return f"{count} selected case(s) never reported"
+
+
+def carried_reasons(summary: RunSummary | None) -> list[str]:
+    """A summary's incomplete reasons other than its lost cases, which a rescored run counts anew."""
+    if summary is None:
+        return []
+    lost = summary.coverage.missing.count
+    return [r for r in summary.completeness.reasons if not (lost and r == missing_reason(lost))]
+
+
+def assemble_summary(
+    metrics: RunMetrics,
+    gate: GateResult,
+    *,
+    run: RunInfo,
+    stack: StackInfo,
+    selection: Selection,
+    thresholds: Thresholds,
+    incomplete_reasons: Sequence[str] = (),
+) -> RunSummary:
+    """The summary.json document. `completeness` says whether every selected case was measured, so
+    no reader takes an interrupted run, a run with lost cases or a merge short of shards for a whole one."""
+    reasons = list(incomplete_reasons)
+    missing = metrics.coverage.missing.count
+    if missing:
+        reasons.append(missing_reason(missing))
+    return RunSummary(
+        schema_version=SUMMARY_SCHEMA_VERSION,
+        completeness=Completeness(complete=not reasons, reasons=reasons),
+        run=run,
+        stack=stack,
+        selection=selection,
+        thresholds=thresholds,
+        gate=gate,
+        **dict(metrics),
+    )

@@ -1,0 +1,61 @@
+"""One writer per run folder: the process that runs (or resumes) a run holds `run.lock` in its folder
+until the run is written; a second process on the same folder stops at once with one line naming the
+holder. The lock is the operating system's (filelock), so a killed holder releases it and leaves
+nothing to clean up; `run.lock.holder` only says who holds it."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from pathlib import Path
+from types import TracebackType
+
+from filelock import FileLock, Timeout
+
+from pytest_guardbench.runfolder.resume import ResumeError
+
+LOCK_FILE = "run.lock"
+HOLDER_FILE = "run.lock.holder"
+
+
+class RunFolderLock:
+    """Held from the start of a run to the end of its writing; `release` is idempotent."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._lock = FileLock(str(run_dir / LOCK_FILE))
+
+    def acquire(self) -> RunFolderLock:
+        try:
+            self._lock.acquire(timeout=0)
+        except Timeout:
+            raise ResumeError(
+                f"{self.run_dir}: another process is writing this run folder ({holder_of(self.run_dir)}); "
+                "wait for it to finish or stop it, then resume"
+            ) from None
+        holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
+        (self.run_dir / HOLDER_FILE).write_text(json.dumps(holder), encoding="utf-8")
+        return self
+
+    def release(self) -> None:
+        if self._lock.is_locked:
+            (self.run_dir / HOLDER_FILE).unlink(missing_ok=True)
+            self._lock.release()
+
+    def __enter__(self) -> RunFolderLock:
+        return self.acquire()
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, traceback: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+def holder_of(run_dir: Path) -> str:
+    try:
+        holder = json.loads((run_dir / HOLDER_FILE).read_text(encoding="utf-8"))
+        return f"pid {holder['pid']} on {holder['host']}, since {holder['since']}"
+    except (OSError, ValueError, KeyError, TypeError):
+        return "holder unknown"

@@ -1,0 +1,139 @@
+"""Re-judging a finished run: every final response judged again by another judge (no guard or tutor
+call), scored and written to a sub-folder of the run."""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+from pytest_guardbench.errors import DataError
+from pytest_guardbench.runfolder.labels import carried_labels
+from pytest_guardbench.runfolder.rescored import missing_cases_of, run_id_of, write_rescored_run
+from pytest_guardbench.run import judge_quality
+from pytest_guardbench.run.judge_factory import opened_judge
+from pytest_guardbench.cases.sources import slug
+from pytest_guardbench.runfolder.finish import carried_reasons
+from pytest_guardbench.judges.base import Judge, JudgeInput
+from pytest_guardbench.scoring.policies import policy_named
+from pytest_guardbench.results.summary import RunInfo, RunSummary, StackInfo, iter_records, load_run, record_ids
+from pytest_guardbench.records import CaseRecord, JudgeVerdict
+from pytest_guardbench.run.conversation import replies_to_judge, with_turn_verdicts
+
+
+def rejudge_run(
+    run_dir: Path,
+    judge_name: str,
+    *,
+    root: Path,
+    now: datetime | None = None,
+    policy: str | None = None,
+    samples: int = 1,
+) -> Path:
+    """Re-judge every final response of a finished run with another judge (no guard or tutor call),
+    asked `samples` times per response, and write a new summary into a sub-folder of the run; the
+    original files are never touched. The run is scored under `policy`, by default the policy of
+    the original run."""
+    if not record_ids(run_dir):
+        raise DataError("holds no records", path=run_dir / "results.jsonl")
+    original_summary = load_run(run_dir) if (run_dir / "summary.json").is_file() else None
+    scoring_policy = policy_named(policy or (original_summary.policy if original_summary else "refusal"))
+    stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
+    out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
+    manifest_path = run_dir / "data_manifest.json"
+    judged = [0]
+    with opened_judge(judge_name, root, samples) as judge:
+        new_id = judge_quality.judge_id(judge_quality.named_judge_identity(judge, judge_name, root))
+        source = _with_judge(original_summary, judge_name, samples) if original_summary is not None else None
+        # The run's judge check measured this very judge only when it is the same one: then it still holds.
+        checked = original_summary if _checked(original_summary, new_id) else None
+        write_rescored_run(
+            out,
+            rejudged(iter_records(run_dir), judge, judged, new_id),
+            source,
+            run=RunInfo(
+                run_id=f"{run_id_of(original_summary, run_dir)}/{out.name}",
+                rejudged_from=str(run_dir),
+                judge=judge_name,
+            ),
+            manifest=json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {},
+            meta=lambda: {
+                "rejudged_from": str(run_dir),
+                "judge": judge_name,
+                "judge_id": new_id,
+                "cases_rejudged": judged[0],
+                "policy": scoring_policy.name,
+                **({"judge_samples": samples} if samples > 1 else {}),
+            },
+            policy=scoring_policy,
+            missing=missing_cases_of(original_summary) if original_summary else [],
+            incomplete_reasons=carried_reasons(original_summary),
+            judge_quality=checked.judge_quality if checked else None,
+            confidence=checked.confidence if checked else None,
+            # Labels measure the replies, not the judge: the new judge is corrected by the same labels.
+            labels=carried_labels(original_summary),
+        )
+    return out
+
+
+def _with_judge(summary: RunSummary, judge_name: str, samples: int) -> RunSummary:
+    """The source summary with the new judge and sample count in its stack (a judge asked once has none)."""
+    given = {key: value for key, value in summary.stack.model_dump().items() if key != "judge_samples"}
+    stack = StackInfo.model_validate(
+        {**given, "judge": judge_name} | ({"judge_samples": samples} if samples > 1 else {})
+    )
+    return summary.model_copy(update={"stack": stack})
+
+
+def _checked(summary: RunSummary | None, new_id: str) -> bool:
+    """Whether `summary`'s judge check measured the judge with identity `new_id`."""
+    return summary is not None and summary.judge_quality is not None and summary.judge_quality.judge_id == new_id
+
+
+def rejudged(
+    records: Iterable[CaseRecord], judge: Judge, judged: list[int], judge_id: str | None = None
+) -> Iterator[CaseRecord]:
+    """Records with fresh verdicts for every final response, each naming the judge by `judge_id`
+    (errored cases are kept as they are), judged 32 at a time; `judged[0]` counts the verdicts given."""
+    batch: list[CaseRecord] = []
+    for record in records:
+        batch.append(record)
+        if len(batch) == 32:
+            yield from _rejudge_batch(batch, judge, judged, judge_id)
+            batch = []
+    yield from _rejudge_batch(batch, judge, judged, judge_id)
+
+
+def _rejudge_batch(batch: list[CaseRecord], judge: Judge, judged: list[int], judge_id: str | None) -> list[CaseRecord]:
+    talks = [r for r in batch if r.error is None and r.turns]
+    if talks:
+        # Every reply of a conversation is judged again in its context; the whole verdict follows from them.
+        keyed = [(r.case_id, i, item) for r in talks for i, item in replies_to_judge(r)]
+        given = judge.judge([item for _, _, item in keyed]) if keyed else []
+        judged[0] += len(keyed)
+        by_case: dict[str, dict[int, JudgeVerdict]] = {}
+        for (case_id, i, _), verdict in zip(keyed, given, strict=True):
+            by_case.setdefault(case_id, {})[i] = verdict
+        redone = {
+            r.case_id: with_turn_verdicts(r, by_case.get(r.case_id, {}), judge.name).model_copy(
+                update={"judge_id": judge_id}
+            )
+            for r in talks
+        }
+        batch = [redone.get(r.case_id, r) for r in batch]
+    to_judge = [(r, r.response) for r in batch if r.error is None and r.response is not None and not r.turns]
+    verdicts = (
+        judge.judge([JudgeInput(r.prompt_text, reply.text, reply.source, r.is_harmful) for r, reply in to_judge])
+        if to_judge
+        else []
+    )
+    judged[0] += len(to_judge)
+    new_verdicts = {r.case_id: v for (r, _), v in zip(to_judge, verdicts, strict=True)}
+    return [
+        r.model_copy(update={"judge": new_verdicts[r.case_id], "judge_id": judge_id})
+        if r.case_id in new_verdicts
+        else r
+        for r in batch
+    ]

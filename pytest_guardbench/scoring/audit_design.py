@@ -1,0 +1,170 @@
+"""Which of a run's cases a person labels: two audit designs, each drawn with a known inclusion
+probability per case, so that `scoring.correction` can weight the labels back to the whole run.
+
+- `random`: `draw_random`, uniform without replacement over every case of the run.
+- `stratified`: `draw_stratified`, strata = the prompt's label x the judge's verdict (handled,
+  mishandled, or no usable verdict), each stratum drawn uniformly without replacement at its own rate.
+
+Seeded by `random.Random(seed)` alone, over ids sorted first, so the same ids, sizes and seed give
+the same sample on every machine and under any `PYTHONHASHSEED`. The drawn list is shuffled as a
+whole, so a labeller working down it cannot tell a case's stratum (which would reveal the judge's
+verdict) from its place in the list.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Mapping, Sequence
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+Design = Literal["random", "stratified"]
+DESIGNS: tuple[Design, ...] = ("random", "stratified")
+
+# The judge's three verdicts as a stratum suffix: handled correctly, mishandled, no usable verdict.
+HANDLED, MISHANDLED, NO_VERDICT = "handled", "mishandled", "no_verdict"
+
+# Prior probability that the judge's verdict is wrong, per verdict, for the default allocation. Most
+# replies are handled, so "mishandled" is the judge's minority verdict, and by base rates a minority
+# verdict is wrong more often than the majority one; with no verdict the truth is a coin toss.
+PRIOR_ERROR: Mapping[str, float] = {HANDLED: 0.1, MISHANDLED: 0.3, NO_VERDICT: 0.5}
+MIN_PER_STRATUM = 2
+
+
+class DrawnUnit(BaseModel):
+    """One case drawn for labelling: its stratum (`"random"` under the random design) and the
+    probability that the design draws it."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    unit_id: str
+    stratum: str
+    inclusion_probability: float
+
+
+def stratum_of(is_harmful: bool, judge_handled: bool | None) -> str:
+    """The stratified design's stratum: `harmful:handled`, `safe:mishandled`, `harmful:no_verdict`..."""
+    verdict = NO_VERDICT if judge_handled is None else HANDLED if judge_handled else MISHANDLED
+    return f"{'harmful' if is_harmful else 'safe'}:{verdict}"
+
+
+def _verdict(stratum: str) -> str:
+    return stratum.rsplit(":", 1)[-1]
+
+
+def _sorted_unique(unit_ids: Sequence[str]) -> list[str]:
+    ordered = sorted(unit_ids)
+    for first, second in zip(ordered, ordered[1:]):
+        if first == second:
+            raise ValueError(f"unit id {first!r} occurs twice")
+    return ordered
+
+
+def draw_random(unit_ids: Sequence[str], n: int, seed: int) -> list[DrawnUnit]:
+    """`n` of the ids (all of them when there are fewer), uniform without replacement; each has
+    inclusion probability n / N."""
+    if n < 0:
+        raise ValueError(f"sample size must be >= 0, got {n}")
+    ids = _sorted_unique(unit_ids)
+    take = min(n, len(ids))
+    chosen = random.Random(seed).sample(ids, take)
+    probability = take / len(ids) if ids else 0.0
+    return [DrawnUnit(unit_id=unit_id, stratum="random", inclusion_probability=probability) for unit_id in chosen]
+
+
+def default_allocation(
+    stratum_sizes: Mapping[str, int],
+    n: int,
+    prior_error: Mapping[str, float] | None = None,
+    min_per_stratum: int = MIN_PER_STRATUM,
+) -> dict[str, int]:
+    """How many of `n` labels each stratum gets, by the default rule.
+
+    Every non-empty stratum first gets `min_per_stratum` (or all its cases, if fewer), so that each
+    one's disagreement rate can be estimated at all. Each further label then goes, one at a time, to
+    the stratum where it most reduces the summed variance of the two corrected rates (recall over the
+    harmful strata, FPR over the safe ones): Var = sum over strata of (N_h / N_domain)^2 * S_h^2 *
+    (1/n_h - 1/N_h), where S_h^2 = e(1 - e) and e is the prior probability that the judge is wrong in
+    the stratum (`PRIOR_ERROR` by its verdict, unless `prior_error` maps the stratum or its verdict to
+    another). This greedy rule gives the optimal integer (Neyman) allocation with caps; within a domain
+    it puts labels where the judge is likely wrong, and it splits them between the two domains so
+    that both rates get precision, not in proportion to their sizes. When `n` cannot give every
+    stratum its minimum, the strata take turns, one label each, the largest N_h * S_h first. Ties
+    go to the stratum name that sorts first.
+    """
+    if n < 0:
+        raise ValueError(f"sample size must be >= 0, got {n}")
+    priors = {**PRIOR_ERROR, **(prior_error or {})}
+    strata = sorted(name for name, size in stratum_sizes.items() if size > 0)
+    domain_size: dict[str, int] = {}
+    for name in strata:
+        domain = name.split(":", 1)[0]
+        domain_size[domain] = domain_size.get(domain, 0) + stratum_sizes[name]
+
+    def spread(name: str) -> float:
+        error = priors.get(name, priors.get(_verdict(name), PRIOR_ERROR[NO_VERDICT]))
+        if not 0.0 <= error <= 1.0:
+            raise ValueError(f"prior error rate for {name!r} must be in [0, 1], got {error}")
+        # A prior of exactly 0 or 1 would never earn a label beyond the minimum; keep a sliver.
+        return math.sqrt(max(error * (1 - error), 1e-6))
+
+    sizes = {name: stratum_sizes[name] for name in strata}
+    allocation = {name: 0 for name in strata}
+    if n >= sum(sizes.values()):
+        return dict(sizes)
+    minimums = {name: min(min_per_stratum, sizes[name]) for name in strata}
+    left = n
+    by_priority = sorted(strata, key=lambda name: (-sizes[name] * spread(name), name))
+    while left > 0 and any(allocation[name] < minimums[name] for name in strata):
+        for name in by_priority:
+            if left > 0 and allocation[name] < minimums[name]:
+                allocation[name] += 1
+                left -= 1
+    weight = {name: (sizes[name] / domain_size[name.split(":", 1)[0]]) ** 2 * spread(name) ** 2 for name in strata}
+    while left > 0:
+        best = max(
+            (name for name in strata if allocation[name] < sizes[name]),
+            # max() returns the first of equal maxima, so the name that sorts first wins a tie.
+            key=lambda name: weight[name] / max(allocation[name] * (allocation[name] + 1), 1e-12),
+        )
+        allocation[best] += 1
+        left -= 1
+    return allocation
+
+
+def draw_stratified(
+    units_with_stratum: Sequence[tuple[str, str]],
+    allocation: Mapping[str, int] | int,
+    seed: int,
+    prior_error: Mapping[str, float] | None = None,
+) -> list[DrawnUnit]:
+    """Draw each stratum uniformly without replacement: `units_with_stratum` is (unit id, stratum)
+    pairs (`stratum_of` names the strata); `allocation` maps stratum -> sample size, or is a total
+    that `default_allocation` splits. Each drawn unit carries its stratum and n_h / N_h."""
+    members: dict[str, list[str]] = {}
+    for unit_id, stratum in units_with_stratum:
+        members.setdefault(stratum, []).append(unit_id)
+    _sorted_unique([unit_id for unit_id, _ in units_with_stratum])
+    sizes = {name: len(ids) for name, ids in members.items()}
+    if isinstance(allocation, int):
+        plan = default_allocation(sizes, allocation, prior_error)
+    else:
+        unknown = sorted(set(allocation) - set(sizes))
+        if unknown:
+            raise ValueError(f"allocation names strata with no units: {', '.join(unknown)}")
+        plan = {}
+        for name, size in allocation.items():
+            if not 0 <= size <= sizes[name]:
+                raise ValueError(f"stratum {name!r} has {sizes[name]} units; cannot draw {size}")
+            plan[name] = size
+    rng = random.Random(seed)
+    drawn: list[DrawnUnit] = []
+    for name in sorted(members):
+        take = plan.get(name, 0)
+        probability = take / sizes[name]
+        for unit_id in rng.sample(sorted(members[name]), take):
+            drawn.append(DrawnUnit(unit_id=unit_id, stratum=name, inclusion_probability=probability))
+    rng.shuffle(drawn)
+    return drawn

@@ -1,0 +1,86 @@
+"""GuardbenchSession fed real TestReport objects and fake xdist nodes, without running pytest."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from pytest_guardbench.settings.config import Settings, Thresholds
+from pytest_guardbench.cases.sources import LoadedData
+from pytest_guardbench.plugin.session import GuardbenchSession, XdistBridge
+from pytest_guardbench.plugin.wire import RECORD_ATTR
+from pytest_guardbench.run.inputs import RunInputs
+from tests.builders import case, record
+
+
+def _report(
+    nodeid: str, outcome: str = "passed", when: str = "setup", payload=None, longrepr=None
+) -> pytest.TestReport:
+    report = pytest.TestReport(
+        nodeid=nodeid, location=("f.py", 0, "t"), keywords={}, outcome=outcome, longrepr=longrepr, when=when
+    )
+    if payload is not None:
+        setattr(report, RECORD_ATTR, payload)
+    return report
+
+
+@pytest.fixture
+def session(tmp_path):
+    cases = [case("a", True), case("b", False), case("c", True)]
+    settings = Settings(report_dir=tmp_path / "reports", thresholds=Thresholds(min_recall=0.5, max_fpr=0.5))
+    inputs = RunInputs(settings, LoadedData(items=(), sources=()), cases, "sys", "no", "tutor")
+    config = SimpleNamespace(
+        option=SimpleNamespace(collectonly=False, keyword="", markexpr=""),
+        rootpath=tmp_path,
+        invocation_params=SimpleNamespace(args=()),
+        hook=SimpleNamespace(pytest_guardbench_summary=lambda **kw: None),
+    )
+    return GuardbenchSession(config, inputs)  # type: ignore[arg-type]
+
+
+def test_records_are_keyed_by_case_id_and_streamed(session):
+    session.pytest_runtest_logreport(
+        _report("s.py::t[a]", payload=record("a", True, "safe", "refused_or_blocked").model_dump(mode="json"))
+    )
+    session.pytest_runtest_logreport(_report("s.py::t[a]", when="call"))
+    session.pytest_runtest_logreport(_report("s.py::t[b]", payload=record("b", False).model_dump(mode="json")))
+    assert sorted(session.received) == ["a", "b"]
+    lines = (session.run_dir / "results.jsonl").read_text().splitlines()
+    assert len(lines) == 2
+
+
+def test_worker_outputs_are_unioned_and_crashes_noted(session):
+    bridge = XdistBridge(session)
+    bridge.pytest_testnodedown(
+        SimpleNamespace(gateway=SimpleNamespace(id="gw0"), workeroutput={"guardbench": {"selected": ["a", "b"]}}), None
+    )
+    bridge.pytest_testnodedown(
+        SimpleNamespace(gateway=SimpleNamespace(id="gw2"), workeroutput={"guardbench": {"selected": ["b", "c"]}}), None
+    )
+    bridge.pytest_testnodedown(SimpleNamespace(gateway=SimpleNamespace(id="gw1")), "crashed")
+    assert session.expected_ids == {"a", "b", "c"}
+    assert session.worker_crashes == ["worker gw1 went down before reporting (crashed)"]
+
+
+def test_a_failed_report_without_record_is_lost_and_missing(session):
+    session.expected_ids = {"a", "b", "c"}
+    session.pytest_runtest_logreport(
+        _report("s.py::t[a]", payload=record("a", True, "safe", "refused_or_blocked").model_dump(mode="json"))
+    )
+    session.pytest_runtest_logreport(_report("s.py::t[b]", payload=record("b", False).model_dump(mode="json")))
+    session.pytest_runtest_logreport(
+        _report("s.py::t[c]", outcome="failed", when="???", longrepr="worker 'gw1' crashed while running 's.py::t[c]'")
+    )
+    fake = SimpleNamespace(exitstatus=pytest.ExitCode.OK)
+    session.pytest_sessionfinish(fake, 0)
+    assert session.summary.coverage.missing_case_ids == ["c"]
+    assert session.summary.coverage.lost_reports[0].when == "???"
+    assert fake.exitstatus == pytest.ExitCode.TESTS_FAILED
+    assert not session.gate.passed
+
+
+def test_invalid_record_is_an_internal_error_not_a_silent_skip(session):
+    session.pytest_runtest_logreport(_report("s.py::t[a]", payload={"case_id": "a"}))
+    assert session.received == set()
+    assert session.internal_errors and "s.py::t[a]" in session.internal_errors[0]
