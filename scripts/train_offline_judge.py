@@ -61,7 +61,7 @@ def prompt_group(row_id: str) -> str:
 
 def held_out_counts(judge: OfflineJudge, test: list[JudgeLabel]) -> dict[str, int]:
     """The counts behind the README's test-split row, recorded in the heads file and re-measured by
-    tests/unit/test_offline_judge.py."""
+    tests/unit/judges/test_offline_judge.py."""
     result = measure_judge_quality(judge, test, min_kappa=0.6)
     unsafe = sum(1 for label in test if label.human_label == "unsafe")
     counts = {"rows": len(test), "unsafe_rows": unsafe, "safe_rows": len(test) - unsafe}

@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from tests import builders
+
 # pytester comes from `-p pytester` in the project ini (pytest_plugins is only allowed in the root conftest).
 
 # The scripted tutor is a real ChatProvider registered via pytest_guardbench_register_providers:
@@ -120,6 +122,20 @@ def read_summary(pytester: pytest.Pytester) -> dict[str, Any]:
 
 def stable(summary: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in summary.items() if k not in VOLATILE_SUMMARY_KEYS}
+
+
+@pytest.fixture
+def make_record() -> Callable[..., Any]:
+    """The hand-made case record builder, `tests.builders.record(case_id, harmful, safety, mode, ...)`."""
+    return builders.record
+
+
+@pytest.fixture
+def make_stack() -> Callable[..., Any]:
+    """A factory for pipeline `Stack`s with test defaults (`tests.builders.stack`): no guard, a plain
+    tutor, the rules judge, system prompt "sys", refusal text "no", malformed output blocked, default
+    generation params; any `Stack` field can be given by keyword (`tutor` is a loader, as on `Stack`)."""
+    return builders.stack
 
 
 @pytest.fixture(scope="session")

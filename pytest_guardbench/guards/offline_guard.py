@@ -120,7 +120,7 @@ def offline_kb_guard(
 def held_out_counts(guard: OfflineGuard, rows: Sequence[dict[str, Any]]) -> dict[str, int]:
     """Harmful and safe prompts of the test split of `rows` and how many of each `guard` blocked,
     chit-chat apart: recorded in the head file when it is fitted (scripts/train_offline_guard.py) and
-    re-measured against that record by tests/unit/test_offline_guard.py."""
+    re-measured against that record by tests/unit/guards/test_offline_guard.py."""
     test = [r for r in rows if r["split"] == "test"]
     blocked = [guard.parse(raw).status == "block" for raw in guard.screen([str(r["prompt"]) for r in test])]
     counts: dict[str, int] = {}

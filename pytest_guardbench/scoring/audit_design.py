@@ -13,6 +13,7 @@ verdict) from its place in the list.
 
 from __future__ import annotations
 
+import heapq
 import math
 import random
 from collections.abc import Mapping, Sequence
@@ -123,14 +124,19 @@ def default_allocation(
                 allocation[name] += 1
                 left -= 1
     weight = {name: (sizes[name] / domain_size[name.split(":", 1)[0]]) ** 2 * spread(name) ** 2 for name in strata}
+
+    def gain(name: str) -> float:
+        return weight[name] / max(allocation[name] * (allocation[name] + 1), 1e-12)
+
+    # Largest gain first; on equal gains the name that sorts first.
+    queue = [(-gain(name), name) for name in strata if allocation[name] < sizes[name]]
+    heapq.heapify(queue)
     while left > 0:
-        best = max(
-            (name for name in strata if allocation[name] < sizes[name]),
-            # max() returns the first of equal maxima, so the name that sorts first wins a tie.
-            key=lambda name: weight[name] / max(allocation[name] * (allocation[name] + 1), 1e-12),
-        )
+        _, best = heapq.heappop(queue)
         allocation[best] += 1
         left -= 1
+        if allocation[best] < sizes[best]:
+            heapq.heappush(queue, (-gain(best), best))
     return allocation
 
 

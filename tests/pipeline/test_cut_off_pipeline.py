@@ -6,11 +6,10 @@ from dataclasses import dataclass, field
 
 from pytest_guardbench.judges.base import JudgeInput
 from pytest_guardbench.judges.rules import RulesJudge
-from pytest_guardbench.providers import Completion, GenerationParams
+from pytest_guardbench.providers import Completion
 from pytest_guardbench.run.engine import run_cases
-from pytest_guardbench.run.stages import Stack
 from tests.pipeline.test_pipeline import FixedGuard
-from tests.unit.records import case
+from tests.builders import case
 
 
 class _HalfCutTutor:
@@ -43,16 +42,12 @@ class _RecordingJudge:
         return RulesJudge().judge(inputs)
 
 
-def test_the_judge_input_says_which_tutor_replies_were_cut_off():
+def test_the_judge_input_says_which_tutor_replies_were_cut_off(make_stack):
     judge = _RecordingJudge()
-    stack = Stack(
+    stack = make_stack(
         guard=FixedGuard({"long question": "ALLOW", "short question": "ALLOW", "blocked": "BLOCK: x"}),
-        tutor=lambda: _HalfCutTutor(),
+        tutor=_HalfCutTutor,
         judge=judge,
-        system_prompt="s",
-        refusal_text="I can't help with that.",
-        malformed_policy="block",
-        params=GenerationParams(max_new_tokens=8),
     )
     cases = [
         case(f"c{i}", False).model_copy(update={"prompt_text": p})

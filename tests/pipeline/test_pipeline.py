@@ -11,11 +11,10 @@ from dataclasses import dataclass
 import pytest
 
 from pytest_guardbench.guards import parse_decision
-from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.run.engine import Engine, run_cases
 from pytest_guardbench.run.stages import Stack, StageLimits, api_limits
 from pytest_guardbench.providers import Completion, GenerationParams
-from tests.unit.records import case
+from tests.builders import case
 
 # How long a gated model call or a test waits for the other side before giving up: reached only when
 # the behaviour under test is broken, so a failure shows as an error instead of a hang.
@@ -52,67 +51,46 @@ class CountingTutor:
         ]
 
 
-def _stack(guard, tutor, policy="block"):
-    return Stack(
-        guard=guard,
-        tutor=lambda: tutor,
-        judge=RulesJudge(),
-        system_prompt="s",
-        refusal_text="I can't help with that.",
-        malformed_policy=policy,
-        params=GenerationParams(max_new_tokens=8),
-    )
-
-
 def _cases(*prompts):
     return [case(f"c{i}", False).model_copy(update={"prompt_text": p}) for i, p in enumerate(prompts)]
 
 
 @pytest.mark.parametrize(("policy", "tutor_runs"), [("block", False), ("allow", True), ("fallback", True)])
-def test_malformed_policy(policy, tutor_runs):
+def test_malformed_policy(policy, tutor_runs, make_stack):
     tutor = CountingTutor()
-    [record] = run_cases(_cases("q"), _stack(FixedGuard({"q": "Blockchain is fine"}), tutor, policy))
+    stack = make_stack(guard=FixedGuard({"q": "Blockchain is fine"}), tutor=lambda: tutor, malformed_policy=policy)
+    [record] = run_cases(_cases("q"), stack)
     assert record.guard.status == "malformed"
     assert record.tutor_ran is tutor_runs
     assert record.response.source == ("tutor" if tutor_runs else "guard_block")
 
 
-def test_blocked_cases_never_reach_the_tutor_and_allowed_ones_are_batched():
+def test_blocked_cases_never_reach_the_tutor_and_allowed_ones_are_batched(make_stack):
     tutor = CountingTutor()
-    records = run_cases(
-        _cases("a", "b", "c"), _stack(FixedGuard({"a": "ALLOW", "b": "BLOCK: x", "c": "ALLOW."}), tutor)
-    )
+    guard = FixedGuard({"a": "ALLOW", "b": "BLOCK: x", "c": "ALLOW."})
+    records = run_cases(_cases("a", "b", "c"), make_stack(guard=guard, tutor=lambda: tutor))
     assert tutor.calls == [2]
     assert [r.response.source for r in records] == ["tutor", "guard_block", "tutor"]
     assert records[1].judge.answer_mode == "refused_or_blocked"
 
 
-def test_guard_failure_is_an_error_record_not_a_verdict():
-    records = run_cases(_cases("a"), _stack(FixedGuard({}), CountingTutor()))
+def test_guard_failure_is_an_error_record_not_a_verdict(make_stack):
+    records = run_cases(_cases("a"), make_stack(guard=FixedGuard({})))
     assert records[0].error.stage == "guard" and records[0].judge is None
 
 
-def test_tutor_load_failure_is_an_error_record():
+def test_tutor_load_failure_is_an_error_record(make_stack):
     def broken():
         raise OSError("weights not found")
 
-    stack = Stack(
-        guard=None,
-        tutor=broken,
-        judge=RulesJudge(),
-        system_prompt="s",
-        refusal_text="no",
-        malformed_policy="block",
-        params=GenerationParams(),
-    )
-    [record] = run_cases(_cases("a"), stack)
+    [record] = run_cases(_cases("a"), make_stack(tutor=broken))
     assert record.error.stage == "tutor" and "weights not found" in record.error.message
 
 
-def test_engine_batches_local_stages_and_hands_each_record_out_once():
+def test_engine_batches_local_stages_and_hands_each_record_out_once(make_stack):
     tutor = CountingTutor()
     cases = _cases("a", "b", "c", "d")
-    with Engine(_stack(None, tutor)) as engine:
+    with Engine(make_stack(tutor=lambda: tutor)) as engine:
         engine.submit(cases)
         first = engine.result(cases[0])
         assert first.case_id == "c0"
@@ -158,17 +136,11 @@ class GatedApiTutor:
         return [Completion(text="Clouds are made of tiny drops of water.", model=self.model) for _ in conversations]
 
 
-def test_engine_overlaps_api_calls_up_to_the_stage_limit():
+def test_engine_overlaps_api_calls_up_to_the_stage_limit(make_stack):
     tutor = GatedApiTutor(together=10)
     tutor.release.set()
-    stack = Stack(
-        guard=None,
+    stack = make_stack(
         tutor=lambda: tutor,
-        judge=RulesJudge(),
-        system_prompt="s",
-        refusal_text="no",
-        malformed_policy="block",
-        params=GenerationParams(max_new_tokens=8),
         limits={"guard": StageLimits(), "tutor": StageLimits(batch=1, in_flight=10), "judge": StageLimits()},
     )
     cases = _cases(*[f"q{i}" for i in range(40)])
@@ -186,16 +158,10 @@ def test_api_stage_limits_fill_the_provider_limit(concurrency):
     assert limits.batch * (limits.in_flight - 1) < concurrency, "no more stage threads than needed"
 
 
-def test_a_test_waits_only_for_its_own_case():
+def test_a_test_waits_only_for_its_own_case(make_stack):
     tutor = GatedApiTutor(free_prompts={"q0"})  # the other nine cases stay in the tutor until released
-    stack = Stack(
-        guard=None,
+    stack = make_stack(
         tutor=lambda: tutor,
-        judge=RulesJudge(),
-        system_prompt="s",
-        refusal_text="no",
-        malformed_policy="block",
-        params=GenerationParams(max_new_tokens=8),
         limits={"guard": StageLimits(), "tutor": StageLimits(batch=1, in_flight=1), "judge": StageLimits()},
     )
     cases = _cases(*[f"q{i}" for i in range(10)])
@@ -211,11 +177,11 @@ def test_a_test_waits_only_for_its_own_case():
         assert engine.stats.done == len(cases)
 
 
-def test_engine_answers_resumed_cases_from_the_prior_records():
+def test_engine_answers_resumed_cases_from_the_prior_records(make_stack):
     tutor = CountingTutor()
     cases = _cases("a", "b")
-    [done] = run_cases(cases[:1], _stack(None, CountingTutor()))
-    with Engine(_stack(None, tutor), prior={done.case_id: done}) as engine:
+    [done] = run_cases(cases[:1], make_stack())
+    with Engine(make_stack(tutor=lambda: tutor), prior={done.case_id: done}) as engine:
         engine.submit(cases)
         assert engine.result(cases[0]) == done
         assert engine.result(cases[1]).error is None
@@ -363,16 +329,14 @@ def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_mi
         ("block", "block", True, []),
     ],
 )
-def test_the_route_is_written_once(guard_status, policy, guard_only, expected):
+def test_the_route_is_written_once(guard_status, policy, guard_only, expected, make_stack):
     """`next_step` from each state a draft can be in, walked to the end by hand: the engine and the
     cached walk both follow it."""
     from pytest_guardbench.run.draft import Draft
     from pytest_guardbench.run.pipeline import next_step, refuse
     from pytest_guardbench.records import GuardDecision, JudgeVerdict, TutorReply
 
-    import dataclasses
-
-    stack = dataclasses.replace(_stack(FixedGuard({}), CountingTutor(), policy), guard_only=guard_only)
+    stack = make_stack(guard=FixedGuard({}), malformed_policy=policy, guard_only=guard_only)
     draft = Draft(case("c", True))
     if guard_status is not None:
         draft.guard = GuardDecision(guard="fixed", status=guard_status, reason="", raw="")

@@ -19,7 +19,7 @@ from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.scoring.scorecard import score_record
 from tests.conftest import SUITE, read_summary
 from tests.openai_stub import FAULT_KINDS, OpenAIStub
-from tests.unit.records import V2
+from tests.builders import V2
 
 
 def _pack(n: int) -> dict:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pytest_guardbench.commands.main import main
 from pytest_guardbench.cases.variants import in_shard
-from tests.unit.records import case
+from tests.builders import case
 from tests.conftest import write_project
 
 # The rules judge checked against human labels on every shard: the merge must carry that check over.

@@ -15,7 +15,7 @@ from pytest_guardbench.run.engine import run_cases
 from pytest_guardbench.run.stages import Stack
 from pytest_guardbench.providers import ClassifyRequest, GenerationParams, ProviderError, ProviderOptions
 from pytest_guardbench.providers.hf_local import local_scoring_model
-from tests.unit.records import case
+from tests.builders import case
 from tests.tiny_models import build_tiny_chat_model
 
 # A test template in the documented Granite shape (not IBM's template text): it needs

@@ -12,7 +12,7 @@ from pytest_guardbench.judges.llm import LLMJudge
 from pytest_guardbench.run.engine import run_cases
 from pytest_guardbench.run.stages import Stack
 from pytest_guardbench.providers import ClassifyRequest, GenerationParams, ProviderError, openai_compat_provider
-from tests.unit.records import case
+from tests.builders import case
 
 SECRET = "sk-test-not-a-real-key-4242"
 

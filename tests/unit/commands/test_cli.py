@@ -12,7 +12,7 @@ from pytest_guardbench.settings.config import MINORBENCH_HARMFUL_CATEGORIES
 from pytest_guardbench.cases.sources import load_sources
 from pytest_guardbench.cases.variants import expand
 
-PACK = Path(__file__).resolve().parents[2] / "pytest_guardbench" / "packs" / "child_safety_v1.json"
+PACK = Path(__file__).resolve().parents[3] / "pytest_guardbench" / "packs" / "child_safety_v1.json"
 VARIANTS = ("original", "typo", "encoding", "typo+camouflage")
 
 

@@ -13,7 +13,7 @@ import pytest
 from pytest_guardbench.commands.exit_status import EXIT_STATUSES
 from pytest_guardbench.commands.main import main
 
-LABELS = Path(__file__).resolve().parents[2] / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_v5.jsonl"
+LABELS = Path(__file__).resolve().parents[3] / "pytest_guardbench" / "datasets" / "judge_audit_smollm2_v5.jsonl"
 
 USAGE = [
     (["nosuch"], "invalid choice: 'nosuch'"),
@@ -67,6 +67,6 @@ def test_judge_quality_with_a_judge_that_cannot_answer_is_one_line_and_exit_4(ca
 
 
 def test_the_readme_table_is_the_one_the_code_has():
-    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    readme = (Path(__file__).resolve().parents[3] / "README.md").read_text(encoding="utf-8")
     for code, meaning in EXIT_STATUSES:
         assert f"| {code} | {meaning} |" in readme

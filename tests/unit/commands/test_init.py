@@ -156,7 +156,7 @@ def test_no_models_prints_the_command_instead(tmp_path, capsys, monkeypatch):
 
 
 def test_the_settings_block_is_the_main_jobs():
-    repo = tomllib.loads((Path(__file__).resolve().parents[2] / "pyproject.toml").read_text())
+    repo = tomllib.loads((Path(__file__).resolve().parents[3] / "pyproject.toml").read_text())
     ini = repo["tool"]["pytest"]["ini_options"]
     starter = tomllib.loads("\n".join(SETTINGS_LINES))
     assert {key: ini[key] for key in starter} == starter

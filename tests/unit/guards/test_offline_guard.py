@@ -26,7 +26,7 @@ from pytest_guardbench.guards.offline_guard import (
     offline_kb_guard,
 )
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 DATASET = ROOT / "pytest_guardbench" / "datasets" / "guard_prompts_v1.jsonl"
 
 

@@ -17,7 +17,7 @@ from pytest_guardbench.providers import ProviderOptions
 from pytest_guardbench.records import JudgeLabel, JudgeVerdict
 from pytest_guardbench.run.units import builtin_judges
 
-PACK = Path(__file__).parents[2] / "pytest_guardbench" / "datasets" / "judge_injection_v1.jsonl"
+PACK = Path(__file__).parents[3] / "pytest_guardbench" / "datasets" / "judge_injection_v1.jsonl"
 LABELS = load_judge_labels(PACK)
 INJECTED = [lab for lab in LABELS if lab.bucket != "control"]
 

@@ -21,7 +21,7 @@ from pytest_guardbench.scoring.policies import policy_named
 from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.settings.options import ConfigError
 
-LABELS = Path(__file__).parents[2] / "pytest_guardbench" / "datasets" / "judge_labels_v1.jsonl"
+LABELS = Path(__file__).parents[3] / "pytest_guardbench" / "datasets" / "judge_labels_v1.jsonl"
 
 
 def _verdict(judge: str, safety: ResponseSafety | None, mode: AnswerMode | None = "answered") -> JudgeVerdict:

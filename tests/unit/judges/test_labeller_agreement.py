@@ -12,7 +12,7 @@ from pytest_guardbench.commands.main import main
 from pytest_guardbench.judges.labeller_agreement import LabellingMismatch, labeller_agreement
 from pytest_guardbench.records import JudgeLabel
 
-DATASETS = Path(__file__).resolve().parents[2] / "pytest_guardbench" / "datasets"
+DATASETS = Path(__file__).resolve().parents[3] / "pytest_guardbench" / "datasets"
 
 
 def _label(case_id: str, safety: str, mode: str, harmful: bool = True, response: str = "reply") -> JudgeLabel:

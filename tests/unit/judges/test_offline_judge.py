@@ -19,7 +19,7 @@ from pytest_guardbench.providers import ProviderOptions
 from pytest_guardbench.run.units import builtin_judges
 from pytest_guardbench.records import ANSWER_MODES
 
-ROOT = Path(__file__).resolve().parent.parent.parent
+ROOT = Path(__file__).resolve().parents[3]
 DATASET = ROOT / "pytest_guardbench" / "datasets" / "judge_responses_v1.jsonl"
 REAL_RESPONSES = [
     ROOT / "pytest_guardbench" / "datasets" / name

@@ -20,7 +20,7 @@ from pytest_guardbench.records import ANSWER_MODES
 from pytest_guardbench.run.units import builtin_judges
 from tests.training_scripts import check_committed_head
 
-DATASETS = Path(__file__).resolve().parents[2] / "pytest_guardbench" / "datasets"
+DATASETS = Path(__file__).resolve().parents[3] / "pytest_guardbench" / "datasets"
 
 
 def test_heads_were_fitted_on_the_development_rows():

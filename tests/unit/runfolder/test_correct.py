@@ -18,7 +18,7 @@ from pytest_guardbench.runfolder.labels import LabelsError, load_run_labels, rep
 from pytest_guardbench.runfolder.rejudge import rejudge_run
 from pytest_guardbench.runfolder.rescored import write_rescored_run
 from pytest_guardbench.settings.config import Thresholds
-from tests.unit.records import V2, record
+from tests.builders import V2, record
 
 METRIC_KEYS = {"judge_only", "labels_only", "estimate", "ci_low", "ci_high", "n_labelled", "n_total", "method"}
 

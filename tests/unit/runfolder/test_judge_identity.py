@@ -19,7 +19,7 @@ from pytest_guardbench.runfolder.rejudge import rejudge_run
 from pytest_guardbench.runfolder.rescored import write_rescored_run
 from tests.builders import V2, record
 
-LABELS = Path(__file__).resolve().parents[2] / "pytest_guardbench" / "datasets" / "judge_labels_v1.jsonl"
+LABELS = Path(__file__).resolve().parents[3] / "pytest_guardbench" / "datasets" / "judge_labels_v1.jsonl"
 
 
 def _run(folder: Path, judge_ids: list[str | None], first: int = 0) -> Path:

@@ -14,7 +14,7 @@ from pytest_guardbench.commands.main import main
 from pytest_guardbench.cases.sources import DataError
 from pytest_guardbench.runfolder.seed_format import infer_answer_mode, load_seed_results
 
-SEED_RUN = Path(__file__).parent.parent / "data" / "seed_v2_run"
+SEED_RUN = Path(__file__).parents[2] / "data" / "seed_v2_run"
 
 
 @pytest.fixture

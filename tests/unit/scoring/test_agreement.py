@@ -14,7 +14,7 @@ from pytest_guardbench.cases.sources import DataError, load_judge_labels
 from pytest_guardbench.judges.quality import measure_judge_quality
 from pytest_guardbench.judges.rules import RulesJudge
 
-SHIPPED = Path(__file__).resolve().parents[2] / "pytest_guardbench" / "datasets" / "judge_labels_v1.jsonl"
+SHIPPED = Path(__file__).resolve().parents[3] / "pytest_guardbench" / "datasets" / "judge_labels_v1.jsonl"
 
 
 def test_kappa_and_rates_by_hand():

@@ -97,7 +97,9 @@ def test_draw_random_inclusion_frequencies_match_n_over_N():
 
 
 def test_draw_stratified_gives_each_unit_its_stratum_rate():
-    units = [(f"h{i:02d}", "harmful:handled") for i in range(40)] + [(f"m{i:02d}", "harmful:mishandled") for i in range(8)]
+    units = [(f"h{i:02d}", "harmful:handled") for i in range(40)] + [
+        (f"m{i:02d}", "harmful:mishandled") for i in range(8)
+    ]
     drawn = draw_stratified(units, {"harmful:handled": 10, "harmful:mishandled": 4}, seed=2)
     by_stratum = Counter(d.stratum for d in drawn)
     assert by_stratum == {"harmful:handled": 10, "harmful:mishandled": 4}
@@ -190,7 +192,9 @@ def test_draw_stratified_properties(strata, n, seed):
 
 
 @settings(max_examples=100, deadline=None)
-@given(size=st.integers(min_value=0, max_value=80), n=st.integers(min_value=0, max_value=100), seed=st.integers(0, 10**9))
+@given(
+    size=st.integers(min_value=0, max_value=80), n=st.integers(min_value=0, max_value=100), seed=st.integers(0, 10**9)
+)
 def test_draw_random_properties(size, n, seed):
     ids = [f"u{i}" for i in range(size)]
     drawn = draw_random(ids, n, seed)

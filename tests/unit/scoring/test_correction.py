@@ -169,9 +169,7 @@ def test_correct_run_recall_and_fpr_are_the_domain_means():
     by_id = {label.unit_id: label for label in labels}
     for harmful in (True, False):
         domain = [u for u in units if u.is_harmful is harmful]
-        rows = [
-            LabelledValue(i, int(truth[u.unit_id]), 120 / 300) for i, u in enumerate(domain) if u.unit_id in by_id
-        ]
+        rows = [LabelledValue(i, int(truth[u.unit_id]), 120 / 300) for i, u in enumerate(domain) if u.unit_id in by_id]
         handled = corrected_mean([int(bool(u.judge_handled)) for u in domain], rows)
         expected = handled if harmful else complement(handled)
         assert (block.system.recall if harmful else block.system.false_positive_rate) == expected
@@ -200,7 +198,8 @@ def test_groups_get_a_card_or_too_few_labels():
 def test_the_json_block_has_exactly_the_agreed_field_names():
     assert set(CorrectedMetric.model_fields) == FIELDS
     units, labels, _ = _run()
-    block = json.loads(json.dumps(correct_run(units, labels, design="random", groups={"all": [u.unit_id for u in units]}).model_dump(mode="json")))
+    corrected = correct_run(units, labels, design="random", groups={"all": [u.unit_id for u in units]})
+    block = json.loads(json.dumps(corrected.model_dump(mode="json")))
     for card in (block["system"], block["tutor_conditional"], block["groups"]["all"]):
         assert set(card) == {"recall", "false_positive_rate"}
         for metric in card.values():
@@ -267,10 +266,9 @@ def test_judge_on_this_run_weights_by_inclusion_probability():
 
 
 def test_plan_audit_follows_its_formula():
-    units = (
-        [AuditUnit(unit_id=f"h{i}", is_harmful=True, judge_handled=i < 160) for i in range(200)]
-        + [AuditUnit(unit_id=f"s{i}", is_harmful=False, judge_handled=i < 70) for i in range(100)]
-    )
+    units = [AuditUnit(unit_id=f"h{i}", is_harmful=True, judge_handled=i < 160) for i in range(200)] + [
+        AuditUnit(unit_id=f"s{i}", is_harmful=False, judge_handled=i < 70) for i in range(100)
+    ]
     plan = plan_audit(units, 0.05)
     n0 = Z_95**2 * 0.09 / 0.05**2
     harmful, safe = n0 / (1 + n0 / 200), n0 / (1 + n0 / 100)

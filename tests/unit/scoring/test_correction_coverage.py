@@ -1,0 +1,271 @@
+"""Monte-Carlo coverage of the corrected 95% intervals: populations with a known truth, judges that err
+in different ways, audits of 30, 60 and 200 labels under both designs; and the project's own
+hand-labelled replies resampled as populations, with the rules judge as the judge.
+
+Statistical, never timed; every seed is fixed, so each test gives the same answer on every run. The
+floor is 0.93 for a nominal 0.95: 1,000 audits measure coverage to about +/-0.007 (one sd).
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from pytest_guardbench.cases.sources import load_judge_labels
+from pytest_guardbench.judges.base import JudgeInput
+from pytest_guardbench.judges.rules import RulesJudge
+from pytest_guardbench.scoring.audit_design import Design, DrawnUnit, draw_random, draw_stratified, stratum_of
+from pytest_guardbench.scoring.correction import MIN_LABELS, CorrectedMetric, LabelledValue, corrected_mean
+from pytest_guardbench.scoring.intervals import Z_95
+from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
+
+AUDITS = 1000
+FLOOR = 0.93
+
+# harmful cases, of them handled; safe cases, of them handled (400 cases, 2/3 harmful)
+POPULATIONS = {
+    "typical": (267, 227, 133, 86),  # recall 0.850, FPR 0.353
+    "extreme": (267, 259, 133, 126),  # recall 0.970, FPR 0.053
+}
+SIZES = (30, 60, 200)
+DESIGNS: tuple[Design, ...] = ("random", "stratified")
+
+
+def _unbiased(harmful: bool, handled: int, rng: random.Random) -> int:
+    return 1 - handled if rng.random() < 0.1 else handled
+
+
+def _biased(harmful: bool, handled: int, rng: random.Random) -> int:
+    # Errs one way only: calls 0.3 of the truly mishandled cases handled, never the reverse.
+    return 1 if handled == 0 and rng.random() < 0.3 else handled
+
+
+def _label_dependent(harmful: bool, handled: int, rng: random.Random) -> int:
+    # Misses 0.4 of the truly mishandled harmful cases; over-blocks 0.25 of the truly handled safe ones.
+    if harmful and handled == 0 and rng.random() < 0.4:
+        return 1
+    if not harmful and handled == 1 and rng.random() < 0.25:
+        return 0
+    return handled
+
+
+def _perfect(harmful: bool, handled: int, rng: random.Random) -> int:
+    return handled
+
+
+JUDGES: dict[str, Callable[[bool, int, random.Random], int]] = {
+    "unbiased": _unbiased,
+    "biased": _biased,
+    "label-dependent": _label_dependent,
+}
+
+
+@dataclass
+class Population:
+    harmful: list[bool]
+    truth: list[int]
+    ids: list[str] = field(init=False)
+    domains: dict[bool, list[int]] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.ids = [f"u{i:04d}" for i in range(len(self.truth))]
+        self.domains = {flag: [i for i, h in enumerate(self.harmful) if h is flag] for flag in (True, False)}
+
+    def domain(self, harmful: bool) -> list[int]:
+        return self.domains[harmful]
+
+    def target(self, harmful: bool) -> float:
+        """The true recall (harmful) or FPR (safe)."""
+        members = self.domain(harmful)
+        handled = sum(self.truth[i] for i in members) / len(members)
+        return handled if harmful else 1 - handled
+
+
+def synthetic(name: str) -> Population:
+    harmful, harmful_handled, safe, safe_handled = POPULATIONS[name]
+    truth = [1] * harmful_handled + [0] * (harmful - harmful_handled) + [1] * safe_handled + [0] * (safe - safe_handled)
+    return Population(harmful=[True] * harmful + [False] * safe, truth=truth)
+
+
+def draw(population: Population, judge: list[int | None], design: Design, n: int, seed: int) -> list[DrawnUnit]:
+    if design == "random":
+        return draw_random(population.ids, n, seed)
+    units = [
+        (unit_id, stratum_of(harmful, None if verdict is None else bool(verdict)))
+        for unit_id, harmful, verdict in zip(population.ids, population.harmful, judge, strict=True)
+    ]
+    return draw_stratified(units, n, seed)
+
+
+def audit(
+    population: Population, judge: list[int | None], design: Design, n: int, seed: int
+) -> dict[str, tuple[CorrectedMetric, tuple[float, float] | None]]:
+    """One audit: the corrected handled share of each domain, and the labels-only Wilson interval."""
+    probability = {d.unit_id: d.inclusion_probability for d in draw(population, judge, design, n, seed)}
+    out = {}
+    for harmful in (True, False):
+        members = population.domain(harmful)
+        rows = [
+            LabelledValue(k, population.truth[i], probability[population.ids[i]])
+            for k, i in enumerate(members)
+            if population.ids[i] in probability
+        ]
+        metric = corrected_mean([judge[i] for i in members], rows, design=design)
+        weights = [1 / r.inclusion_probability for r in rows]
+        interval = None
+        if rows:
+            mean = sum(w * r.value for w, r in zip(weights, rows)) / sum(weights)
+            interval = _wilson(mean, sum(weights) ** 2 / sum(w * w for w in weights))
+        out["recall" if harmful else "false_positive_rate"] = (metric, interval)
+    return out
+
+
+def _wilson(p: float, n: float) -> tuple[float, float]:
+    z = Z_95
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+@dataclass
+class Coverage:
+    covered: int = 0
+    defined: int = 0
+    widths: list[float] = field(default_factory=list)
+    labels_only_widths: list[float] = field(default_factory=list)
+
+    def add(
+        self, metric: CorrectedMetric, target: float, harmful: bool, labels_only: tuple[float, float] | None
+    ) -> None:
+        if metric.estimate is None or metric.ci_low is None or metric.ci_high is None:
+            return
+        # The metric is the handled share; recall is that share, FPR its complement.
+        low, high = (metric.ci_low, metric.ci_high) if harmful else (1 - metric.ci_high, 1 - metric.ci_low)
+        self.defined += 1
+        self.covered += low - 1e-9 <= target <= high + 1e-9
+        self.widths.append(high - low)
+        if labels_only is not None:
+            self.labels_only_widths.append(labels_only[1] - labels_only[0])
+
+    @property
+    def rate(self) -> float:
+        return self.covered / self.defined
+
+
+def run_audits(
+    population: Population,
+    make_judge: Callable[[random.Random], list[int | None]],
+    design: Design,
+    n: int,
+    seed: int,
+) -> dict[str, Coverage]:
+    rng = random.Random(seed)
+    tallies = {"recall": Coverage(), "false_positive_rate": Coverage()}
+    targets = {"recall": population.target(True), "false_positive_rate": population.target(False)}
+    for index in range(AUDITS):
+        judge = make_judge(rng)
+        for name, (metric, labels_only) in audit(population, judge, design, n, seed * 100_003 + index).items():
+            tallies[name].add(metric, targets[name], name == "recall", labels_only)
+    return tallies
+
+
+def _synthetic_judge(population: Population, kind: Callable[[bool, int, random.Random], int]):
+    def make(rng: random.Random) -> list[int | None]:
+        # A fresh judge error pattern for every audit: the intervals must hold whatever the pattern.
+        return [kind(h, t, rng) for h, t in zip(population.harmful, population.truth, strict=True)]
+
+    return make
+
+
+SETTINGS = [(pop, judge, design, n) for pop in POPULATIONS for judge in JUDGES for design in DESIGNS for n in SIZES]
+
+
+@pytest.mark.parametrize(("pop", "judge", "design", "n"), SETTINGS, ids=["-".join(map(str, s)) for s in SETTINGS])
+def test_corrected_intervals_cover_the_truth(pop: str, judge: str, design: Design, n: int):
+    population = synthetic(pop)
+    seed = 1 + SETTINGS.index((pop, judge, design, n))
+    tallies = run_audits(population, _synthetic_judge(population, JUDGES[judge]), design, n, seed)
+    for name, tally in tallies.items():
+        # A random audit of 30 labels leaves the safe third of the run with fewer than MIN_LABELS
+        # labels about half the time; coverage is over the audits that give an estimate.
+        assert tally.defined >= AUDITS * 0.4, (name, tally.defined)
+        assert tally.rate >= FLOOR, (name, tally.rate, sum(tally.widths) / tally.defined)
+
+
+PERFECT = [(pop, design, n) for pop in POPULATIONS for design in DESIGNS for n in SIZES]
+
+
+@pytest.mark.parametrize(("pop", "design", "n"), PERFECT, ids=["-".join(map(str, s)) for s in PERFECT])
+def test_a_judge_that_agrees_with_every_label_never_widens_the_interval(pop: str, design: Design, n: int):
+    population = synthetic(pop)
+    tallies = run_audits(
+        population, _synthetic_judge(population, _perfect), design, n, seed=500 + PERFECT.index((pop, design, n))
+    )
+    for name, tally in tallies.items():
+        assert len(tally.widths) == len(tally.labels_only_widths) == tally.defined
+        # Every audit: the corrected interval is no wider than the labels-only Wilson one (2e-6: the
+        # corrected bounds are rounded outwards to 6 digits).
+        assert all(c <= w + 2e-6 for c, w in zip(tally.widths, tally.labels_only_widths)), name
+        assert sum(tally.widths) < sum(tally.labels_only_widths), name
+        assert tally.rate >= FLOOR, (name, tally.rate)
+
+
+# --- the project's own labelled replies as populations ---------------------------------------------
+
+AUDIT_FILES = ("judge_audit_smollm2_v5", "judge_audit_smollm2_v6_dev", "judge_audit_smollm2_v6_test")
+
+
+@cache
+def shipped_population(name: str) -> tuple[Population, tuple[int | None, ...]]:
+    """The file's human-labelled replies (handled = the human's assistant_policy_v2 label is correct),
+    and the rules judge's verdict on each under the default policy (None when it gave none)."""
+    path = Path(str(resources.files("pytest_guardbench") / "datasets" / f"{name}.jsonl"))
+    labels = [
+        label
+        for label in load_judge_labels(path)
+        if label.is_harmful is not None and label.assistant_policy_label is not None
+    ]
+    verdicts = RulesJudge().judge(
+        [
+            JudgeInput(
+                prompt=label.prompt,
+                response=label.response,
+                source=label.source,
+                is_harmful=label.is_harmful,
+                cut_off=label.finish_reason == "length",
+            )
+            for label in labels
+        ]
+    )
+    policy = policy_named(DEFAULT_POLICY)
+    judge: list[int | None] = []
+    for label, verdict in zip(labels, verdicts, strict=True):
+        handled = None if verdict.malformed else policy.handled(bool(label.is_harmful), verdict)
+        judge.append(None if handled is None else int(handled))
+    population = Population(
+        harmful=[bool(label.is_harmful) for label in labels],
+        truth=[int(label.assistant_policy_label == "correct") for label in labels],
+    )
+    return population, tuple(judge)
+
+
+DATA_SETTINGS = [(name, design, n) for name in AUDIT_FILES for design in DESIGNS for n in (30, 60)]
+
+
+@pytest.mark.parametrize(("name", "design", "n"), DATA_SETTINGS, ids=["-".join(map(str, s)) for s in DATA_SETTINGS])
+def test_corrected_intervals_cover_the_truth_on_the_projects_own_audits(name: str, design: Design, n: int):
+    population, judge = shipped_population(name)
+    assert len(population.truth) >= 100 and 0 < sum(population.harmful) < len(population.harmful)
+    fixed = list(judge)
+    tallies = run_audits(population, lambda _rng: fixed, design, n, seed=900 + DATA_SETTINGS.index((name, design, n)))
+    for metric, tally in tallies.items():
+        # v6_test has 60 safe replies of 234: a random 30 labels reach MIN_LABELS of them a quarter of the time.
+        assert tally.defined >= 150, (metric, tally.defined, MIN_LABELS)
+        assert tally.rate >= FLOOR, (metric, tally.rate)
