@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench.cases.sources import load_judge_labels
-from pytest_guardbench.judges.llm import LLMJudge
+from pytest_guardbench.judges.llm_judge import LLMJudge
 from pytest_guardbench.judges.quality import measure_judge_quality
 from pytest_guardbench.providers import openai_compat_provider
 

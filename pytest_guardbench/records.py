@@ -99,6 +99,10 @@ class Case(_Frozen):
         )
 
 
+def _redact_text(value: str) -> str:
+    return redact(value)
+
+
 class GuardDecision(_Frozen):
     """Parsed guardrail verdict; `raw` keeps what the guard said so a reviewer can check the parse."""
 
@@ -112,6 +116,8 @@ class GuardDecision(_Frozen):
     # The guard model's output stopped at its token limit; None where the output has no finish reason
     # (a classifier, a trained head).
     cut_off: bool | None = None
+
+    _no_secrets = field_validator("reason", "raw")(_redact_text)
 
 
 class Completion(_Frozen):
@@ -154,6 +160,9 @@ class JudgeVerdict(_Frozen):
     cut_off: bool | None = None
 
     _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)
+    # Redacted as it is made: a verdict's words reach more than the record (a judge check's
+    # disagreements in summary.json, `judge-quality --json`), and a judge may quote a key it was shown.
+    _no_secrets = field_validator("reason", "raw")(_redact_text)
 
     @classmethod
     def unusable(cls, judge: str, reason: str, **facts: Any) -> JudgeVerdict:
@@ -189,6 +198,36 @@ class TurnRecord(_Frozen):
     judge: JudgeVerdict | None = None
     # A user turn the attacker wrote: the attacker's answer as it came (text before clean-up, model, tokens).
     attacker: Completion | None = None
+
+
+# Fields that name things rather than say them: ids made from the data, names of units and models,
+# closed labels. A redaction that matched inside one (an id that looks like `sk-…`) would break the
+# joins across runs that use it, and none of them holds a model's or a server's words.
+IDENTIFIER_FIELDS = frozenset(
+    {"case_id", "pack", "item_id", "base_prompt_id", "variant", "variant_family", "category", "judge_id", "model", "guard", "judge"}
+)  # fmt: skip
+
+
+def _redacted(value: Any, clean: Redactor, field: str = "") -> Any:
+    """`value` with `clean` applied to every text in it at any depth; the same object where nothing changed."""
+    if isinstance(value, str):
+        return value if field in IDENTIFIER_FIELDS else clean(value)
+    if isinstance(value, BaseModel):
+        updates = {}
+        for name in type(value).model_fields:
+            old = getattr(value, name)
+            new = _redacted(old, clean, name)
+            if new is not old:
+                updates[name] = new
+        return value.model_copy(update=updates) if updates else value
+    if isinstance(value, tuple | list):
+        items = [_redacted(item, clean, field) for item in value]
+        changed = any(new is not old for new, old in zip(items, value, strict=True))
+        return type(value)(items) if changed else value
+    if isinstance(value, dict):
+        pairs = {key: _redacted(item, clean, field) for key, item in value.items()}
+        return pairs if any(pairs[key] is not item for key, item in value.items()) else value
+    return value
 
 
 class CaseRecord(_Frozen):
@@ -233,34 +272,12 @@ class CaseRecord(_Frozen):
         return [reply] if self.tutor_ran and reply is not None and reply.source == "tutor" else []
 
     def redacted(self) -> CaseRecord:
-        """The record with every secret replaced in every text that reaches a file or the terminal
-        (prompt, guard output, reply, judge output; errors are redacted on their own): the one pass
-        every record takes when the pipeline makes it, since a served model may echo a key back."""
-        clean = Redactor()
-
-        def texts(part: _Frozen | None, *names: str) -> Any:
-            return part.model_copy(update={n: clean(getattr(part, n)) for n in names}) if part is not None else None
-
-        return self.model_copy(
-            update={
-                "prompt_text": clean(self.prompt_text),
-                "guard": texts(self.guard, "reason", "raw"),
-                "response": texts(self.response, "text"),
-                "judge": texts(self.judge, "reason", "raw"),
-                "turns": tuple(
-                    turn.model_copy(
-                        update={
-                            "content": clean(turn.content),
-                            "guard": texts(turn.guard, "reason", "raw"),
-                            "reply": texts(turn.reply, "text"),
-                            "judge": texts(turn.judge, "reason", "raw"),
-                            "attacker": texts(turn.attacker, "text"),
-                        }
-                    )
-                    for turn in self.turns
-                ),
-            }
-        )
+        """The record with every secret replaced in every text that reaches a file or the terminal: the
+        one pass every record takes when it is made (the pipeline, rejudge, merge), since a served model
+        may echo a key back. It walks every text field at any depth (a conversation's turns, a panel's
+        member verdicts, the attacker's answers), so a field added later is covered without a word
+        here; only identifiers are left as they are (`IDENTIFIER_FIELDS`)."""
+        return _redacted(self, Redactor())
 
     def json_line(self) -> str:
         """The record as one line of results.jsonl (keys sorted, text kept as is)."""

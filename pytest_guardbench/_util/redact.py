@@ -3,7 +3,11 @@ model echoes them back (a 401 body that quotes the Authorization header, a proxy
 
 Known secrets are the values of environment variables whose names say they hold one (`*_KEY`,
 `*TOKEN*`, `*SECRET*`, `*PASSWORD*`), read at the moment of redaction so nothing is kept in module
-state; key-shaped strings (`Bearer …`, `sk-…`, `hf_…`) are replaced even when no variable holds them."""
+state; key-shaped strings (`Bearer …`, `sk-…`, `hf_…`) are replaced even when no variable holds them.
+
+The same pass makes every text writable: a lone UTF-16 surrogate (half of a pair, as a server that
+cut an emoji in two sends it) has no UTF-8 form and would stop the file it is written to, so it
+becomes U+FFFD."""
 
 from __future__ import annotations
 
@@ -16,6 +20,7 @@ SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)(
 KEY_SHAPES = re.compile(r"(?i:bearer)\s+[A-Za-z0-9._~+/=-]{6,}|\bsk-[A-Za-z0-9_-]{8,}|\bhf_[A-Za-z0-9]{10,}")
 # Short values ("1", "true") would blank out ordinary words; real keys are longer than this.
 MIN_SECRET_LENGTH = 8
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
@@ -37,7 +42,12 @@ class Redactor:
         for value in self.secrets:
             if value in text:
                 text = text.replace(value, REDACTED)
-        return KEY_SHAPES.sub(REDACTED, text)
+        return writable(KEY_SHAPES.sub(REDACTED, text))
+
+
+def writable(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, so it encodes as UTF-8."""
+    return LONE_SURROGATE.sub("\ufffd", text) if LONE_SURROGATE.search(text) else text
 
 
 def redact(text: str, extra: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> str:

@@ -21,7 +21,7 @@ def expanded_pack(path: Path, variants: Sequence[str], harmful_categories: Seque
     """
     data = load_sources([path], harmful_categories)
     by_id = {item.item_id: item for item in data.items}
-    document = json.loads(path.read_text(encoding="utf-8")) if path.suffix == ".json" else {}
+    document = json.loads(path.read_text(encoding="utf-8-sig")) if path.suffix == ".json" else {}
     items = []
     for case in expand(list(data.items), tuple(variants), mutators=builtin_variants().table()):
         source = by_id[case.item_id]

@@ -7,6 +7,7 @@ naming the file, the item or line, and what is wrong.
 from __future__ import annotations
 
 import csv
+import difflib
 import hashlib
 import io
 import json
@@ -19,6 +20,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from pytest_guardbench._util.package_data import DATASETS, PACKS, describe_shipped, shipped_names
+from pytest_guardbench.cases.item_checks import (
+    has_visible_text,
+    label_conflict_warning as label_conflict_warning,  # re-exported: the plugin warns with it
+    label_conflicts,
+    refuse_lone_surrogates,
+    validate_turns,
+)
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import Case, JudgeLabel, LabelSource, PackItem, Turn
 
@@ -87,7 +96,8 @@ def variant_of(metadata: dict[str, Any]) -> str:
     variant = metadata.get("variant")
     if isinstance(variant, str) and variant.strip():
         return variant.strip()
-    for tag in metadata.get("variant_tags") or []:
+    tags = metadata.get("variant_tags")
+    for tag in tags if isinstance(tags, list) else []:
         if isinstance(tag, str) and tag.startswith("variant:"):
             return tag.split(":", 1)[1].strip()
     return "original"
@@ -98,6 +108,8 @@ def _raw_items_json(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         raise DataError(f"{path}: line {exc.lineno}: not valid JSON ({exc.msg})") from None
+    except (ValueError, RecursionError) as exc:  # a number past int()'s digit limit, nesting past the stack
+        raise DataError(f"{path}: not valid JSON ({type(exc).__name__}: {exc})") from None
     if not isinstance(document, dict) or not isinstance(document.get("items"), list):
         raise DataError(f"{path}: a prompt pack must be an object with an 'items' list")
     name = document.get("name") or path.stem
@@ -116,11 +128,20 @@ def read_jsonl(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
             rows.append((f"line {lineno}", json.loads(line)))
         except json.JSONDecodeError as exc:
             raise DataError(f"{path}: line {lineno}: not valid JSON ({exc.msg})") from None
+        except (ValueError, RecursionError) as exc:
+            raise DataError(f"{path}: line {lineno}: not valid JSON ({type(exc).__name__}: {exc})") from None
     return path.stem, rows
 
 
 def _raw_items_csv(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
     reader = csv.DictReader(io.StringIO(text))
+    try:
+        return _csv_rows(path, reader)
+    except csv.Error as exc:  # a NUL byte, a field past the size limit
+        raise DataError(f"{path}: line {reader.line_num}: not a CSV row ({exc})") from None
+
+
+def _csv_rows(path: Path, reader: csv.DictReader[str]) -> tuple[str, list[tuple[str, Any]]]:
     missing = [c for c in CSV_COLUMNS[:3] if c not in (reader.fieldnames or [])]
     if missing:
         raise DataError(
@@ -148,6 +169,14 @@ def load_file(path: Path, harmful_categories: Sequence[str]) -> tuple[SourceInfo
     if path.is_dir():
         raise DataError(f"{path}: is a directory; pass the pack files in it (e.g. {path}/*.json)")
     reader = _READERS.get(path.suffix.lower())
+    if reader is None and not path.suffix and not path.exists():
+        # A bare name is a shipped pack's or dataset's: a misspelt one is no file and no format.
+        names = [*shipped_names(PACKS), *shipped_names(DATASETS)]
+        close = difflib.get_close_matches(path.name, names, n=1)
+        hint = f"did you mean {close[0]}? " if close else ""
+        raise DataError(
+            f"{path}: no such file, nor a shipped pack or dataset of that name; {hint}({describe_shipped((PACKS, DATASETS))})"
+        )
     if reader is None:
         raise DataError(f"{path}: unknown data format {path.suffix!r}; use .json, .jsonl or .csv")
     try:
@@ -162,6 +191,7 @@ def load_file(path: Path, harmful_categories: Sequence[str]) -> tuple[SourceInfo
         raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from None
     fmt, read = reader
     pack_name, raw_items = read(path, text)
+    refuse_lone_surrogates(f"{path}: name", pack_name)
     pack = slug(pack_name)
     if not pack:
         raise DataError(f"{path}: pack name {pack_name!r} has no usable characters")
@@ -170,6 +200,7 @@ def load_file(path: Path, harmful_categories: Sequence[str]) -> tuple[SourceInfo
     items: list[PackItem] = []
     seen: dict[str, str] = {}
     for where, raw in raw_items:
+        refuse_lone_surrogates(f"{path}: {where}", raw)
         item = _validate_item(path, pack, where, raw, harmful_categories)
         if item.item_id in seen:
             raise DataError(f"{path}: {where}: duplicate id {item.item_id!r} (first at {seen[item.item_id]})")
@@ -191,7 +222,7 @@ def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categori
     text = raw.get("prompt_text", raw.get("prompt"))
     turns: tuple[Turn, ...] = ()
     if "turns" in raw:
-        turns = _validate_turns(f"{path}: {where} (id {raw_id!r})", raw["turns"])
+        turns = validate_turns(f"{path}: {where} (id {raw_id!r})", raw["turns"])
         last = turns[-1].content
         # Tools that write both fields are fine as long as they agree; two texts would leave open which one runs.
         if text is not None and text != last:
@@ -202,6 +233,10 @@ def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categori
         text = last
     if not isinstance(text, str) or not text.strip():
         raise DataError(f"{path}: {where} (id {raw_id!r}): missing prompt_text")
+    if not has_visible_text(text):
+        raise DataError(
+            f"{path}: {where} (id {raw_id!r}): prompt_text has no visible character (only spaces or zero-width characters)"
+        )
     metadata = raw.get("metadata") or {}
     if not isinstance(metadata, dict):
         raise DataError(f"{path}: {where} (id {raw_id!r}): metadata must be an object")
@@ -210,6 +245,8 @@ def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categori
     except DataError as exc:
         raise DataError(f"{path}: {where} (id {raw_id!r}): {exc}") from None
     base = metadata.get("base_prompt_id")
+    if base not in (None, "") and not slug(str(base)):
+        raise DataError(f"{path}: {where} (id {raw_id!r}): metadata.base_prompt_id {base!r} has no usable characters")
     return PackItem(
         pack=pack,
         item_id=item_id,
@@ -226,51 +263,18 @@ def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categori
     )
 
 
-# What a pack may say about who wrote a turn: the pack itself, or a variant (an expanded pack).
-_PACK_TURN_SOURCES = ("pack", "variant")
-
-
-def _validate_turns(where: str, raw: Any) -> tuple[Turn, ...]:
-    """A conversation script: user turns (a plain string is one) and fixed assistant turns, ending
-    with a user turn. Turns are numbered from 0, as in the `turns` list."""
-    if not isinstance(raw, list) or not raw:
-        raise DataError(f"{where}: turns must be a non-empty list")
-    turns = []
-    for index, entry in enumerate(raw):
-        at = f"{where}: turn {index}"
-        if isinstance(entry, str):
-            entry = {"role": "user", "content": entry}
-        if not isinstance(entry, dict):
-            raise DataError(f"{at}: a turn must be a string (a user turn) or an object with role and content")
-        unknown = sorted(set(entry) - {"role", "content", "is_harmful", "source"})
-        if unknown:
-            raise DataError(f"{at}: unknown key {unknown[0]!r}; a turn has role, content, is_harmful and source")
-        role = entry.get("role")
-        if role not in ("user", "assistant"):
-            raise DataError(f"{at}: role must be 'user' or 'assistant', got {role!r}")
-        content = entry.get("content")
-        if not isinstance(content, str) or not content.strip():
-            raise DataError(f"{at}: content must be a non-empty string")
-        is_harmful = entry.get("is_harmful")
-        if is_harmful is not None and not isinstance(is_harmful, bool):
-            raise DataError(f"{at}: is_harmful must be true or false, got {is_harmful!r}")
-        if is_harmful is not None and role == "assistant":
-            raise DataError(f"{at}: is_harmful labels a user turn; an assistant turn carries none")
-        source = entry.get("source", "pack")
-        if source not in _PACK_TURN_SOURCES:
-            raise DataError(f"{at}: source must be 'pack' or 'variant', got {source!r}")
-        turns.append(Turn(role=role, content=content, is_harmful=is_harmful, source=source))
-    if turns[-1].role != "user":
-        raise DataError(f"{where}: turn {len(turns) - 1}: the last turn must be a user turn (the tutor answers it)")
-    return tuple(turns)
-
-
 def load_sources(paths: Iterable[Path], harmful_categories: Sequence[str]) -> LoadedData:
     """Load every file; ids must be unique within a pack, across files too."""
     sources: list[SourceInfo] = []
     items: list[PackItem] = []
     owner: dict[tuple[str, str], str] = {}
+    given: dict[Path, Path] = {}
     for path in paths:
+        resolved = Path(path).resolve()
+        if resolved in given and not resolved.is_dir():
+            # Else each of its items would clash with itself, and the message would blame the variants.
+            raise DataError(f"{path}: given twice (also as {given[resolved]}); name each data file once")
+        given[resolved] = Path(path)
         info, file_items = load_file(Path(path), harmful_categories)
         for item in file_items:
             key = (item.pack, item.item_id)
@@ -290,31 +294,6 @@ def check_unique_cases(cases: Sequence[Case]) -> None:
         if case.case_id in seen:
             raise DataError(f"{case.source_file}: case id {case.case_id!r} occurs twice (variant ids must not clash)")
         seen[case.case_id] = case
-
-
-def label_conflicts(items: Sequence[PackItem]) -> list[str]:
-    """Items whose `is_harmful` and `label` disagree (`is_harmful` wins, as resolve_label says), as
-    "pack/item (file location)"; worth a warning, since one of the two is a mistake in the data."""
-    found = []
-    for item in items:
-        flag, label = item.metadata.get("is_harmful"), item.metadata.get("label")
-        if (
-            isinstance(flag, bool)
-            and isinstance(label, str)
-            and label.strip().lower() in ("safe", "unsafe")
-            and flag != (label.strip().lower() == "unsafe")
-        ):
-            found.append(f"{item.pack}/{item.item_id} ({item.source_file}: {item.location})")
-    return found
-
-
-def label_conflict_warning(items: Sequence[PackItem]) -> str | None:
-    """The warning for items whose `is_harmful` and `label` disagree (is_harmful wins), or None."""
-    conflicts = label_conflicts(items)
-    if not conflicts:
-        return None
-    shown = ", ".join(conflicts[:5]) + (f" and {len(conflicts) - 5} more" if len(conflicts) > 5 else "")
-    return f"{len(conflicts)} items have is_harmful and label that disagree (is_harmful is used): {shown}"
 
 
 def manifest(data: LoadedData, cases: Sequence[Case]) -> dict[str, Any]:
@@ -374,9 +353,16 @@ def load_judge_labels(path: Path) -> list[JudgeLabel]:
     """A JSONL file of human-labelled responses; DataError names the file and line."""
     if not path.is_file():
         raise DataError(f"{path}: no such judge-labels file")
-    _, rows = read_jsonl(path, path.read_text(encoding="utf-8"))
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise DataError(f"{path}: cannot read ({exc.strerror or exc})") from None
+    _, rows = read_jsonl(path, text)
     labels = []
     for where, row in rows:
+        refuse_lone_surrogates(f"{path}: {where}", row)
         try:
             labels.append(JudgeLabel.model_validate(row))
         except ValidationError as exc:

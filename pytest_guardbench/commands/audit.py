@@ -15,7 +15,7 @@ from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.results.audit import audit_units, draw_design, judge_probability, read_labels
 from pytest_guardbench.results.summary import load_records, run_policy
-from pytest_guardbench.scoring.correction import plan_audit
+from pytest_guardbench.scoring.audit_plan import plan_audit
 from pytest_guardbench.scoring.policies import ScoringPolicy
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from pytest_guardbench.results.compare import CompareError, compare, heatmap_html, long_csv, markdown
-from pytest_guardbench.results.summary import load_run
+from pytest_guardbench.errors import DataError
+from pytest_guardbench.results.summary import iter_records, load_run, record_ids
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -26,6 +27,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--mixed-judges",
         action="store_true",
         help="Compare runs judged by different judges (different judge ids) with a warning, instead of refusing.",
+    )
+    command.add_argument(
+        "--allow-different-cases",
+        action="store_true",
+        help="Compare runs that ran different cases on the cases they all share (the overlap is shown), "
+        "instead of refusing.",
     )
     command.set_defaults(run=run)
 
@@ -68,9 +75,17 @@ def run(args: argparse.Namespace) -> int:
             (f"{name} ({d.name})" if names.count(name) > 1 else name, s)
             for (name, s), d in zip(named, dirs, strict=True)
         ]
+    # Each run's case ids from its results.jsonl (ids only, no record parsed); None where a run has none.
+    case_ids = [record_ids(d) if (d / "results.jsonl").is_file() else None for d in dirs]
     try:
-        comparison = compare(named, mixed_judges=args.mixed_judges)
-    except CompareError as exc:
+        comparison = compare(
+            named,
+            mixed_judges=args.mixed_judges,
+            case_ids=case_ids,
+            allow_different_cases=args.allow_different_cases,
+            records=lambda index: iter_records(dirs[index]),
+        )
+    except (CompareError, DataError) as exc:
         print(f"guardbench compare: {exc}", file=sys.stderr)
         return 4
     for warning in comparison.warnings:

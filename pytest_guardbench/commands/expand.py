@@ -4,11 +4,13 @@ exact prompts a run will use."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
-from pytest_guardbench.cases.sources import DataError
+from pytest_guardbench.cases.sources import DataError, label_conflict_warning, load_sources
 from pytest_guardbench.cases.variants import VariantError
 from pytest_guardbench._util.package_data import data_path
 from pytest_guardbench.cases.expanded_pack import expanded_pack
@@ -38,15 +40,35 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     categories = tuple(c.strip().lower() for c in args.harmful_categories.split(",") if c.strip())
+    path = data_path(args.pack)
     try:
-        pack = expanded_pack(data_path(args.pack), variants, categories)
+        pack = expanded_pack(path, variants, categories)
+        conflicts = label_conflict_warning(load_sources([path], categories).items)
     except (DataError, VariantError) as exc:
         print(f"guardbench expand: {exc}", file=sys.stderr)
         return 4
+    if conflicts:
+        print(f"guardbench expand: warning: {conflicts}", file=sys.stderr)
     text = json.dumps(pack, indent=2, ensure_ascii=False) + "\n"
     if args.output in (None, "-"):
         sys.stdout.write(text)
-    else:
-        Path(args.output).write_text(text, encoding="utf-8")
-        print(f"wrote {len(pack['items'])} items to {args.output}", file=sys.stderr)
+        return 0
+    out = Path(args.output)
+    if not out.parent.is_dir():
+        print(f"guardbench expand: -o {out}: folder {out.parent} does not exist", file=sys.stderr)
+        return 4
+    if out.is_dir():
+        print(f"guardbench expand: -o {out}: is a folder; name a file in it", file=sys.stderr)
+        return 4
+    # Through a temporary file: a full disk or a killed process leaves the old file, never half of the new one.
+    partial = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    try:
+        partial.write_text(text, encoding="utf-8")
+        os.replace(partial, out)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            partial.unlink(missing_ok=True)
+        print(f"guardbench expand: -o {out}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+        return 4
+    print(f"wrote {len(pack['items'])} items to {out}", file=sys.stderr)
     return 0

@@ -7,6 +7,10 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
+
+from pytest_guardbench.errors import DataError
+from pytest_guardbench.runfolder.folder import removed_on_failure
 
 from pytest_guardbench.runfolder.seed_import import import_seed_run
 from pytest_guardbench.runfolder.seed_format import seed_summary_differences
@@ -41,6 +45,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     command.set_defaults(run=run)
 
 
+def _seed_summary(path: Path) -> dict[str, Any]:
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    if not isinstance(document, dict):
+        raise DataError("a summary.json must be a JSON object", path=path)
+    return document
+
+
 def run(args: argparse.Namespace) -> int:
     categories = tuple(c.strip().lower() for c in args.harmful_categories.split(",") if c.strip())
     out = Path(args.out)
@@ -52,16 +68,22 @@ def run(args: argparse.Namespace) -> int:
     if args.check_summary and not shipped.is_file():
         print(f"guardbench import-seed: --check-summary {shipped}: no such file", file=sys.stderr)
         return 4
+    if not results.is_file():
+        print(f"guardbench import-seed: {results}: no such file (the seed run's results.jsonl)", file=sys.stderr)
+        return 4
+    compare = args.judge == "recorded" and args.policy == DEFAULT_POLICY and shipped.is_file()
     try:
-        import_seed_run(results, out, args.judge, root=Path.cwd(), harmful_categories=categories, pack=args.pack, policy=args.policy,
-                        safety_source=args.safety_source)  # fmt: skip
+        # Read before anything is written: a summary that cannot be compared stops the import, not after it.
+        seed_summary = _seed_summary(shipped) if compare else {}
+        with removed_on_failure(out):
+            import_seed_run(results, out, args.judge, root=Path.cwd(), harmful_categories=categories, pack=args.pack,
+                            policy=args.policy, safety_source=args.safety_source)  # fmt: skip
     except (OSError, ValueError) as exc:
         print(f"guardbench import-seed: {exc}", file=sys.stderr)
         return 4
     print(f"scorecard: {out / 'summary.json'}")
-    if args.judge != "recorded" or args.policy != DEFAULT_POLICY or not shipped.is_file():
+    if not compare:
         return 0
-    seed_summary = json.loads(shipped.read_text(encoding="utf-8"))
     if seed_summary.get("metric_definition_version") != DEFAULT_POLICY:
         print(
             f"{shipped} was not written by the seed's {DEFAULT_POLICY} report generator; its counts follow other rules and are not compared"

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shlex
 import subprocess
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_guardbench.commands.exit_status import FAILED, OK, USAGE_ERROR
@@ -22,20 +24,24 @@ from pytest_guardbench.providers.embedded import (
     missing_models,
 )
 from pytest_guardbench.settings.starter import (
+    PYPROJECT,
     ROLES,
     TEST_MODULE,
+    StarterFile,
     StarterPlan,
     covers_suite,
+    paths_of,
     plan_starter,
-    pyproject_testpaths,
-    shadowing_config,
-    unwritable,
-    write_starter,
+    read_settings,
 )
 
 WHAT = {
     "tests/test_guardbench.py": "the suite: one test per prompt-variant",
     "pyproject.toml": "the main job's settings",
+    "pytest.ini": "the main job's settings",
+    ".pytest.ini": "the main job's settings",
+    "tox.ini": "the main job's settings",
+    "setup.cfg": "the main job's settings",
     ".github/workflows/guardbench.yml": "an example CI job",
     ".gitignore": "run folders and the response cache kept out of git",
 }
@@ -88,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
         print(f"guardbench init: {exc.filename or folder}: {exc.strerror or exc}", file=sys.stderr)
         return USAGE_ERROR
     _report(folder, plan)
+    if plan.settings.name in ("pytest.ini", ".pytest.ini"):
+        print(f"note: pytest reads {plan.settings} before pyproject.toml, so the settings are in {plan.settings}")
+    elif plan.settings != PYPROJECT:
+        print(f"note: pytest reads its settings from {plan.settings} here, so they are in {plan.settings}")
     shadow = shadowing_config(folder)
     if shadow:
         print(f"note: pytest reads {shadow} before pyproject.toml; move the guardbench_* keys there")
@@ -120,14 +130,57 @@ def run(args: argparse.Namespace) -> int:
 
 def _report(folder: Path, plan: StarterPlan) -> None:
     if plan.already and not plan.files:
-        print(f"already set up in {folder}: nothing written" + (", but:" if plan.differences else ""))
+        print(
+            f"already set up in {folder}: nothing written" + (", but:" if plan.differences else " (as init writes it)")
+        )
         for difference in plan.differences:
             print(f"  differs: {difference}")
         return
     for starter in plan.files:
-        print(f"{starter.action} {folder / starter.path} ({WHAT[starter.path.as_posix()]})")
-    if not any(s.path.name == "pyproject.toml" for s in plan.files):
-        print(f"{folder / 'pyproject.toml'} already has the main job's settings")
+        what = WHAT[starter.path.as_posix()]
+        if starter.action in ("written", "overwritten"):
+            print(f"{starter.action} {folder / starter.path} ({what})")
+        else:
+            print(f"{folder / starter.path}: {starter.action} ({what})")
+    if not any(s.path == plan.settings for s in plan.files):
+        print(f"{folder / plan.settings} already has the main job's settings")
+
+
+def unwritable(folder: Path, planned: Sequence[StarterFile]) -> str | None:
+    """The first planned file that cannot be written, checked before any is, so that a read-only folder
+    is left as it was; None when all can. (Root passes every check: `write_starter` still catches.)"""
+    for starter in planned:
+        target = folder / starter.path
+        probe = target if target.exists() else next(p for p in target.parents if p.exists())
+        if not os.access(probe, os.W_OK):
+            return f"{probe}: cannot write there (permission denied); pass --dir to a folder you can write"
+    return None
+
+
+def write_starter(folder: Path, planned: Sequence[StarterFile]) -> None:
+    """Write the planned files; a file that cannot be written is a UsageError naming it."""
+    for starter in planned:
+        target = folder / starter.path
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_text(starter.text, encoding="utf-8")
+        except OSError as exc:
+            reason = exc.strerror or type(exc).__name__
+            raise UsageError(f"{target}: cannot write it ({reason}); pass --dir to a folder you can write") from None
+
+
+def shadowing_config(folder: Path) -> str | None:
+    """A TOML pytest config that pytest reads before pyproject.toml, which init does not write into."""
+    return next((name for name in ("pytest.toml", ".pytest.toml") if (folder / name).is_file()), None)
+
+
+def configured_testpaths(folder: Path) -> tuple[Path, list[str]] | None:
+    """The settings file pytest reads in `folder` and its `testpaths`, or None when it sets none."""
+    try:
+        where, _, _, table = read_settings(folder)
+    except (OSError, UsageError):
+        return None
+    return (where, paths_of(table["testpaths"])) if table and "testpaths" in table else None
 
 
 def collect_command() -> list[str]:
@@ -174,22 +227,35 @@ def _see_why(folder: Path) -> str:
 
 def collection_problem(folder: Path, returncode: int, stdout: str, stderr: str) -> str:
     """One line: why pytest collects no guardbench case in `folder`, and the fix."""
+    reason = None
     if returncode not in (0, 5):
         lines = [line.strip() for line in (stderr + "\n" + stdout).splitlines() if line.strip()]
         errors = [line.removeprefix("ERROR:").strip() for line in lines if line.startswith("ERROR:")]
         errors += [line.removeprefix("E").strip() for line in lines if line.startswith("E ")]
         reason = errors[0] if errors else lines[-1] if lines else f"exit status {returncode}"
-        return f"pytest cannot collect the suite: {reason}; {_see_why(folder)}"
+        reason = reason.removeprefix("pytest.UsageError:").strip()
+        role = re.search(r"--(tutor|guardrail|judge)=\S+: unknown", reason)
+        if role is not None:
+            reason = reason.split("; known:")[0]  # the fix says what to do; `pytest --guardbench-list` lists them
+            return (
+                f"pytest cannot collect the suite: {reason}; register it in conftest.py "
+                f"(pytest_guardbench_register_providers) or fix guardbench_{role.group(1)} "
+                "(pytest --guardbench-list lists the known names)"
+            )
     shadow = shadowing_config(folder)
     if shadow is not None:
+        said = f" ({reason})" if reason else ""
         return (
-            f"pytest reads {shadow} before pyproject.toml and collects no guardbench case: move testpaths and the "
-            f"guardbench_* keys from pyproject.toml into {shadow}, or delete {shadow}"
+            f"pytest reads {shadow} before pyproject.toml, so it ignores the settings init wrote and collects no "
+            f"guardbench case{said}: move testpaths and the guardbench_* keys into {shadow}, or delete {shadow}"
         )
-    testpaths = pyproject_testpaths(folder)
-    if testpaths is not None and not covers_suite(testpaths):
+    if reason is not None:
+        return f"pytest cannot collect the suite: {reason}; {_see_why(folder)}"
+    configured = configured_testpaths(folder)
+    if configured is not None and not covers_suite(configured[1]):
+        where, testpaths = configured
         return (
-            f"pytest collects no guardbench case: testpaths = {json.dumps(testpaths)} in pyproject.toml leaves out "
+            f"pytest collects no guardbench case: testpaths = {json.dumps(testpaths)} in {where} leaves out "
             f'{TEST_MODULE.parent.as_posix()}/; add "tests" to it: testpaths = {json.dumps([*testpaths, "tests"])}'
         )
     collected = re.search(r"(\d+) tests? collected", stdout)

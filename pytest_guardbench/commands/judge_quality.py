@@ -17,6 +17,7 @@ from pytest_guardbench.judges.quality import measure_judge_quality
 from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.run.pipeline import preflight_error
 from pytest_guardbench.scoring.scorecard import fmt_rate
+from pytest_guardbench.settings.option_values import kappa
 from pytest_guardbench.settings.options import OPTIONS_BY_NAME
 
 
@@ -41,7 +42,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "k answers disagree (default 1).",
     )
     command.add_argument(
-        "--min-kappa", type=float, default=0.6, help="Cohen's kappa below which the judge is low-confidence (exit 1)."
+        "--min-kappa",
+        type=kappa,
+        default=0.6,
+        help="Cohen's kappa (-1 to 1) below which the judge is low-confidence (exit 1).",
     )
     command.add_argument("--json", action="store_true", help="Print the full result as JSON.")
     command.set_defaults(run=run)

@@ -5,17 +5,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_guardbench._util.package_data import data_path
-from typing import Any
 
 from pytest_guardbench.cases.sources import DataError
 from pytest_guardbench.cases.variants import VariantError
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.run.screening import ScreenRequest, run_screen
 from pytest_guardbench.settings.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
 from pytest_guardbench.settings.model_specs import default_model_cache
+from pytest_guardbench.settings.option_values import MAX_BATCH_SIZE, MAX_CONCURRENCY, at_most, fraction
 from pytest_guardbench.settings.options import ConfigError, name_list
 
 
@@ -45,10 +47,14 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="What a malformed verdict counts as (block: stopped).",
     )
     screen.add_argument(
-        "--target-recall", type=float, default=0.9, help="Recall the threshold sweep looks for (scoring guards)."
+        "--target-recall", type=fraction, default=0.9, help="Recall the threshold sweep looks for (scoring guards)."
     )
-    screen.add_argument("--concurrency", type=int, help="API calls in flight (default: the alias's, else 8).")
-    screen.add_argument("--batch-size", type=int, default=16, help="Prompts per batch for a local model.")
+    screen.add_argument(
+        "--concurrency", type=_whole(MAX_CONCURRENCY), help="API calls in flight (default: the alias's, else 8)."
+    )
+    screen.add_argument(
+        "--batch-size", type=_whole(MAX_BATCH_SIZE), default=16, help="Prompts per batch for a local model."
+    )
     screen.add_argument(
         "--cache", choices=("off", "read", "write", "replay"), default="off", help="Response cache, as in a run."
     )
@@ -63,6 +69,19 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--json", action="store_true", help="Print the report as JSON (top level: n, recall, false_positive_rate, ...)."
     )
     screen.set_defaults(run=run)
+
+
+def _whole(limit: int) -> Callable[[str], int]:
+    """A whole number from 1 to `limit`, as the run's option takes it; argparse names the option."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+        return int(at_most(limit)(str(value)))
+
+    return parse
 
 
 def run(args: argparse.Namespace) -> int:
@@ -82,7 +101,8 @@ def run(args: argparse.Namespace) -> int:
     )
     try:
         report = run_screen(request, Path.cwd())
-    except (ConfigError, DataError, VariantError) as exc:
+    except (ConfigError, DataError, VariantError, UsageError) as exc:
+        # The run's option names read as this command's (a missing extra names its pip line itself).
         print(f"guardbench screen: {str(exc).replace('--guardbench-variants', '--variants')}", file=sys.stderr)
         return 4
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else "\n".join(screen_lines(report)))

@@ -15,7 +15,7 @@ from pytest_guardbench.guards.granite import (
 )
 from pytest_guardbench.guards.keyword import KeywordGuard
 from pytest_guardbench.guards.llama_guard import LLAMA_GUARD_CATEGORIES, LlamaGuardAdapter, parse_llama_guard
-from pytest_guardbench.guards.llm import GENERIC_GUARD_INSTRUCTION, GUARD_JSON_SCHEMA, LLMGuard
+from pytest_guardbench.guards.llm_guard import GENERIC_GUARD_INSTRUCTION, GUARD_JSON_SCHEMA, LLMGuard
 from pytest_guardbench.guards.moderation import ModerationAdapter, parse_moderation
 from pytest_guardbench.guards.nemotron import (
     NEMOTRON_CATEGORIES,

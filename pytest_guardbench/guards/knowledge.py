@@ -109,9 +109,9 @@ def load_knowledge() -> Knowledge:
         from profanity_check import predict_prob
     except ImportError as missing:
         raise KnowledgeMissing(
-            f"the offline-kb guard and judge need {' and '.join(KNOWLEDGE_PACKAGES)} ({missing}); "
-            "install them with: pip install 'pytest-guardbench[kb]'"
-        ) from missing
+            f"the offline-kb guard and judge need the [kb] extra ({' and '.join(KNOWLEDGE_PACKAGES)}; missing: "
+            f"{missing.name or missing}); install it with: pip install 'pytest-guardbench[kb]'"
+        ) from None
     word_list_text = (resources.files("better_profanity") / "profanity_wordlist.txt").read_text(encoding="utf-8")
     word_list = frozenset(w.strip().lower() for w in word_list_text.splitlines() if w.strip() and " " not in w.strip())
     censor: Any = better_profanity.Profanity()

@@ -8,6 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_guardbench._util.redact import redact
+from pytest_guardbench.errors import GuardbenchError
+from pytest_guardbench.exit_status import ExitStatus
 from pytest_guardbench.plugin import hookspecs
 from pytest_guardbench.settings.config import Settings
 from pytest_guardbench.settings.options import OPTIONS, ConfigError
@@ -21,7 +24,7 @@ from pytest_guardbench.records import Case
 from pytest_guardbench.run.inputs import load_inputs
 from pytest_guardbench.run.preflight import preflight
 from pytest_guardbench.run.process import ProcessState
-from pytest_guardbench.plugin.terminal import header_line, listing
+from pytest_guardbench.plugin.console import header_line, listing
 from pytest_guardbench.run.units import builtin_units
 from pytest_guardbench.plugin.keys import INPUTS_KEY, PROCESS_KEY, RECORD_KEY, SCORE_KEY, SESSION_KEY
 from pytest_guardbench.plugin.session import GuardbenchSession, XdistBridge
@@ -92,7 +95,18 @@ def pytest_configure(config: pytest.Config) -> None:
         labels = load_run_labels(settings.labels) if settings.labels is not None and not _is_worker(config) else None
         session = None if _is_worker(config) else GuardbenchSession(config, inputs, labels)
     except (ConfigError, DataError, VariantError, ResumeError, LabelsError) as exc:
-        raise pytest.UsageError(f"guardbench: {exc}") from None
+        raise pytest.UsageError(redact(f"guardbench: {exc}")) from None
+    except GuardbenchError as exc:
+        # Any other error guardbench raises on purpose before a case runs (a missing extra, a run folder
+        # in use, a model that cannot be reached) is about the input: exit 4, one line. A broken
+        # promise inside guardbench stays a bug.
+        if exc.exit_status == ExitStatus.INTERNAL_ERROR:
+            raise
+        raise pytest.UsageError(redact(f"guardbench: {exc}")) from None
+    except OSError as exc:
+        if exc.filename is None:
+            raise
+        raise pytest.UsageError(redact(f"guardbench: {exc.filename}: {exc.strerror or exc}")) from None
     conflicts = label_conflict_warning(inputs.data.items)
     if conflicts and not _is_worker(config):
         config.issue_config_time_warning(pytest.PytestWarning(f"guardbench: {conflicts}"), stacklevel=2)
@@ -160,14 +174,17 @@ def _marks(case: Case) -> list[pytest.MarkDecorator]:
     ]
 
 
+NO_DATA = "guardbench: no prompt data; pass --guardbench-data PATH or set the guardbench_data ini key"
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if SLOT_FIXTURE not in metafunc.fixturenames:
         return
     inputs = metafunc.config.stash[INPUTS_KEY]
     if not inputs.data.sources:
-        raise pytest.UsageError(
-            "guardbench: no prompt data; pass --guardbench-data PATH or set the guardbench_data ini key"
-        )
+        # Known only now (a project without guardbench tests needs no data); a CollectError shows as
+        # its one line, and `pytest_sessionfinish` turns pytest's "interrupted" (2) into a usage error (4).
+        raise pytest.Collector.CollectError(NO_DATA)
     params = [pytest.param(case, id=case.case_id, marks=_marks(case)) for case in inputs.cases]
     metafunc.parametrize(SLOT_FIXTURE, params, indirect=True)
 
@@ -197,8 +214,19 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+def _only_no_data(config: pytest.Config) -> bool:
+    """Whether the run's errors are all the no-data collection error (an xdist controller's terminal
+    reporter holds each worker's failed collection reports too)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    stats = getattr(reporter, "stats", {})
+    errors = stats.get("error", [])
+    return bool(errors) and not stats.get("failed") and all(NO_DATA in str(getattr(e, "longrepr", "")) for e in errors)
+
+
 def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
+    if session.exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED) and _only_no_data(config):
+        session.exitstatus = pytest.ExitCode.USAGE_ERROR  # no data is a usage error, not an interruption
     if not _is_worker(config) or INPUTS_KEY not in config.stash:
         return
     output = worker_output(config, config.stash[PROCESS_KEY], session.items, config.stash[INPUTS_KEY].cases_by_id)

@@ -15,7 +15,7 @@ from pytest_guardbench.cases.sources import manifest
 from pytest_guardbench.exit_status import ExitStatus
 from pytest_guardbench.plugin.gate_case import gate_nodeid, gate_reports, gate_teststatus
 from pytest_guardbench.plugin.progress import Progress
-from pytest_guardbench.plugin.terminal import result_lines
+from pytest_guardbench.plugin.console import result_lines
 from pytest_guardbench.plugin.wire import RECORD_ATTR, SCORE_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY, case_id_of
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.results.artifacts import write_meta
@@ -50,6 +50,9 @@ class GuardbenchSession:
         self.lost: dict[str, LostReport] = {}
         self.worker_crashes: list[str] = []
         self.internal_errors: list[str] = []
+        # The first reason the run folder could not be written (a full disk, a folder removed): not a
+        # bug, so not an internal error; the run stops, exits 4 and says it in one line naming the path.
+        self.write_problem: str | None = None
         self.started = run_folder.utc_now()
         self._started_clock = time.perf_counter()
         self.run_id: str | None = None
@@ -145,6 +148,8 @@ class GuardbenchSession:
                 self._ensure_finish().add(record, Scored(*score) if score is not None else None)
             except run_folder.ReportWriteError as exc:
                 self._stop_run(str(exc))
+            except OSError as exc:  # the run folder itself could not be made, locked or described
+                self._stop_run(self._write_failure(exc))
             self._progress(record)
         elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.received:
             reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
@@ -157,10 +162,20 @@ class GuardbenchSession:
 
     def _stop_run(self, reason: str) -> None:
         """Records that cannot be kept make every further case wasted spend: stop after this one."""
-        if reason not in self.internal_errors:
-            self.internal_errors.append(reason)
+        if self.write_problem is None:
+            self.write_problem = reason
         if self._pytest_session is not None:
             self._pytest_session.shouldstop = f"guardbench: {reason}"
+
+    def _write_failure(self, exc: OSError) -> str:
+        """One line for a file of the run folder that could not be written: the path, why, and what is kept."""
+        where = exc.filename or self.run_dir or self.inputs.settings.report_dir
+        results = self.run_dir / "results.jsonl" if self.run_dir is not None else None
+        if results is not None and results.is_file():
+            kept = f"{results} keeps the {len(self.received)} outcome(s) written before it"
+        else:
+            kept = "no outcome of this run is kept (its folder is gone)" if self.run_dir else "nothing was written"
+        return f"{where}: cannot write the run's report ({exc.strerror or type(exc).__name__}); {kept}"
 
     def _progress(self, record: CaseRecord) -> None:
         if record.case_id not in self.prior:  # a resumed run's reused cases say nothing of the rate
@@ -184,6 +199,9 @@ class GuardbenchSession:
                 return
             self._finish_run(session)
             self._report_gate()
+        except OSError as exc:  # the run folder could not be made or read back: a disk fault, not a bug
+            self._stop_run(self._write_failure(exc))
+            session.exitstatus = ExitStatus.USAGE_ERROR
         except Exception as exc:  # noqa: BLE001 - reporting must never turn into a traceback
             self.internal_errors.append(f"could not write the guardbench report: {type(exc).__name__}: {exc}")
             if session.exitstatus == pytest.ExitCode.OK:
@@ -233,10 +251,24 @@ class GuardbenchSession:
         self.config.hook.pytest_guardbench_summary(config=self.config, summary=summary, extensions=extensions)
         if extensions:
             summary = summary.model_copy(update={"extensions": extensions})
-        self.summary, self.gate = summary, summary.gate
         expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
-        finish.write(summary, manifest=manifest(self.inputs.data, expected), meta=self._meta())
-        append_step_summary(summary)
+        try:
+            finish.write(summary, manifest=manifest(self.inputs.data, expected), meta=self._meta())
+        except OSError as exc:
+            self._stop_run(self._write_failure(exc))
+        else:
+            # Only now: the gate's verdict is never told before summary.json exists.
+            self.summary, self.gate = summary, summary.gate
+            try:
+                append_step_summary(summary)
+            except OSError as exc:
+                self._stop_run(
+                    f"{exc.filename or 'GITHUB_STEP_SUMMARY'}: cannot append the step summary ({exc.strerror})"
+                )
+        if self.write_problem is not None:
+            # Whatever else happened (our own stop reads as "interrupted"), the report is not whole: 4.
+            session.exitstatus = ExitStatus.USAGE_ERROR
+            return
         if session.exitstatus != pytest.ExitCode.OK:
             return
         if self.gate.failures or self.internal_errors:
@@ -299,6 +331,8 @@ class GuardbenchSession:
         return reasons
 
     def pytest_terminal_summary(self, terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+        if self.write_problem is not None:
+            terminalreporter.write_line(f"guardbench: {self.write_problem}", red=True, bold=True)
         if self.summary is None:
             for error in self.internal_errors:
                 terminalreporter.write_line(f"guardbench: {error}", red=True)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib.util
+from collections.abc import Callable, Sequence
 from typing import Any
 from pathlib import Path
 
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench._util.registry import Registry
 from pytest_guardbench.providers.base import (
@@ -33,6 +35,7 @@ __all__ = [
     "Embedder",
     "GenerationParams",
     "Message",
+    "MissingExtra",
     "ModelAPI",
     "ProviderError",
     "ProviderFactory",
@@ -44,8 +47,42 @@ __all__ = [
     "chat_provider_for",
     "minilm_embedder",
     "openai_compat_provider",
+    "pip_line",
+    "require_extra",
     "scoring_model_for",
 ]
+
+
+# The libraries each extra installs, by import name (pyproject.toml's optional dependencies).
+EXTRA_LIBRARIES: dict[str, tuple[str, ...]] = {
+    "openai": ("openai",),
+    "hf": ("torch", "transformers", "gguf", "accelerate"),
+    "kb": ("profanity_check", "better_profanity"),
+}
+
+
+def pip_line(extra: str) -> str:
+    """The one command that installs an extra, as every message about a missing one gives it."""
+    return f'pip install "pytest-guardbench[{extra}]"'
+
+
+class MissingExtra(UsageError):
+    """A model, guard or judge was asked for without the extra that installs its library (exit 4)."""
+
+    def __init__(self, what: str, extra: str, missing: Sequence[str]) -> None:
+        self.extra = extra
+        super().__init__(
+            f"{what} needs the [{extra}] extra (missing: {', '.join(missing)}); install it with: {pip_line(extra)}"
+        )
+
+
+def require_extra(extra: str, what: str) -> None:
+    """`MissingExtra` naming `what` and the pip line when a library of `extra` is not installed: said
+    before the provider is built, not as a ModuleNotFoundError from the first call mid-run. Found
+    without importing anything (torch alone takes seconds)."""
+    missing = [name for name in EXTRA_LIBRARIES[extra] if importlib.util.find_spec(name) is None]
+    if missing:
+        raise MissingExtra(what, extra, missing)
 
 
 class ProviderRegistry(Registry[ChatProvider]):
@@ -59,6 +96,7 @@ class ProviderRegistry(Registry[ChatProvider]):
 
 
 def _smol(options: ProviderOptions) -> ChatProvider:
+    require_extra("hf", "the smol tutor (a local SmolLM2)")
     from pytest_guardbench.providers.hf_local import smollm2_provider
 
     return smollm2_provider(options)
@@ -67,6 +105,7 @@ def _smol(options: ProviderOptions) -> ChatProvider:
 def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None) -> ModelAPI:
     """Build the OpenAI-compatible client for a model spec (imports `openai` only now). With
     `spec.batch_api` the calls go through the provider's Batch API, its state kept in `batch_state_dir`."""
+    require_extra("openai", f"{spec.alias} (an OpenAI-compatible API model)")
     from pytest_guardbench.providers.batch_api import BatchAPIProvider
     from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
 
@@ -114,6 +153,7 @@ def scoring_model_for(spec: ModelSpec, options: ProviderOptions) -> ScoringChatM
 
 
 def _local(spec: ModelSpec, options: ProviderOptions) -> Any:
+    require_extra("hf", f"{spec.alias} (a local transformers model)")
     from pytest_guardbench.providers.hf_local import local_scoring_model
 
     return local_scoring_model(
@@ -122,6 +162,7 @@ def _local(spec: ModelSpec, options: ProviderOptions) -> Any:
 
 
 def minilm_embedder(options: ProviderOptions) -> Embedder:
+    require_extra("hf", "the offline guard and judge (a local MiniLM)")
     from pytest_guardbench.providers.minilm import MiniLMEmbedder, find_minilm_folder
 
     return MiniLMEmbedder(find_minilm_folder(), options.torch_threads)

@@ -83,7 +83,7 @@ def default_stack_problems(guardrail: str, tutor: str, judge: str) -> list[str]:
     libraries = missing_libraries()
     if libraries:
         problems.append(
-            f"the default local models need {', '.join(libraries)}: pip install 'pytest-guardbench[hf]' "
+            f'the default local models need {", ".join(libraries)}: pip install "pytest-guardbench[hf]" '
             "(CPU-only machine: install torch from https://download.pytorch.org/whl/cpu first)"
         )
     missing = missing_models(needs)

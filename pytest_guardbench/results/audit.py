@@ -31,7 +31,7 @@ from pytest_guardbench.errors import DataError
 
 from pytest_guardbench.records import AuditDesign, CaseRecord, JudgeLabel, Outcome
 from pytest_guardbench.scoring.audit_design import DrawnUnit, draw_random, draw_stratified, stratum_of
-from pytest_guardbench.scoring.correction import AuditUnit
+from pytest_guardbench.scoring.audit_correction import AuditUnit
 from pytest_guardbench.scoring.policies import ScoringPolicy, assistant_policy_v2_label
 from pytest_guardbench.scoring.scorecard import UnscoredReason, score_record
 

@@ -6,11 +6,14 @@ from __future__ import annotations
 import csv
 import html
 import io
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from pytest_guardbench.errors import UsageError
+from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.results.summary import RunSummary
-from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
+from pytest_guardbench.scoring.policies import policy_named
+from pytest_guardbench.scoring.scorecard import CardTally, Scorecard, answer_flags, fmt_rate, score_record
 
 # metric key -> (title, how to read it from a system card, higher is better)
 METRICS: dict[str, tuple[str, str, bool]] = {
@@ -46,10 +49,20 @@ def _metric(card: Scorecard, metric: str) -> float | None:
     return 1.0 - raw if metric == "safe_success" else float(raw)
 
 
-def compare(named: list[tuple[str, RunSummary]], mixed_judges: bool = False) -> Comparison:
+def compare(
+    named: list[tuple[str, RunSummary]],
+    mixed_judges: bool = False,
+    case_ids: Sequence[set[str] | None] | None = None,
+    allow_different_cases: bool = False,
+    records: Callable[[int], Iterable[CaseRecord]] | None = None,
+) -> Comparison:
     """The runs side by side. Runs whose judges differ (`RunSummary.judge_id`, where both runs name
     theirs) are refused: a difference could be the judges' rather than the stacks'; `mixed_judges`
-    compares them anyway, with a warning naming each run's judge."""
+    compares them anyway, with a warning naming each run's judge.
+
+    Runs that ran different cases (`case_ids`, each run's ids in order, None where unknown: then the
+    case counts are compared) are refused too; `allow_different_cases` compares them on the cases all
+    share, rescored from each run's `records(index)`, with a warning giving the overlap."""
     if len(named) < 2:
         raise CompareError("give at least two run folders")
     names = [name for name, _ in named]
@@ -74,14 +87,67 @@ def compare(named: list[tuple[str, RunSummary]], mixed_judges: bool = False) -> 
                 f"{name}: its metrics are defined differently from {first_name}'s ({', '.join(differing)})"
             )
     warnings = _judge_warnings(named, mixed_judges)
-    variants = sorted({v for _, s in named for v in s.per_variant})
+    shared = _shared_cases(named, case_ids, allow_different_cases, records is not None)
+    columns_of: list[dict[str, Scorecard]] = []
+    for index, (name, summary) in enumerate(named):
+        if shared is None or records is None:
+            columns_of.append({ALL: summary.scorecards.system, **{v: c.system for v, c in summary.per_variant.items()}})
+        else:
+            columns_of.append(_shared_cards(records(index), shared[1], summary.policy))
+    if shared is not None:
+        warnings += (shared[0],)
+    variants = sorted({v for columns in columns_of for v in columns if v != ALL})
     cells: dict[tuple[str, str, str], tuple[float | None, int]] = {}
-    for name, summary in named:
-        columns = {ALL: summary.scorecards.system, **{v: c.system for v, c in summary.per_variant.items()}}
+    for name, columns in zip(names, columns_of, strict=True):
         for variant, card in columns.items():
             for metric in METRICS:
                 cells[(name, variant, metric)] = (_metric(card, metric), card.n)
     return Comparison(runs=names, variants=[ALL, *variants], cells=cells, warnings=warnings)
+
+
+def _shared_cases(
+    named: list[tuple[str, RunSummary]], case_ids: Sequence[set[str] | None] | None, allow: bool, rescore: bool
+) -> tuple[str, set[str]] | None:
+    """None when every run ran the same cases; else the overlap note and the shared ids (allowed), or
+    a CompareError that gives the overlap."""
+    ids = list(case_ids) if case_ids is not None else [None] * len(named)
+    if any(run_ids is None for run_ids in ids):  # no results.jsonl: the counts are all there is to compare
+        counts = [(name, summary.coverage.expected) for name, summary in named]
+        if len({n for _, n in counts}) <= 1:
+            return None
+        listed = ", ".join(f"{name} {n}" for name, n in counts)
+        raise CompareError(
+            f"the runs ran different numbers of cases ({listed}), and without each run's results.jsonl the shared "
+            "cases cannot be found; compare runs of the same cases"
+        )
+    known = [run_ids for run_ids in ids if run_ids is not None]
+    if all(run_ids == known[0] for run_ids in known):
+        return None
+    shared = set.intersection(*known)
+    overlap = ", ".join(f"{name} {len(run_ids)}" for (name, _), run_ids in zip(named, known, strict=True))
+    overlap = f"cases per run: {overlap}; shared by all: {len(shared)}"
+    if not allow:
+        raise CompareError(
+            f"the runs ran different cases ({overlap}), so a difference may be the cases' rather than the stacks'; "
+            "pass --allow-different-cases to compare them on the shared cases only"
+        )
+    if not shared or not rescore:
+        raise CompareError(f"the runs share no case to compare ({overlap})" if not shared else "no records to rescore")
+    return f"the runs ran different cases ({overlap}): compared on the {len(shared)} shared cases only", shared
+
+
+def _shared_cards(records: Iterable[CaseRecord], shared: set[str], policy: str) -> dict[str, Scorecard]:
+    """The system scorecard, whole and per variant, of the records of `shared` cases, under `policy`."""
+    scoring = policy_named(policy)
+    tallies: dict[str, CardTally] = {ALL: CardTally()}
+    for record in records:
+        if record.case_id not in shared:
+            continue
+        outcome, _ = score_record(record, scoring)
+        if outcome is not None:
+            for key in (ALL, record.variant):
+                tallies.setdefault(key, CardTally()).add(outcome, *answer_flags(record))
+    return {key: tally.card() for key, tally in tallies.items()}
 
 
 def _judge_warnings(named: list[tuple[str, RunSummary]], mixed_judges: bool) -> tuple[str, ...]:
@@ -146,6 +212,7 @@ def heatmap_html(comparison: Comparison, title: str = "guardbench comparison") -
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
         "td,th{border:1px solid #999;padding:4px 8px;text-align:center}th{background:#f0f0f0}</style>",
         f"</head><body><h1>{html.escape(title)}</h1>",
+        *(f"<p class='warning'><b>Warning:</b> {html.escape(warning)}.</p>" for warning in comparison.warnings),
     ]
     for metric, (name, _, higher) in METRICS.items():
         parts.append(

@@ -62,26 +62,42 @@ def bar_chart(groups: Sequence[tuple[str, Scorecard]], title: str) -> str:
     return "".join(parts)
 
 
+# The matrix's rows are the prompt's label and its columns how the run handled it, so each row reads
+# "of the harmful (safe) prompts, this many handled correctly, this many mishandled".
+MATRIX_ROWS = ("harmful prompt", "safe prompt")
+MATRIX_COLUMNS = ("handled correctly", "mishandled")
+
+
 def confusion_matrix(card: Scorecard, title: str) -> str:
-    """The 2x2 matrix: rows = label (harmful, safe), columns = handled correctly / wrongly under the run's policy."""
-    cells = (
+    """The 2x2 matrix: rows = the prompt's label (harmful, safe), columns = handled correctly /
+    mishandled under the run's policy; TP and FN in the harmful row, TN and FP in the safe row."""
+    cells = (  # name, count, column, row, colour
         ("TP", card.tp, 0, 0, "#1b9e77"),
         ("FN", card.fn, 1, 0, "#d95f02"),
-        ("FP", card.fp, 0, 1, "#e6ab02"),
-        ("TN", card.tn, 1, 1, "#66a61e"),
+        ("TN", card.tn, 0, 1, "#66a61e"),
+        ("FP", card.fp, 1, 1, "#e6ab02"),
     )
     total = max(1, card.tp + card.fn + card.fp + card.tn)
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='matrix' width='300' height='220' role='img' aria-label='{_e(title)}'>",
-             f"<text x='10' y='16' font-weight='bold'>{_e(title)}</text>",
-             "<text x='100' y='40' font-size='11'>correct</text><text x='200' y='40' font-size='11'>incorrect</text>",
-             "<text x='10' y='95' font-size='11'>harmful</text><text x='10' y='175' font-size='11'>safe</text>"]  # fmt: skip
-    for name, count, col, row, colour in cells:
-        x, y = 90 + col * 95, 50 + row * 80
+    left, top, width, height = 110, 50, 110, 75
+    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='matrix' width='{left + 2 * (width + 5) + 5}' height='{top + 2 * (height + 5) + 5}' role='img' aria-label='{_e(title)}: confusion matrix'>",
+             f"<text x='10' y='16' font-weight='bold'>{_e(title)}</text>"]  # fmt: skip
+    for column, name in enumerate(MATRIX_COLUMNS):
+        x = left + column * (width + 5) + width / 2
+        parts.append(
+            f"<text x='{x:g}' y='{top - 8}' text-anchor='middle' font-size='12' data-column='{column}'>{name}</text>"
+        )
+    for row, name in enumerate(MATRIX_ROWS):
+        parts.append(
+            f"<text x='10' y='{top + row * (height + 5) + height / 2 + 4:g}' font-size='12' data-row='{row}'>{name}</text>"
+        )
+    for name, count, column, row, colour in cells:
+        x, y = left + column * (width + 5), top + row * (height + 5)
         opacity = 0.25 + 0.75 * count / total
         parts.append(
-            f"<rect x='{x}' y='{y}' width='90' height='75' fill='{colour}' fill-opacity='{opacity:.2f}' stroke='#555'/>"
-            f"<text x='{x + 45}' y='{y + 35}' text-anchor='middle' font-size='18' data-cell='{name}'>{count}</text>"
-            f"<text x='{x + 45}' y='{y + 58}' text-anchor='middle' font-size='11'>{name}</text>"
+            f"<g data-matrix-cell='{name}' data-row='{MATRIX_ROWS[row]}' data-column='{MATRIX_COLUMNS[column]}'>"
+            f"<rect x='{x}' y='{y}' width='{width}' height='{height}' fill='{colour}' fill-opacity='{opacity:.2f}' stroke='#555'/>"
+            f"<text x='{x + width / 2:g}' y='{y + 35}' text-anchor='middle' font-size='18' data-cell='{name}'>{count}</text>"
+            f"<text x='{x + width / 2:g}' y='{y + 58}' text-anchor='middle' font-size='12'>{name}</text></g>"
         )
     parts.append("</svg>")
     return "".join(parts)

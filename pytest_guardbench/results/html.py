@@ -18,7 +18,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-
 from pytest_guardbench.results.figures import bar_chart, confusion_matrix, depth_chart, sweep_figures
 from pytest_guardbench.results.page_assets import CASE_COLUMNS, SCRIPT, STYLE
 from pytest_guardbench.results.shown_cases import (
@@ -128,6 +127,7 @@ def _conversations(talks: ConversationMetrics | None) -> str:
         f"<p>{talks.conversations} conversations ({talks.harmful} harmful, {talks.safe} safe scored), up to "
         f"{talks.max_depth} user turns answered. A conversation is unsafe if any reply in it was judged unsafe.</p>"
         f"<table id='conversation-scorecards'><tr><th>scope</th>{CARD_HEADER}</tr>{cards}</table>"
+        f"{confusion_matrix(talks.scorecards.system, 'Conversations (system)')}"
         "<p>Depth counts the user turns the system answered. <b>Caught by depth d</b>: the share of harmful "
         "conversations stopped (the guard blocked or the tutor refused, with no unsafe reply before) at depth d or "
         "earlier; <b>over-blocked by depth d</b>: the same for safe conversations. A harmful conversation whose "
@@ -146,7 +146,10 @@ def _corrected(correction: Correction | None) -> str:
         f"<tr><th>{_e(scope)} {_e(name)}</th><td>{fmt_rate(m.judge_only)}</td><td>{fmt_rate(m.labels_only)}</td>"
         f"<td>{fmt_rate(m.estimate) if m.estimate is not None else _e(m.note or 'n/a')}<small>{_interval(_pair(m.ci_low, m.ci_high))}</small></td>"
         f"<td>{m.n_labelled}/{m.n_total}</td></tr>"
-        for scope, pair in (("system", correction.scorecards.system), ("tutor_conditional", correction.scorecards.tutor_conditional))
+        for scope, pair in (
+            ("system", correction.scorecards.system),
+            ("tutor_conditional", correction.scorecards.tutor_conditional),
+        )
         for name, m in (("recall", pair.recall), ("FPR", pair.false_positive_rate))
     )
     use = correction.labels
@@ -156,6 +159,21 @@ def _corrected(correction: Correction | None) -> str:
         f"replies (<code>{_e(use.labels_file)}</code>, {_e(use.design)} design); the gate decides recall and FPR on the "
         "corrected 95% intervals.</p><table id='corrected'><tr><th>metric</th><th>judge-only</th><th>labels-only</th>"
         f"<th>corrected</th><th>labelled</th></tr>{rows}</table><ul>{notes}</ul>"
+    )
+
+
+def _gate(summary: RunSummary) -> str:
+    """The verdict, then each check in its own colour: a passed check is green even when the gate failed."""
+    gate, marks = summary.gate, {"pass": "✓ passed", "fail": "✗ failed", "inconclusive": "? inconclusive"}
+    counted = f"{len(gate.failures)} of {len(gate.checks)} checks failed" if gate.checks else "no checks"
+    checks = "".join(
+        f"<li class='check-{_e(c.status)}' data-check='{_e(c.name)}' data-status='{_e(c.status)}'>"
+        f"<b>{marks.get(c.status, _e(c.status))}</b> {_e(c.message)}</li>"
+        for c in gate.checks
+    )
+    return (
+        f"<div id='gate'><p class='gate-{_e(gate.verdict)}'><b>Gate {_e(gate.verdict)}</b>: {counted}.</p>"
+        f"<ul class='gate-checks'>{checks}</ul></div>"
     )
 
 
@@ -252,7 +270,6 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
     """The page from the picked cases and the audit sample's records (in sample order)."""
     policy = picks.policy
     stack = summary.stack
-    gate = summary.gate
     title = f"guardbench: {_known(stack.guardrail)} → {_known(stack.tutor)} → {_known(stack.judge)}"
     cov = summary.coverage
     buckets = summary.prompt_row_buckets
@@ -262,13 +279,13 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
     definitions = summary.metric_definitions
     system = summary.scorecards.system
     kinds = ", ".join(f"{by_kind[kind]} {SEVERITY_NAMES[kind]}" for kind in SEVERITY)
+    shown = f" (the {MAX_FAILED_ROWS} most severe; every case is in results.jsonl)" if failed > MAX_FAILED_ROWS else ""
+    options = "".join(f"<option value='{kind}'>{kind} ({SEVERITY_NAMES[kind]})</option>" for kind in SEVERITY)
     parts = [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f"<p class='gate-{_e(gate.verdict)}'>Gate {_e(gate.verdict)}: "
-        + "; ".join(_e(c.message) for c in gate.checks)
-        + "</p>",
+        _gate(summary),
         (
             f"<p class='gate-failed' id='confidence'><b>Low-confidence scorecard:</b> {_e(summary.confidence.reason)}</p>"
             if summary.confidence and summary.confidence.level == "low"
@@ -288,7 +305,17 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
         f"<table id='scorecards'><tr><th>scope</th>{CARD_HEADER}</tr>",
         _scorecard_rows(summary),
         "</table>",
+        # The failed cases right after the scorecards, so that the table starts on the first screen.
+        f"<h2 id='failed-cases'>Failed cases: {failed}{shown}</h2>",
+        f"<p>{kinds}. Most severe first: harmful prompts that got through (FN), then safe prompts over-blocked (FP), "
+        f"then errors and cases the judge could not label. Texts longer than {TEXT_CAP} characters (reasons and raw "
+        f"output: {DETAIL_CAP}) are cut here; results.jsonl has them whole.</p>",
+        "<noscript><p class='gate-failed'>The case tables are drawn by the page's script: allow JavaScript, or read "
+        "results.jsonl.</p></noscript>",
+        f"<p><input id='gb-q' placeholder='filter text'> <select id='gb-o'><option value=''>all</option>{options}</select></p>",
+        f"<table id='failed' class='cases'>{CASE_COLUMNS}</table>",
         _corrected(summary.corrected),
+        "<h2>Confusion matrices</h2>",
         confusion_matrix(system, "System"),
         confusion_matrix(summary.scorecards.tutor_conditional, "Tutor-conditional"),
         "<h2>Per variant (system)</h2>",
@@ -334,17 +361,7 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
         parts.append(
             f"</table><p>Tutor cost: {_e(cost)}{' (' + _e(usage.cost_note) + ')' if usage.cost_note else ''}.</p>"
         )
-    shown = f" (the {MAX_FAILED_ROWS} most severe; every case is in results.jsonl)" if failed > MAX_FAILED_ROWS else ""
-    options = "".join(f"<option value='{kind}'>{kind} ({SEVERITY_NAMES[kind]})</option>" for kind in SEVERITY)
     parts += [
-        f"<h2 id='failed-cases'>Failed cases: {failed}{shown}</h2>",
-        f"<p>{kinds}. Most severe first: harmful prompts that got through (FN), then safe prompts over-blocked (FP), "
-        f"then errors and cases the judge could not label. Texts longer than {TEXT_CAP} characters (reasons and raw "
-        f"output: {DETAIL_CAP}) are cut here; results.jsonl has them whole.</p>",
-        "<noscript><p class='gate-failed'>The case tables are drawn by the page's script: allow JavaScript, or read "
-        "results.jsonl.</p></noscript>",
-        f"<p><input id='gb-q' placeholder='filter text'> <select id='gb-o'><option value=''>all</option>{options}</select></p>",
-        f"<table id='failed' class='cases'>{CASE_COLUMNS}</table>",
         f"<h2>Audit sample</h2><p>{AUDIT_SAMPLE} cases drawn in turn from each outcome (TP, FP, TN, FN), and within it from each "
         f"answer mode and variant (the same cases <code>guardbench audit RUN_DIR --sample {AUDIT_SAMPLE} --seed {AUDIT_SEED}</code> "
         "starts with). Label a case (safety, then answer mode): its outcome and the judge's labels are shown once you have, "

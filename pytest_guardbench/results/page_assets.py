@@ -8,6 +8,9 @@ STYLE = (
     "body{font-family:sans-serif;margin:1.5em;max-width:1400px}table{border-collapse:collapse;margin:0.5em 0 1.5em}"
     "td,th{border:1px solid #bbb;padding:3px 6px;vertical-align:top;font-size:13px}th{background:#f3f3f3;text-align:left}"
     "small{color:#666;margin-left:4px}.gate-passed{color:#176e25}.gate-failed,.gate-inconclusive{color:#b00020}"
+    # Each gate check in its own colour: a passed check stays green when the gate failed on another.
+    "ul.gate-checks{margin:0.2em 0 0.8em;padding-left:1.2em}ul.gate-checks li{margin:1px 0}"
+    ".check-pass{color:#176e25}.check-fail{color:#b00020}.check-inconclusive{color:#8a5a00}"
     "svg{margin:4px 12px 12px 0;font-family:sans-serif}.cases td.text{max-width:340px;white-space:pre-wrap;word-break:break-word}"
     ".cases td.detail{max-width:220px;word-break:break-word}.cut{color:#b00020;font-size:11px}"
     "tr[data-outcome=FN] td:nth-child(2){background:#f8d0c0}tr[data-outcome=FP] td:nth-child(2){background:#fbecb5}"

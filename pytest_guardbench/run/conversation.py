@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pytest_guardbench.providers.base import Message
 from pytest_guardbench.judges.base import JudgeInput
 from pytest_guardbench.records import Case, CaseRecord, JudgeVerdict, PolicyLabel, Turn, TurnRecord
-from pytest_guardbench.scoring.conversations import first_unsafe_depth
+from pytest_guardbench.scoring.conversation_tally import first_unsafe_depth
 
 # How many user turns a guard that reads text, not chats, gets: the newest ones, since a request
 # split over turns is only visible to a guard that reads them together.

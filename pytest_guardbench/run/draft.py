@@ -17,7 +17,7 @@ from pytest_guardbench.records import (
 )
 from pytest_guardbench.run.conversation import conversation_verdict, scripted, turn_label
 from pytest_guardbench.run.stages import Stack
-from pytest_guardbench.scoring.conversations import first_unsafe_depth
+from pytest_guardbench.scoring.conversation_tally import first_unsafe_depth
 from pytest_guardbench.settings.config import MalformedPolicy
 
 

@@ -16,7 +16,7 @@ from pytest_guardbench.judges.panel import PanelJudge, SampledJudge, panel_names
 from pytest_guardbench.run.roles import judge_specs
 from pytest_guardbench.run.units import builtin_judges
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
-from pytest_guardbench.judges.llm import LLMJudge
+from pytest_guardbench.judges.llm_judge import LLMJudge
 from pytest_guardbench.judges.base import Judge, JudgeRegistry
 from pytest_guardbench.providers import ProviderOptions, chat_provider_for
 from pytest_guardbench.run.inputs import RunInputs

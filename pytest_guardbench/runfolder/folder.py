@@ -4,13 +4,20 @@ and the check that reports can be written at all (made before any model is calle
 from __future__ import annotations
 
 import contextlib
+import errno
+import json
 import os
 import secrets
+import shutil
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pytest_guardbench.errors import RunFolderError
+from pydantic import ValidationError
+
+from pytest_guardbench.errors import DataError, RunFolderError
 from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.results.summary import RunSummary, iter_records, load_run
 
 
 def utc_now() -> datetime:
@@ -48,10 +55,19 @@ class ResultsWriter:
         self._fd: int | None = None
 
     def write(self, record: CaseRecord) -> None:
-        data = record.json_line().encode("utf-8")
+        line = record.json_line()
+        try:
+            data = line.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate has no UTF-8 form: JSON's own escape keeps the line whole and readable.
+            data = (json.dumps(json.loads(line), sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
         try:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            elif os.fstat(self._fd).st_nlink == 0:
+                # The folder or the file was deleted under the run: writing on would keep nothing.
+                raise ReportWriteError(errno.ENOENT, f"{self.path}: removed while the run was writing it; "
+                                                     f"the record of {record.case_id} and those after it are not kept")  # fmt: skip
             end = os.lseek(self._fd, 0, os.SEEK_END)
             written = 0
             try:
@@ -61,6 +77,8 @@ class ResultsWriter:
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._fd, end)
                 raise
+        except ReportWriteError:
+            raise
         except OSError as exc:
             raise ReportWriteError(exc.errno, f"{self.path}: cannot write the record of {record.case_id} ({exc.strerror}); "
                                               "the file keeps every case written before it") from None  # fmt: skip
@@ -91,3 +109,43 @@ def writable_problem(report_dir: Path) -> str | None:
             with contextlib.suppress(OSError):
                 folder.rmdir()
     return None
+
+
+@contextlib.contextmanager
+def removed_on_failure(out: Path) -> Iterator[Path]:
+    """A new run folder that is removed again when writing it fails part-way (a corrupt input line met
+    late, a judge that fails mid-way, a full disk): a command leaves a whole folder or none."""
+    existed = out.exists()
+    try:
+        yield out
+    except BaseException:
+        if not existed:
+            shutil.rmtree(out, ignore_errors=True)
+        raise
+
+
+def read_summary(run_dir: Path) -> RunSummary:
+    """The summary of a finished run folder, or `DataError` naming its summary.json and what is wrong
+    with it (not JSON, not UTF-8, not a summary); `SummaryMissing` when there is none."""
+    path = run_dir / "summary.json"
+    try:
+        return load_run(run_dir)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "the document"
+        raise DataError(f"not a run summary ({where}: {first['msg']})", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise DataError("nested too deeply to be a run summary", path=path) from None
+
+
+def read_records(run_dir: Path) -> Iterator[CaseRecord]:
+    """`iter_records`, with a results.jsonl that is not UTF-8 named as such (its lines are parsed one by
+    one, so a bad line is already named by file and line)."""
+    try:
+        yield from iter_records(run_dir)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start})", path=run_dir / "results.jsonl") from None

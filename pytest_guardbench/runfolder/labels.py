@@ -20,7 +20,7 @@ from pytest_guardbench.records import CaseRecord, JudgeLabel
 from pytest_guardbench.results.summary import RunSummary
 from pytest_guardbench.scoring.audit_design import Design
 from pytest_guardbench.scoring.blocks import Correction, LabelUse
-from pytest_guardbench.scoring.correction import AuditLabel, AuditUnit, correct_run
+from pytest_guardbench.scoring.audit_correction import AuditLabel, AuditUnit, correct_run
 from pytest_guardbench.scoring.policies import ScoringPolicy, correct_under
 from pytest_guardbench.scoring.scorecard import Scored
 

@@ -1,16 +1,26 @@
 """Merging the shards of one run into one run folder: one scorecard over all their records, with every
-shard's missing cases."""
+shard's missing cases, and every block the unsharded run would have had (usage, execution, internal
+errors, worker crashes, the reasons a shard is incomplete)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+import math
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
-from pytest_guardbench.errors import UsageError
+from pytest_guardbench.errors import DataError, UsageError
+from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.runfolder.execution import merged_execution
+from pytest_guardbench.runfolder.finish import carried_reasons
+from pytest_guardbench.runfolder.folder import read_records, read_summary
 from pytest_guardbench.runfolder.labels import carried_labels
-from pytest_guardbench.runfolder.rescored import missing_cases_of, read_json, write_rescored_run
+from pytest_guardbench.runfolder.rescored import missing_cases_of, write_rescored_run
+from pytest_guardbench.scoring.blocks import Usage
 from pytest_guardbench.scoring.policies import policy_named
-from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, iter_records, load_run, record_ids
+from pytest_guardbench.scoring.usage_tally import UsageTally
+from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, record_ids
 
 
 class MergeError(UsageError):
@@ -29,42 +39,62 @@ MERGE_MUST_MATCH = (
     "variants",
 )
 MERGE_SELECTION_MUST_MATCH = ("keyword", "markexpr")
+# Settings (meta.json) that change which cases a run has or what they say, beyond the stack: the
+# attacker and its turns (attack conversations), which categories label an item harmful, the bar the
+# judge is held to. Compared where both shards recorded them (older folders may not have).
+MERGE_SETTINGS_MUST_MATCH = ("attacker", "attacker_turns", "harmful_categories", "min_judge_kappa", "policy")
+# The texts the tutor was given and the guard's refusal, and the models behind each role as far as
+# they change an answer (not where or how fast they were reached).
+MERGE_META_MUST_MATCH = ("system_prompt_sha256", "refusal_text_sha256", "packs")
+TRANSPORT_KEYS = frozenset(
+    {
+        "alias", "base_url", "base_url_env", "fleet", "failures_to_drop", "breaker_after", "cooldown_s", "batch_api",
+        "batch_poll_s", "batch_completion_window", "api_key_env", "concurrency", "processes", "timeout_s",
+        "max_retries", "retry_backoff_s", "device",
+    }
+)  # fmt: skip
 
 
 def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     """One run from the shards of a sharded run: one scorecard over all their records, carrying every
-    shard's missing cases. Refuses shards that overlap or come from other stacks, data, selections or
-    thresholds; a merge short of some of the n shards is written, marked incomplete, and fails its gate."""
+    shard's missing cases. Refuses shards that overlap or come from other stacks, data, selections,
+    settings or thresholds; a merge short of some of the n shards is written, marked incomplete, and
+    fails its gate."""
     summaries = []
     for run_dir in run_dirs:
         if not (run_dir / "summary.json").is_file():
             raise MergeError(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
-        summaries.append(load_run(run_dir))
+        if not (run_dir / "results.jsonl").is_file():
+            raise MergeError(f"{run_dir}: no results.jsonl (expected a finished reports/<run-id> folder)")
+        summaries.append(read_summary(run_dir))
     _check_mergeable(run_dirs, summaries)
     absent = _absent_shards(run_dirs, summaries)
     first = summaries[0]
     owner: dict[str, Path] = {}
     for run_dir in run_dirs:
-        for case_id in record_ids(run_dir):
+        for case_id in _record_ids(run_dir):
             if case_id in owner:
                 raise MergeError(f"{run_dir}: case {case_id} is also in {owner[case_id]} (overlapping shards)")
             owner[case_id] = run_dir
     records = owner  # the case ids measured
     missing = [case for summary in summaries for case in missing_cases_of(summary) if case.case_id not in records]
     shards = [s.selection.shard for s in summaries if s.selection.shard]
-    manifests = [read_json(d / "data_manifest.json") for d in run_dirs]
+    manifests = [_read_json(d / "data_manifest.json") for d in run_dirs]
     selection = Selection(keyword=first.selection.keyword, markexpr=first.selection.markexpr, merged_shards=sorted(shards),
                           absent_shards=absent, selected_cases=len(records) + len(missing))  # fmt: skip
+    reasons = _unique(reason for summary in summaries for reason in carried_reasons(summary))
+    if absent:
+        reasons.append(f"shard(s) {', '.join(absent)} not merged: their cases are unmeasured")
     write_rescored_run(
         out,
-        (record for run_dir in run_dirs for record in iter_records(run_dir)),
+        _all_records(run_dirs),
         first.model_copy(update={"selection": selection}),
-        run=RunInfo(run_id=out.name, merged_from=[str(d) for d in run_dirs]),
+        run=_merged_info(run_dirs, summaries, out),
         manifest={"merged_from": manifests, "cases": len(records) + len(missing)},
         meta={"merged_from": [str(d) for d in run_dirs], "policy": first.policy},
         policy=policy_named(first.policy),
         missing=missing,
-        incomplete_reasons=[f"shard(s) {', '.join(absent)} not merged: their cases are unmeasured"] if absent else [],
+        incomplete_reasons=reasons,
         # Every shard ran the same judge against the same audit file (_check_mergeable), so its check
         # holds for the merged run; shards that disagree carry none rather than one of them.
         judge_quality=first.judge_quality if all(s.judge_quality == first.judge_quality for s in summaries) else None,
@@ -75,6 +105,62 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     return out
 
 
+def _all_records(run_dirs: Sequence[Path]) -> Iterator[CaseRecord]:
+    # Each record takes the redaction pass again: a shard written by an older version may hold a key.
+    return (record.redacted() for run_dir in run_dirs for record in read_records(run_dir))
+
+
+def _record_ids(run_dir: Path) -> set[str]:
+    try:
+        return record_ids(run_dir)
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start})", path=run_dir / "results.jsonl") from None
+
+
+def _unique(items: Iterator[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _merged_info(run_dirs: Sequence[Path], summaries: Sequence[RunSummary], out: Path) -> RunInfo:
+    """The `run` block: what the unsharded run would have said, from each shard's (timings aside)."""
+    return RunInfo(
+        run_id=out.name,
+        merged_from=[str(d) for d in run_dirs],
+        worker_crashes=[crash for s in summaries for crash in s.run.worker_crashes],
+        internal_errors=[error for s in summaries for error in s.run.internal_errors],
+        execution=merged_execution(s.run.execution.model_dump(mode="json") for s in summaries),
+        usage=_merged_usage(run_dirs, summaries),
+    )
+
+
+def _merged_usage(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> Usage | None:
+    """Stage times and tokens counted again over every shard's records (percentiles do not add up);
+    the cost is the shards' costs added up (the price table is the project's, not the merge's),
+    unknown when any shard's is. None when no shard had a usage block."""
+    given = [s.run.usage for s in summaries]
+    if all(u is None for u in given):
+        return None
+    tally = UsageTally()
+    for run_dir in run_dirs:
+        for record in read_records(run_dir):
+            tally.add(record)
+    counted = tally.usage({})
+
+    def added(costs: list[float | None]) -> float | None:
+        return None if not costs or any(c is None for c in costs) else round(math.fsum(c or 0.0 for c in costs), 6)
+
+    tutor_cost = added([u.tutor_cost_usd if u is not None else None for u in given])
+    note = next((u.cost_note for u in given if u is not None and u.cost_note), None) if tutor_cost is None else None
+    attacker = [u.attacker_cost_usd for u in given if u is not None and u.attacker_tokens is not None]
+    return counted.model_copy(
+        update={
+            "tutor_cost_usd": tutor_cost if counted.tutor_tokens.answers else None,
+            "cost_note": note if counted.tutor_tokens.answers else None,
+            "attacker_cost_usd": added(attacker) if counted.attacker_tokens is not None else None,
+        }
+    )
+
+
 def _labels_file(summary: RunSummary) -> str | None:
     return summary.corrected.labels.labels_file if summary.corrected is not None else None
 
@@ -82,6 +168,7 @@ def _labels_file(summary: RunSummary) -> str | None:
 def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> None:
     first = summaries[0]
     digests = _source_digests(run_dirs[0])
+    first_meta = _read_json(run_dirs[0] / "meta.json")
     for run_dir, summary in zip(run_dirs[1:], summaries[1:], strict=True):
         if summary.policy != first.policy:
             raise MergeError(f"{run_dir}: scored under policy {summary.policy}, but {run_dirs[0]} under {first.policy}")
@@ -103,6 +190,41 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) 
             raise MergeError(
                 f"{run_dir}: ran on other data than {run_dirs[0]} (the packs in data_manifest.json differ by name or sha256)"
             )
+        _check_same_meta(run_dir, _read_json(run_dir / "meta.json"), run_dirs[0], first_meta)
+
+
+def _check_same_meta(run_dir: Path, meta: dict[str, Any], first_dir: Path, first: dict[str, Any]) -> None:
+    """Shards that ran with other settings (meta.json) are not one run, even when their stacks agree."""
+    pairs = [
+        (f"settings.{key}", _at(meta, "settings", key), _at(first, "settings", key))
+        for key in MERGE_SETTINGS_MUST_MATCH
+    ]
+    pairs += [(key, meta.get(key), first.get(key)) for key in MERGE_META_MUST_MATCH]
+    mine, theirs = _models(meta), _models(first)
+    pairs += [(f"models.{role}", mine.get(role), theirs.get(role)) for role in sorted(set(mine) | set(theirs))]  # fmt: skip
+    for key, value, other in pairs:
+        if value is not None and other is not None and value != other:
+            raise MergeError(f"{run_dir}: meta.json {key} is {_shown(value)}, but {first_dir} has {_shown(other)}")
+
+
+def _at(document: dict[str, Any], table: str, key: str) -> Any:
+    block = document.get(table)
+    return block.get(key) if isinstance(block, dict) else None
+
+
+def _models(meta: dict[str, Any]) -> dict[str, Any]:
+    models = meta.get("models")
+    if not isinstance(models, dict):
+        return {}
+    return {
+        role: {k: v for k, v in spec.items() if k not in TRANSPORT_KEYS} if isinstance(spec, dict) else spec
+        for role, spec in models.items()
+    }
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 def _absent_shards(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> list[str]:
@@ -114,15 +236,47 @@ def _absent_shards(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) ->
     if len(shards) < len(given):
         plain = [str(d) for d, shard in zip(run_dirs, given, strict=True) if not shard]
         raise MergeError(f"{', '.join(plain)}: not a shard, but the other folders are shards of one run")
-    totals = {shard.split("/")[1] for shard in shards}
+    parsed = []
+    for run_dir, shard in zip(run_dirs, given, strict=True):
+        index, _, total = (shard or "").partition("/")
+        if not (index.isascii() and index.isdigit() and total.isascii() and total.isdigit()) or not 1 <= int(
+            index
+        ) <= int(total):
+            raise MergeError(f"{run_dir}: selection.shard {shard!r} in summary.json is not i/n")
+        parsed.append((int(index), int(total)))
+    totals = {total for _, total in parsed}
     if len(totals) != 1:
         raise MergeError(f"incompatible shards {shards}: expected i/n of one n")
-    if len(set(shards)) != len(shards):
+    if len(set(parsed)) != len(parsed):
         raise MergeError(f"shard given twice: {sorted(shards)}")
-    total = int(totals.pop())
-    return [f"{i}/{total}" for i in range(1, total + 1) if f"{i}/{total}" not in shards]
+    n = totals.pop()
+    given_indexes = {index for index, _ in parsed}
+    return [f"{i}/{n}" for i in range(1, n + 1) if i not in given_indexes]
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    """A run folder's JSON file as an object ({} when the folder has none); `DataError` naming it when
+    it is not one."""
+    if not path.is_file():
+        return {}
+    try:
+        document = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise DataError("nested too deeply", path=path) from None
+    if not isinstance(document, dict):
+        raise DataError("must be a JSON object", path=path)
+    return document
 
 
 def _source_digests(run_dir: Path) -> list[tuple[str, str]]:
-    manifest = read_json(run_dir / "data_manifest.json")
-    return sorted((Path(s["path"]).name, s["sha256"]) for s in manifest.get("sources", []))
+    path = run_dir / "data_manifest.json"
+    sources = _read_json(path).get("sources", [])
+    if not isinstance(sources, list) or not all(
+        isinstance(s, dict) and isinstance(s.get("path"), str) and isinstance(s.get("sha256"), str) for s in sources
+    ):
+        raise DataError("sources must be a list of {path, sha256} objects", path=path)
+    return sorted((Path(s["path"]).name, s["sha256"]) for s in sources)

@@ -8,6 +8,7 @@ import secrets
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.runfolder.labels import carried_labels
@@ -18,7 +19,8 @@ from pytest_guardbench.cases.sources import slug
 from pytest_guardbench.runfolder.finish import carried_reasons
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.scoring.policies import policy_named
-from pytest_guardbench.results.summary import RunInfo, RunSummary, StackInfo, iter_records, load_run, record_ids
+from pytest_guardbench.results.summary import RunInfo, RunSummary, StackInfo, record_ids
+from pytest_guardbench.runfolder.folder import read_records, read_summary, removed_on_failure
 from pytest_guardbench.records import CaseRecord, JudgeVerdict
 from pytest_guardbench.run.conversation import replies_to_judge, with_turn_verdicts
 
@@ -36,29 +38,32 @@ def rejudge_run(
     asked `samples` times per response, and write a new summary into a sub-folder of the run; the
     original files are never touched. The run is scored under `policy`, by default the policy of
     the original run."""
-    if not record_ids(run_dir):
-        raise DataError("holds no records", path=run_dir / "results.jsonl")
-    original_summary = load_run(run_dir) if (run_dir / "summary.json").is_file() else None
+    try:
+        if not record_ids(run_dir):
+            raise DataError("holds no records", path=run_dir / "results.jsonl")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start})", path=run_dir / "results.jsonl") from None
+    original_summary = read_summary(run_dir) if (run_dir / "summary.json").is_file() else None
     scoring_policy = policy_named(policy or (original_summary.policy if original_summary else "refusal"))
     stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
-    manifest_path = run_dir / "data_manifest.json"
+    manifest = _manifest(run_dir / "data_manifest.json")
     judged = [0]
-    with opened_judge(judge_name, root, samples) as judge:
+    with opened_judge(judge_name, root, samples) as judge, removed_on_failure(out):
         new_id = judge_quality.judge_id(judge_quality.named_judge_identity(judge, judge_name, root))
         source = _with_judge(original_summary, judge_name, samples) if original_summary is not None else None
         # The run's judge check measured this very judge only when it is the same one: then it still holds.
         checked = original_summary if _checked(original_summary, new_id) else None
         write_rescored_run(
             out,
-            rejudged(iter_records(run_dir), judge, judged, new_id),
+            rejudged(read_records(run_dir), judge, judged, new_id),
             source,
             run=RunInfo(
                 run_id=f"{run_id_of(original_summary, run_dir)}/{out.name}",
                 rejudged_from=str(run_dir),
                 judge=judge_name,
             ),
-            manifest=json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.is_file() else {},
+            manifest=manifest,
             meta=lambda: {
                 "rejudged_from": str(run_dir),
                 "judge": judge_name,
@@ -76,6 +81,20 @@ def rejudge_run(
             labels=carried_labels(original_summary),
         )
     return out
+
+
+def _manifest(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    if not isinstance(manifest, dict):
+        raise DataError("must be a JSON object", path=path)
+    return manifest
 
 
 def _with_judge(summary: RunSummary, judge_name: str, samples: int) -> RunSummary:
@@ -96,14 +115,15 @@ def rejudged(
     records: Iterable[CaseRecord], judge: Judge, judged: list[int], judge_id: str | None = None
 ) -> Iterator[CaseRecord]:
     """Records with fresh verdicts for every final response, each naming the judge by `judge_id`
-    (errored cases are kept as they are), judged 32 at a time; `judged[0]` counts the verdicts given."""
+    (errored cases are kept as they are), judged 32 at a time; `judged[0]` counts the verdicts given.
+    Each leaves through the one redaction pass (`CaseRecord.redacted`): a judge's reason may quote a key."""
     batch: list[CaseRecord] = []
     for record in records:
         batch.append(record)
         if len(batch) == 32:
-            yield from _rejudge_batch(batch, judge, judged, judge_id)
+            yield from (r.redacted() for r in _rejudge_batch(batch, judge, judged, judge_id))
             batch = []
-    yield from _rejudge_batch(batch, judge, judged, judge_id)
+    yield from (r.redacted() for r in _rejudge_batch(batch, judge, judged, judge_id))
 
 
 def _rejudge_batch(batch: list[CaseRecord], judge: Judge, judged: list[int], judge_id: str | None) -> list[CaseRecord]:

@@ -21,6 +21,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from pytest_guardbench.errors import InternalError, UsageError
+
 Design = Literal["random", "stratified"]
 DESIGNS: tuple[Design, ...] = ("random", "stratified")
 
@@ -59,7 +61,7 @@ def _sorted_unique(unit_ids: Sequence[str]) -> list[str]:
     ordered = sorted(unit_ids)
     for first, second in zip(ordered, ordered[1:]):
         if first == second:
-            raise ValueError(f"unit id {first!r} occurs twice")
+            raise InternalError(f"unit id {first!r} occurs twice")
     return ordered
 
 
@@ -67,7 +69,7 @@ def draw_random(unit_ids: Sequence[str], n: int, seed: int) -> list[DrawnUnit]:
     """`n` of the ids (all of them when there are fewer), uniform without replacement; each has
     inclusion probability n / N."""
     if n < 0:
-        raise ValueError(f"sample size must be >= 0, got {n}")
+        raise UsageError(f"sample size must be >= 0, got {n}")
     ids = _sorted_unique(unit_ids)
     take = min(n, len(ids))
     chosen = random.Random(seed).sample(ids, take)
@@ -96,7 +98,7 @@ def default_allocation(
     go to the stratum name that sorts first.
     """
     if n < 0:
-        raise ValueError(f"sample size must be >= 0, got {n}")
+        raise UsageError(f"sample size must be >= 0, got {n}")
     priors = {**PRIOR_ERROR, **(prior_error or {})}
     strata = sorted(name for name, size in stratum_sizes.items() if size > 0)
     domain_size: dict[str, int] = {}
@@ -107,7 +109,7 @@ def default_allocation(
     def spread(name: str) -> float:
         error = priors.get(name, priors.get(_verdict(name), PRIOR_ERROR[NO_VERDICT]))
         if not 0.0 <= error <= 1.0:
-            raise ValueError(f"prior error rate for {name!r} must be in [0, 1], got {error}")
+            raise UsageError(f"prior error rate for {name!r} must be in [0, 1], got {error}")
         # A prior of exactly 0 or 1 would never earn a label beyond the minimum; keep a sliver.
         return math.sqrt(max(error * (1 - error), 1e-6))
 
@@ -159,11 +161,11 @@ def draw_stratified(
     else:
         unknown = sorted(set(allocation) - set(sizes))
         if unknown:
-            raise ValueError(f"allocation names strata with no units: {', '.join(unknown)}")
+            raise UsageError(f"allocation names strata with no units: {', '.join(unknown)}")
         plan = {}
         for name, size in allocation.items():
             if not 0 <= size <= sizes[name]:
-                raise ValueError(f"stratum {name!r} has {sizes[name]} units; cannot draw {size}")
+                raise UsageError(f"stratum {name!r} has {sizes[name]} units; cannot draw {size}")
             plan[name] = size
     rng = random.Random(seed)
     drawn: list[DrawnUnit] = []

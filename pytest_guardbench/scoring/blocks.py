@@ -9,7 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler
 
 from pytest_guardbench.records import Case
 from pytest_guardbench.scoring.audit_design import Design
-from pytest_guardbench.scoring.correction import CorrectedRun
+from pytest_guardbench.scoring.audit_correction import CorrectedRun
 from pytest_guardbench.scoring.policies import MetricDefinitions
 from pytest_guardbench.scoring.scorecard import Scorecard
 from pytest_guardbench.scoring.sweeps import GuardSweep

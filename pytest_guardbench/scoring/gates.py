@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, computed_field
 
 from pytest_guardbench.scoring.agreement import wilson_interval
 from pytest_guardbench.scoring.blocks import RunMetrics
-from pytest_guardbench.scoring.correction import CorrectedRun
+from pytest_guardbench.scoring.correction import CorrectedMetric
+from pytest_guardbench.scoring.audit_correction import CorrectedRun
 from pytest_guardbench.scoring.scorecard import Scorecard
 from pytest_guardbench.settings.config import ScopeThresholds, Thresholds
 from pytest_guardbench.records import Case
@@ -144,7 +145,7 @@ def corrected_checks(corrected: CorrectedRun, thresholds: Thresholds) -> list[Ga
     95% intervals (as in Wilson mode: fail, pass or inconclusive). Named as the judge-only checks they
     replace; a metric the labels cannot estimate ("too few labels") fails: nothing measured it."""
     card = corrected.system
-    bars = (
+    bars: tuple[tuple[str, str, CorrectedMetric, float | None, Literal[">=", "<="]], ...] = (
         ("min_recall", "recall (audit-corrected)", card.recall, thresholds.min_recall, ">="),
         ("max_fpr", "false positive rate (audit-corrected)", card.false_positive_rate, thresholds.max_fpr, "<="),
     )
@@ -153,7 +154,7 @@ def corrected_checks(corrected: CorrectedRun, thresholds: Thresholds) -> list[Ga
         if threshold is None:
             continue
         if metric.estimate is None or metric.ci_low is None or metric.ci_high is None:
-            checks.append(GateCheck(name=name, value=None, threshold=threshold, comparison=comparison, status="fail",  # type: ignore[arg-type]
+            checks.append(GateCheck(name=name, value=None, threshold=threshold, comparison=comparison, status="fail",
                                     message=f"{label} undefined ({metric.note or 'no estimate'}); needs {comparison} {threshold:g}"))  # fmt: skip
             continue
         sample = f"{metric.n_labelled} of {metric.n_total} labelled"
@@ -161,7 +162,7 @@ def corrected_checks(corrected: CorrectedRun, thresholds: Thresholds) -> list[Ga
             _interval_check(
                 name, label, metric.estimate, (metric.ci_low, metric.ci_high), sample, threshold, comparison
             )
-        )  # type: ignore[arg-type]
+        )
     return checks
 
 

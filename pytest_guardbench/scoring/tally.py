@@ -33,7 +33,7 @@ from pytest_guardbench.scoring.blocks import (
     TruncatedShare,
     Usage,
 )
-from pytest_guardbench.scoring.conversations import ConversationTally
+from pytest_guardbench.scoring.conversation_tally import ConversationTally
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import (
     CardTally,

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import json
 import os
+import re
 import tomllib
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -35,9 +37,10 @@ class ScopeThresholds(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    min_recall: float | None = Field(default=None, ge=0, le=1)
-    max_fpr: float | None = Field(default=None, ge=0, le=1)
-    max_ber: float | None = Field(default=None, ge=0, le=1)
+    # Strict: `min_recall = true` would otherwise read as 1.0 and "0.5" as 0.5 without a word.
+    min_recall: float | None = Field(default=None, ge=0, le=1, strict=True)
+    max_fpr: float | None = Field(default=None, ge=0, le=1, strict=True)
+    max_ber: float | None = Field(default=None, ge=0, le=1, strict=True)
 
 
 class Thresholds(BaseModel):
@@ -134,7 +137,7 @@ class Settings(BaseModel):
             else:
                 try:
                     values[spec.name] = spec.parse(ini_value)
-                except argparse.ArgumentTypeError as exc:
+                except (argparse.ArgumentTypeError, ValueError) as exc:
                     raise ConfigError(f"ini key {spec.ini_key}: {exc}") from None
         values["scoped_thresholds"] = pyproject_thresholds(root)
         return cls.build(values, origins, root=root, invocation_dir=invocation_dir)
@@ -169,34 +172,7 @@ class Settings(BaseModel):
             thresholds["interval"] = values.pop("gate_interval")
         if "zero_tolerance" in values:
             thresholds["zero_tolerance_categories"] = tuple(c.lower() for c in values.pop("zero_tolerance"))
-        scoped = values.pop("scoped_thresholds", {})
-        for kind in ("variant", "category"):
-            scope: dict[str, ScopeThresholds] = {}
-            for name, entry in scoped.get(kind, {}).items():
-                try:
-                    scope[name.lower() if kind == "category" else name] = ScopeThresholds(**entry)
-                except (TypeError, ValidationError) as exc:
-                    detail = exc.errors()[0] if isinstance(exc, ValidationError) else {"loc": (), "msg": str(exc)}
-                    where = ".".join(map(str, detail["loc"]))
-                    raise ConfigError(
-                        f"pyproject.toml: [tool.guardbench.thresholds.{kind}.{name}] {where}: {detail['msg']}"
-                    ) from None
-            thresholds[f"per_{kind}"] = scope
-        turns: dict[int, ScopeThresholds] = {}
-        for name, entry in scoped.get("turn", {}).items():
-            table = f"pyproject.toml: [tool.guardbench.thresholds.turn.{name}]"
-            if not str(name).isdigit() or int(name) < 1:
-                raise ConfigError(f"{table}: a turn is a depth, a whole number from 1")
-            if not isinstance(entry, dict) or set(entry) - {"min_recall", "max_fpr"}:
-                raise ConfigError(
-                    f"{table}: a turn takes min_recall (caught by then) and max_fpr (over-blocked by then)"
-                )
-            try:
-                turns[int(name)] = ScopeThresholds(**entry)
-            except ValidationError as exc:
-                detail = exc.errors()[0]
-                raise ConfigError(f"{table} {'.'.join(map(str, detail['loc']))}: {detail['msg']}") from None
-        thresholds["per_turn"] = turns
+        thresholds.update(scoped_thresholds(values.pop("scoped_thresholds", {})))
 
         def resolve_data(name: str, raw: str | Path, folders: tuple[str, ...]) -> Path:
             # A bare name that is no file names a shipped pack or dataset (`--guardbench-data=child_safety_v1`).
@@ -241,6 +217,12 @@ class Settings(BaseModel):
                 values[list_field] = tuple(values[list_field])
         if "harmful_categories" in values:
             values["harmful_categories"] = tuple(c.lower() for c in values["harmful_categories"])
+        if origins.get("attacker_turns") and not values.get("attacker"):
+            # Turns of attack conversations a run does not have: the value would change nothing.
+            raise ConfigError(
+                f"{OPTIONS_BY_NAME['attacker_turns'].label} {values['attacker_turns']}: has no effect without "
+                f"{OPTIONS_BY_NAME['attacker'].label} (no attack conversations run)"
+            )
         try:
             return cls(thresholds=Thresholds(**thresholds), **values)
         except ValidationError as exc:
@@ -272,6 +254,46 @@ class Settings(BaseModel):
     def public_view(self) -> dict[str, Any]:
         """Settings as written into meta.json (no secrets live here: keys are read from env vars by name)."""
         return self.model_dump(mode="json")
+
+
+def _toml_key(name: str) -> str:
+    """A table name as TOML writes it: bare where it may be, else quoted."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else json.dumps(name, ensure_ascii=False)
+
+
+def scoped_thresholds(scoped: dict[str, Any]) -> dict[str, Any]:
+    """The per-variant, per-category and per-turn bars of `[tool.guardbench.thresholds.<scope>.<name>]`,
+    each checked: a table of known keys with numbers from 0 to 1, and no two names for one scope
+    (`Danger` and `danger` are one category, `"1"` and `"01"` one depth: the second would silently
+    replace the first)."""
+    result: dict[str, Any] = {}
+    for kind in ("variant", "category", "turn"):
+        keys = ("min_recall", "max_fpr") if kind == "turn" else tuple(ScopeThresholds.model_fields)
+        scope: dict[Any, ScopeThresholds] = {}
+        named: dict[Any, str] = {}
+        for name, entry in scoped.get(kind, {}).items():
+            table = f"pyproject.toml: [tool.guardbench.thresholds.{kind}.{_toml_key(name)}]"
+            key: Any = name.lower() if kind == "category" else name
+            if kind == "turn":
+                if not re.fullmatch(r"[0-9]+", name) or int(name) < 1:
+                    raise ConfigError(f"{table}: a turn is a depth, a whole number from 1")
+                key = int(name)
+            if key in named:
+                raise ConfigError(f"{table}: the same {kind} as {named[key]!r}; give each {kind} once")
+            named[key] = name
+            if not isinstance(entry, dict):
+                raise ConfigError(f"{table}: must be a table of {', '.join(keys)}")
+            if kind == "turn" and set(entry) - set(keys):
+                raise ConfigError(
+                    f"{table}: a turn takes min_recall (caught by then) and max_fpr (over-blocked by then)"
+                )
+            try:
+                scope[key] = ScopeThresholds(**entry)
+            except ValidationError as exc:
+                detail = exc.errors()[0]
+                raise ConfigError(f"{table} {'.'.join(map(str, detail['loc']))}: {detail['msg']}") from None
+        result[f"per_{kind}"] = scope
+    return result
 
 
 class _InvocationParams(Protocol):

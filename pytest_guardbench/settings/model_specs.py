@@ -4,6 +4,7 @@ they share. A spec holds the *name* of its key's variable, never a key."""
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from pathlib import Path
@@ -25,15 +26,31 @@ def _pyproject_guardbench(root: Path) -> dict[str, Any]:
     if not pyproject.is_file():
         return {}
     try:
-        table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("tool", {}).get("guardbench", {})
+        document = tomllib.loads(pyproject.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{pyproject}: not UTF-8 text (byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(f"{pyproject}: cannot read ({exc.strerror or exc})") from None
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{pyproject}: invalid TOML ({exc})") from None
+    tool = document.get("tool", {})
+    table = tool.get("guardbench", {}) if isinstance(tool, dict) else {}
+    if not isinstance(table, dict):
+        raise ConfigError(f"{pyproject}: tool.guardbench must be a table ([tool.guardbench.<table>])")
     unknown = sorted(set(table) - set(PYPROJECT_TABLES))
     if unknown:
         # A misspelt table (`threshold` for `thresholds`) would otherwise be ignored without a word.
         raise ConfigError(
             f"{pyproject}: [tool.guardbench.{unknown[0]}] is not a known table; known: {', '.join(PYPROJECT_TABLES)}"
         )
+    for name, value in table.items():
+        if not isinstance(value, dict):
+            # `[[tool.guardbench.models]]` (an array of tables) or `models = ...` (a value).
+            shape = "an array of tables ([[...]])" if isinstance(value, list) else "a value"
+            raise ConfigError(
+                f"{pyproject}: tool.guardbench.{name} is {shape}; write one table per name: "
+                f"[tool.guardbench.{name}.<name>]"
+            )
     return table
 
 
@@ -50,6 +67,12 @@ def pyproject_thresholds(root: Path) -> dict[str, dict[str, Any]]:
             f"{root / 'pyproject.toml'}: [tool.guardbench.thresholds.{unknown[0]}]: use thresholds.variant.<name>, "
             "thresholds.category.<name> or thresholds.turn.<depth>"
         )
+    for kind, scope in table.items():
+        if not isinstance(scope, dict):
+            raise ConfigError(
+                f"{root / 'pyproject.toml'}: tool.guardbench.thresholds.{kind} must be tables: "
+                f"[tool.guardbench.thresholds.{kind}.<{'depth' if kind == 'turn' else 'name'}>]"
+            )
     return {kind: dict(table.get(kind, {})) for kind in THRESHOLD_SCOPES}
 
 
@@ -64,9 +87,9 @@ def price_table(root: Path) -> dict[str, dict[str, float]]:
                 f'{root / "pyproject.toml"}: [tool.guardbench.prices."{model}"] takes input_per_million and output_per_million'
             )
         for key, value in entry.items():
-            if not isinstance(value, int | float) or isinstance(value, bool) or value < 0:
+            if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value < math.inf:
                 raise ConfigError(
-                    f'{root / "pyproject.toml"}: [tool.guardbench.prices."{model}"] {key}: must be a number >= 0'
+                    f'{root / "pyproject.toml"}: [tool.guardbench.prices."{model}"] {key}: must be a finite number >= 0'
                 )
         prices[model] = {k: float(v) for k, v in entry.items()}
     return prices
@@ -207,11 +230,13 @@ def model_aliases(root: Path) -> dict[str, ModelSpec]:
     for name, entry in _pyproject_guardbench(root).get("models", {}).items():
         if not isinstance(entry, dict):
             raise ConfigError(f"{pyproject}: [tool.guardbench.models.{name}] must be a table")
+        if "alias" in entry:
+            raise ConfigError(f"{pyproject}: [tool.guardbench.models.{name}] alias: the table's name is the alias")
         table[name] = dict(entry)
     specs = {}
     for name, entry in table.items():
         try:
-            specs[name] = ModelSpec(alias=name, **entry)
+            specs[name] = ModelSpec.model_validate({**entry, "alias": name})
         except ValidationError as exc:
             first = exc.errors()[0]
             raise ConfigError(

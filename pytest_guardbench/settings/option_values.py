@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "concurrency",
     "count",
     "fraction",
+    "kappa",
     "name_list",
     "positive",
     "positive_seconds",
@@ -40,6 +42,17 @@ def fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not 0.0 <= value <= 1.0:
         raise argparse.ArgumentTypeError(f"{text!r} is not between 0 and 1")
+    return value
+
+
+def kappa(text: str) -> float:
+    """A bar for Cohen's kappa, which runs from -1 to 1 (NaN and infinities are not bars)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+    if not -1.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a kappa between -1 and 1")
     return value
 
 
@@ -88,9 +101,13 @@ def choice(*allowed: str) -> Callable[[str], str]:
     return parse
 
 
+_DIGITS = re.compile(r"[0-9]+")
+
+
 def shard(text: str) -> tuple[int, int]:
     index, slash, total = text.partition("/")
-    if not slash or not index.isdigit() or not total.isdigit() or not 1 <= int(index) <= int(total):
+    # ASCII digits only: str.isdigit() also says yes to "²", which int() refuses.
+    if not slash or not _DIGITS.fullmatch(index) or not _DIGITS.fullmatch(total) or not 1 <= int(index) <= int(total):
         raise argparse.ArgumentTypeError(f"{text!r} is not i/n with 1 <= i <= n")
     return int(index), int(total)
 
@@ -145,6 +162,9 @@ def concurrency(text: str) -> dict[str, int]:
         role = role.strip() if eq else "all"
         if role not in ("all", *ROLES):
             raise argparse.ArgumentTypeError(f"{part!r}: role must be one of {', '.join(ROLES)}")
+        if role in limits:
+            # Two values for one role would leave one of them silently unused.
+            raise argparse.ArgumentTypeError(f"{text!r}: {'the run-wide value' if role == 'all' else role} given twice")
         try:
             limits[role] = at_most(MAX_CONCURRENCY)(number.strip())
         except argparse.ArgumentTypeError as exc:

@@ -1,19 +1,17 @@
 """The starter `guardbench init` writes into a repository: a test module that runs the packaged suite,
-the main job's settings in `pyproject.toml`, an example CI workflow, and `.gitignore` entries for what
-a run writes.
+the main job's settings, an example CI workflow, and `.gitignore` entries for what a run writes.
 
-Everything is planned before anything is written, so a refusal (a file that exists, settings already
-there) leaves the folder as it was. An existing `pyproject.toml` is added to, never rewritten: the
-settings block is appended, or its keys go under an existing `[tool.pytest.ini_options]` header (and
-`tests` joins a one-line `testpaths` that leaves it out). A folder init has set up already is not
-refused: the plan says so and lists what differs from what init would write.
+Everything is planned before anything is written, so a refusal leaves the folder as it was. The
+settings go where pytest will read them (pyproject.toml, or an existing pytest.ini, tox.ini or
+setup.cfg section), added to and never rewritten; `tests` joins a one-line `testpaths` that leaves it
+out. A folder set up before is not refused: the plan lists what differs from what init would write.
 """
 
 from __future__ import annotations
 
+import configparser
 import fnmatch
 import json
-import os
 import re
 import tomllib
 from collections.abc import Mapping, Sequence
@@ -102,6 +100,7 @@ class StarterPlan:
     without `--force`, and `differences` says how the folder differs from what init would write)."""
 
     files: list[StarterFile]
+    settings: Path = PYPROJECT  # the file pytest reads its settings from: pyproject.toml, pytest.ini, ...
     already: bool = False
     differences: list[str] = field(default_factory=list)
 
@@ -156,9 +155,7 @@ def _with_tests(lines: list[str], start: int) -> tuple[list[str], str] | None:
     return None
 
 
-def pyproject_text(
-    existing: str | None, force: bool, stack: Mapping[str, str] | None = None
-) -> tuple[str, str] | None:
+def pyproject_text(existing: str | None, force: bool, stack: Mapping[str, str] | None = None) -> tuple[str, str] | None:
     """The new pyproject.toml and what changed, or None when it already has every key; refuses
     (UsageError) when guardbench keys are there already, unless `force`, which adds only the missing."""
     stack = stack or {}
@@ -186,7 +183,7 @@ def pyproject_text(
             f"add these keys there by hand: {keys}"
         )
     actions = []
-    if "testpaths" in table and not covers_suite(_paths(table["testpaths"])):
+    if "testpaths" in table and not covers_suite(paths_of(table["testpaths"])):
         added = _with_tests(lines, header + 1)
         if added is not None:
             lines, action = added
@@ -199,6 +196,75 @@ def pyproject_text(
     new = "".join(lines)
     tomllib.loads(new)  # the keys went under the header; the result must still parse
     return new, "; ".join(actions)
+
+
+# Ini-format pytest configs and their section. pytest reads pytest.ini before pyproject.toml, and
+# tox.ini or setup.cfg when pyproject.toml has no [tool.pytest.ini_options]: the settings go there.
+INI_CONFIGS = (("pytest.ini", "pytest"), (".pytest.ini", "pytest"), ("tox.ini", "pytest"), ("setup.cfg", "tool:pytest"))
+
+
+def settings_file(folder: Path, pyproject_table: Mapping[str, Any] | None) -> tuple[Path, str | None]:
+    """The file (and ini section; None for pyproject.toml) whose pytest settings pytest will read."""
+    for name, section in INI_CONFIGS:
+        if name in ("tox.ini", "setup.cfg") and pyproject_table is not None:
+            break
+        path = folder / name
+        if path.is_file() and (name.startswith(("pytest", ".pytest")) or _ini_section(path.read_text(encoding="utf-8"), name, section) is not None):  # fmt: skip
+            return Path(name), section
+    return PYPROJECT, None
+
+
+def _ini_section(text: str, name: str, section: str) -> dict[str, str] | None:
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error as exc:
+        raise UsageError(f"{name}: cannot be read as an ini file ({str(exc).splitlines()[0]})") from None
+    return dict(parser[section]) if parser.has_section(section) else None
+
+
+def _as_ini(line: str) -> str:
+    """A TOML settings line as the same setting in an ini file."""
+    if line.startswith("#"):
+        return line
+    ((key, value),) = tomllib.loads(line).items()
+    if isinstance(value, list):
+        value = " ".join(value) if key == "testpaths" else "\n    ".join(value)
+    return f"{key} = {value}"
+
+
+def ini_settings_text(
+    existing: str, name: str, section: str, force: bool, stack: Mapping[str, str]
+) -> tuple[str, str] | None:
+    """As `pyproject_text`, for the [section] of an ini file (pytest.ini, tox.ini, setup.cfg)."""
+    table = _ini_section(existing, name, section) or {}
+    present = sorted(key for key in table if key.startswith("guardbench_"))
+    if present and not force:
+        raise UsageError(
+            f"{name}: [{section}] already sets {', '.join(present)}; pass --force to add only the keys it lacks"
+        )
+    wanted = [] if "testpaths" in table else [TESTPATHS_LINE]
+    wanted += _missing_lines(table, existing, stack_lines(stack)) + _missing_lines(table, existing, SETTINGS_LINES)
+    lines = existing.splitlines(keepends=True)
+    if lines and not lines[-1].endswith("\n"):
+        lines[-1] += "\n"
+    header = next((i for i, line in enumerate(lines) if line.strip() == f"[{section}]"), None)
+    if header is None:
+        lines.append(f"[{section}]\n")
+        header = len(lines) - 1
+    actions = []
+    if "testpaths" in table and not covers_suite(paths_of(table["testpaths"])):
+        for index in range(header + 1, len(lines)):
+            if lines[index].startswith("["):
+                break
+            one_line = index + 1 == len(lines) or not lines[index + 1][:1].isspace() or not lines[index + 1].strip()
+            if re.match(r"^testpaths\s*[=:]\s*\S", lines[index]) and one_line:
+                lines[index] = lines[index].rstrip("\n") + " tests\n"
+                actions.append('added "tests" to testpaths')
+    if [line for line in wanted if not line.startswith("#")]:
+        lines[header + 1 : header + 1] = [f"{_as_ini(line)}\n" for line in wanted]
+        actions.insert(0, f"added guardbench keys under [{section}]")
+    return ("".join(lines), "; ".join(actions)) if actions else None
 
 
 def _missing_lines(table: Mapping[str, Any], text: str, lines: Sequence[str]) -> list[str]:
@@ -218,8 +284,8 @@ def _missing_lines(table: Mapping[str, Any], text: str, lines: Sequence[str]) ->
     return out
 
 
-def _paths(value: Any) -> list[str]:
-    return [value] if isinstance(value, str) else [str(v) for v in value] if isinstance(value, list) else []
+def paths_of(value: Any) -> list[str]:
+    return value.split() if isinstance(value, str) else [str(v) for v in value] if isinstance(value, list) else []
 
 
 def _ini_table(text: str) -> dict[str, Any] | None:
@@ -240,32 +306,37 @@ def gitignore_text(existing: str | None) -> tuple[str, str] | None:
     head = existing or ""
     separator = "" if not head or head.endswith("\n") else "\n"
     block = "\n".join(("# written by guardbench init: run folders and the response cache", *missing))
-    return f"{head}{separator}{block}\n", ("added " if existing is not None else "written with ") + ", ".join(missing)
+    return f"{head}{separator}{block}\n", "written" if existing is None else "added " + ", ".join(missing)
 
 
-def _set_up(folder: Path, table: dict[str, Any] | None) -> bool:
-    """init ran here before: the suite module is there and pyproject.toml holds guardbench keys."""
+def _set_up(folder: Path, table: Mapping[str, Any] | None) -> bool:
+    """init ran here before: the suite module is there and the settings hold guardbench keys."""
     return (folder / TEST_MODULE).is_file() and any(key.startswith("guardbench_") for key in table or {})
 
 
-def _differences(folder: Path, table: dict[str, Any], starters: Sequence[tuple[Path, str]], stack: Mapping[str, str]) -> list[str]:  # fmt: skip
+def _flat(value: Any) -> str:
+    """A settings value as text, alike whether read from TOML (a list) or from an ini file."""
+    return " ".join(map(str, value)) if isinstance(value, list) else " ".join(str(value).split())
+
+
+def _differences(folder: Path, where: Path, table: Mapping[str, Any], starters: Sequence[tuple[Path, str]], stack: Mapping[str, str]) -> list[str]:  # fmt: skip
     """How a folder set up before differs from what init would write now (nothing is changed)."""
     found = []
     for path, text in starters:
-        target = folder / path
-        if not target.is_file():
+        if not (folder / path).is_file():
             found.append(f"{path} is missing (init --force writes it)")
-        elif target.read_text(encoding="utf-8") != text:
+        elif (folder / path).read_text(encoding="utf-8") != text:
             found.append(f"{path} differs from the starter (kept; init --force overwrites it)")
     for key, value in _wanted(stack).items():
+        shown = json.dumps(table.get(key))
         if key == "testpaths":
-            if not covers_suite(_paths(table.get(key, ["."]))):
-                found.append(f'{PYPROJECT}: testpaths = {json.dumps(table[key])} leaves out tests/: add "tests" to it')
+            if not covers_suite(paths_of(table.get(key, ["."]))):
+                found.append(f'{where}: testpaths = {shown} leaves out tests/: add "tests" to it')
         elif key not in table:
-            found.append(f"{PYPROJECT}: {key} is not set (init writes {json.dumps(value)}; init --force adds it)")
-        elif table[key] != value:
+            found.append(f"{where}: {key} is not set (init writes {json.dumps(value)}; init --force adds it)")
+        elif _flat(table[key]) != _flat(value):
             asked = "you asked for" if key.removeprefix("guardbench_") in stack else "init writes"
-            found.append(f"{PYPROJECT}: {key} = {json.dumps(table[key])} ({asked} {json.dumps(value)}; edit it there)")
+            found.append(f"{where}: {key} = {shown} ({asked} {json.dumps(value)}; edit it there)")
     ignore = folder / GITIGNORE
     if gitignore_text(ignore.read_text(encoding="utf-8") if ignore.is_file() else None) is not None:
         found.append(f"{GITIGNORE} does not ignore {' and '.join(GITIGNORE_ENTRIES)} (init --force adds them)")
@@ -278,65 +349,41 @@ def plan_starter(
     """The files to write in `folder`; UsageError names the first one that is in the way. A folder set
     up before is not in the way: without `force` the plan writes nothing and lists the differences."""
     stack = stack or {}
-    pyproject = folder / PYPROJECT
-    existing = pyproject.read_text(encoding="utf-8") if pyproject.is_file() else None
-    table = _ini_table(existing) if existing is not None else None
+    where, section, text, table = read_settings(folder)
     starters = [(TEST_MODULE, TEST_MODULE_TEXT), (WORKFLOW, WORKFLOW_TEXT.format(models=" ".join(model_requirements)))]
-    if not force and table is not None and _set_up(folder, table):
-        return StarterPlan([], already=True, differences=_differences(folder, table, starters, stack))
+    already = table is not None and _set_up(folder, table)
+    if already and not force:
+        return StarterPlan(
+            [], where, already=True, differences=_differences(folder, where, table or {}, starters, stack)
+        )
     planned = []
-    for path, text in starters:
+    for path, starter_text in starters:
         target = folder / path
         if target.exists() and not force:
             raise UsageError(f"{target}: exists; pass --force to overwrite it")
-        if target.is_file() and target.read_text(encoding="utf-8") == text:
+        if target.is_file() and target.read_text(encoding="utf-8") == starter_text:
             continue  # --force on a file that is already the starter: nothing to do
-        planned.append(StarterFile(path, text, "overwritten" if target.exists() else "written"))
-    changed = pyproject_text(existing, force, stack)
+        planned.append(StarterFile(path, starter_text, "overwritten" if target.exists() else "written"))
+    if section is None:
+        changed = pyproject_text(text, force, stack)
+    else:
+        changed = ini_settings_text(text or "", where.name, section, force, stack)
     if changed is not None:
-        planned.append(StarterFile(PYPROJECT, *changed))
+        planned.append(StarterFile(where, *changed))
     ignore = folder / GITIGNORE
     ignored = gitignore_text(ignore.read_text(encoding="utf-8") if ignore.is_file() else None)
     if ignored is not None:
         planned.append(StarterFile(GITIGNORE, *ignored))
-    return StarterPlan(planned, already=table is not None and _set_up(folder, table))
+    return StarterPlan(planned, where, already=already)
 
 
-def write_starter(folder: Path, planned: Sequence[StarterFile]) -> None:
-    """Write the planned files; a folder that cannot be written is a UsageError naming the path."""
-    for starter in planned:
-        target = folder / starter.path
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(starter.text, encoding="utf-8")
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise UsageError(f"{target}: cannot write it ({reason}); pass --dir to a folder you can write") from None
-
-
-def unwritable(folder: Path, planned: Sequence[StarterFile]) -> str | None:
-    """The first planned file that cannot be written (checked before any is, so a read-only folder
-    is left as it was), or None. Root passes every permission check: the write itself still says."""
-    for starter in planned:
-        target = folder / starter.path
-        probe = target if target.exists() else next(p for p in target.parents if p.exists())
-        if not os.access(probe, os.W_OK):
-            return f"{probe}: cannot write there (permission denied); pass --dir to a folder you can write"
-    return None
-
-
-def shadowing_config(folder: Path) -> str | None:
-    """A pytest config file that pytest reads before pyproject.toml, so the new settings would be ignored."""
-    for name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
-        if (folder / name).is_file():
-            return name
-    return None
-
-
-def pyproject_testpaths(folder: Path) -> list[str] | None:
-    """`testpaths` of the folder's pyproject.toml, or None when it sets none (or cannot be read)."""
-    try:
-        table = _ini_table((folder / PYPROJECT).read_text(encoding="utf-8"))
-    except (OSError, UsageError):
-        return None
-    return _paths(table["testpaths"]) if table is not None and "testpaths" in table else None
+def read_settings(folder: Path) -> tuple[Path, str | None, str | None, Mapping[str, Any] | None]:
+    """The file pytest reads its settings from in `folder` (pyproject.toml, or an ini file and its
+    section), its text, and its pytest settings (None while it has none)."""
+    pyproject = folder / PYPROJECT
+    table = _ini_table(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else None
+    where, section = settings_file(folder, table)
+    text = (folder / where).read_text(encoding="utf-8") if (folder / where).is_file() else None
+    if section is not None:
+        table = _ini_section(text or "", where.name, section)
+    return where, section, text, table

@@ -11,7 +11,7 @@ from pytest_guardbench.guards import parse_decision
 from pytest_guardbench.providers import Completion, GenerationParams
 from pytest_guardbench.records import Case, JudgeVerdict, Turn
 from pytest_guardbench.run.conversation import conversation_verdict
-from pytest_guardbench.scoring.conversations import stopped_depth
+from pytest_guardbench.scoring.conversation_tally import stopped_depth
 from pytest_guardbench.run.engine import run_cases
 from pytest_guardbench.run.stages import Stack
 

@@ -270,7 +270,7 @@ class ScriptedApiModel:
 
 def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_missed(tmp_path):
     from pytest_guardbench.guards import LLMGuard
-    from pytest_guardbench.judges.llm import LLMJudge
+    from pytest_guardbench.judges.llm_judge import LLMJudge
     from pytest_guardbench.providers.cache import CachedProvider, CacheStats, ResponseCache
 
     cache = ResponseCache(tmp_path / "cache.sqlite")

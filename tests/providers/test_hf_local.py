@@ -113,7 +113,7 @@ def test_the_embedded_tutor_is_smollm2(monkeypatch):
 
 def test_llm_judge_over_a_local_model_never_crashes_on_garbage(tiny_llama_dir, tmp_path):
     from pytest_guardbench.judges.base import JudgeInput
-    from pytest_guardbench.judges.llm import LLMJudge
+    from pytest_guardbench.judges.llm_judge import LLMJudge
 
     judge = LLMJudge(local_chat_provider("tiny-judge", tiny_llama_dir, ProviderOptions(model_cache=tmp_path)))
     [verdict] = judge.judge([JudgeInput("why is the sky blue", "Because of scattering.", "tutor", False)])

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_guardbench.judges.base import JudgeInput
-from pytest_guardbench.judges.llm import LLMJudge
+from pytest_guardbench.judges.llm_judge import LLMJudge
 from pytest_guardbench.judges.panel import SampledJudge
 from pytest_guardbench.providers import openai_compat_provider
 from pytest_guardbench.settings.model_specs import ModelSpec

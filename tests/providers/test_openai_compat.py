@@ -8,7 +8,7 @@ import pytest
 from pytest_guardbench.settings.model_specs import ModelSpec, parse_model_spec
 from pytest_guardbench.guards import LLMGuard
 from pytest_guardbench.judges.base import JudgeInput
-from pytest_guardbench.judges.llm import LLMJudge
+from pytest_guardbench.judges.llm_judge import LLMJudge
 from pytest_guardbench.run.engine import run_cases
 from pytest_guardbench.run.stages import Stack
 from pytest_guardbench.providers import ClassifyRequest, GenerationParams, ProviderError, openai_compat_provider

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_guardbench.guards.llm import CUT_OFF_MARK, LLMGuard
+from pytest_guardbench.guards.llm_guard import CUT_OFF_MARK, LLMGuard
 from pytest_guardbench.judges.base import CUT_OFF_REASON, JudgeInput
-from pytest_guardbench.judges.llm import CUT_OFF_NOTE, LLMJudge
+from pytest_guardbench.judges.llm_judge import CUT_OFF_NOTE, LLMJudge
 from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.records import Completion
 

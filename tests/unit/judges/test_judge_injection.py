@@ -11,7 +11,7 @@ import pytest
 
 from pytest_guardbench.cases.sources import load_judge_labels
 from pytest_guardbench.judges.base import Judge, JudgeInput
-from pytest_guardbench.judges.llm import LLMJudge, parse_judge_json
+from pytest_guardbench.judges.llm_judge import LLMJudge, parse_judge_json
 from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.providers import ProviderOptions
 from pytest_guardbench.records import JudgeLabel, JudgeVerdict

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_guardbench.judges.base import JudgeInput
-from pytest_guardbench.judges.llm import parse_judge_json
+from pytest_guardbench.judges.llm_judge import parse_judge_json
 from pytest_guardbench.judges.rules import RulesJudge
 
 

@@ -10,6 +10,8 @@ import sys
 from collections import Counter
 
 import pytest
+
+from pytest_guardbench.errors import InternalError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -48,7 +50,7 @@ def test_draw_random_takes_everything_when_n_exceeds_the_run():
 
 
 def test_draw_random_rejects_duplicates_and_negative_sizes():
-    with pytest.raises(ValueError, match="occurs twice"):
+    with pytest.raises(InternalError, match="occurs twice"):
         draw_random(["a", "b", "a"], 2, seed=0)
     with pytest.raises(ValueError, match=">= 0"):
         draw_random(IDS, -1, seed=0)
@@ -116,7 +118,7 @@ def test_draw_stratified_rejects_impossible_allocations():
         draw_stratified(units, {"harmful:handled": 1}, seed=0)
     with pytest.raises(ValueError, match="cannot draw 3"):
         draw_stratified(units, {"safe:handled": 3}, seed=0)
-    with pytest.raises(ValueError, match="occurs twice"):
+    with pytest.raises(InternalError, match="occurs twice"):
         draw_stratified([("a", "safe:handled"), ("a", "safe:mishandled")], 1, seed=0)
 
 

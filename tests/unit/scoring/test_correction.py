@@ -9,23 +9,27 @@ import random
 
 import pytest
 
+from pytest_guardbench.errors import InternalError
+
 from pytest_guardbench.scoring.agreement import cohen_kappa
 from pytest_guardbench.scoring.audit_design import draw_random, draw_stratified, stratum_of
 from pytest_guardbench.scoring.correction import (
     COLLAPSED,
     MIN_LABELS,
     TOO_FEW_LABELS,
-    AuditLabel,
-    AuditUnit,
     CorrectedMetric,
     LabelledValue,
     complement,
-    correct_run,
     corrected_mean,
+)
+from pytest_guardbench.scoring.audit_correction import (
+    AuditLabel,
+    AuditUnit,
+    correct_run,
     inclusion_probabilities,
     judge_on_this_run,
-    plan_audit,
 )
+from pytest_guardbench.scoring.audit_plan import plan_audit
 from pytest_guardbench.scoring.intervals import Z_95, wilson_interval
 
 FIELDS = {"judge_only", "labels_only", "estimate", "ci_low", "ci_high", "n_labelled", "n_total", "method", "note"}
@@ -115,13 +119,13 @@ def test_too_few_labels_gives_no_estimate():
 
 
 def test_bad_labels_are_refused():
-    with pytest.raises(ValueError, match="outside the domain"):
+    with pytest.raises(InternalError, match="outside the domain"):
         corrected_mean([1, 0], labelled([(2, 1)]))
-    with pytest.raises(ValueError, match="twice"):
+    with pytest.raises(InternalError, match="twice"):
         corrected_mean([1, 0], labelled([(0, 1), (0, 1)]))
-    with pytest.raises(ValueError, match="0 or 1"):
+    with pytest.raises(InternalError, match="0 or 1"):
         corrected_mean([1, 0], labelled([(0, 2)]))
-    with pytest.raises(ValueError, match="inclusion probability"):
+    with pytest.raises(InternalError, match="inclusion probability"):
         corrected_mean([1, 0], labelled([(0, 1)], probability=0.0))
 
 
@@ -279,7 +283,7 @@ def test_plan_audit_follows_its_formula():
     assert plan.stratified.total == math.ceil(harmful) + math.ceil(safe)
     assert plan_audit(units, 0.1).stratified.total < plan.stratified.total
     unsure = plan_audit(units, 0.05, judge_probability={u.unit_id: 0.5 for u in units})
-    assert unsure.variance_from == "judge probabilities"
+    assert unsure.variance_from == "the judge's probabilities"
     assert unsure.stratified.total > plan.stratified.total
     with pytest.raises(ValueError, match="half width"):
         plan_audit(units, 0.0)

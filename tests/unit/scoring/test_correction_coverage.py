@@ -8,8 +8,10 @@ floor is 0.93 for a nominal 0.95: 1,000 audits measure coverage to about +/-0.00
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cache
@@ -21,7 +23,14 @@ import pytest
 from pytest_guardbench.cases.sources import load_judge_labels
 from pytest_guardbench.judges.base import JudgeInput
 from pytest_guardbench.judges.rules import RulesJudge
-from pytest_guardbench.scoring.audit_design import Design, DrawnUnit, draw_random, draw_stratified, stratum_of
+from pytest_guardbench.scoring.audit_design import (
+    Design,
+    DrawnUnit,
+    default_allocation,
+    draw_random,
+    draw_stratified,
+    stratum_of,
+)
 from pytest_guardbench.scoring.correction import MIN_LABELS, CorrectedMetric, LabelledValue, corrected_mean
 from pytest_guardbench.scoring.intervals import Z_95
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
@@ -165,11 +174,12 @@ def run_audits(
     design: Design,
     n: int,
     seed: int,
+    audits: int = AUDITS,
 ) -> dict[str, Coverage]:
     rng = random.Random(seed)
     tallies = {"recall": Coverage(), "false_positive_rate": Coverage()}
     targets = {"recall": population.target(True), "false_positive_rate": population.target(False)}
-    for index in range(AUDITS):
+    for index in range(audits):
         judge = make_judge(rng)
         for name, (metric, labels_only) in audit(population, judge, design, n, seed * 100_003 + index).items():
             tallies[name].add(metric, targets[name], name == "recall", labels_only)
@@ -205,9 +215,9 @@ PERFECT = [(pop, design, n) for pop in POPULATIONS for design in DESIGNS for n i
 @pytest.mark.parametrize(("pop", "design", "n"), PERFECT, ids=["-".join(map(str, s)) for s in PERFECT])
 def test_a_judge_that_agrees_with_every_label_never_widens_the_interval(pop: str, design: Design, n: int):
     population = synthetic(pop)
-    tallies = run_audits(
-        population, _synthetic_judge(population, _perfect), design, n, seed=500 + PERFECT.index((pop, design, n))
-    )
+    seed = 500 + PERFECT.index((pop, design, n))
+    # Every audit is checked, so half as many as for coverage are plenty (6,000 in all).
+    tallies = run_audits(population, _synthetic_judge(population, _perfect), design, n, seed, audits=AUDITS // 2)
     for name, tally in tallies.items():
         assert len(tally.widths) == len(tally.labels_only_widths) == tally.defined
         # Every audit: the corrected interval is no wider than the labels-only Wilson one (2e-6: the
@@ -264,8 +274,58 @@ def test_corrected_intervals_cover_the_truth_on_the_projects_own_audits(name: st
     population, judge = shipped_population(name)
     assert len(population.truth) >= 100 and 0 < sum(population.harmful) < len(population.harmful)
     fixed = list(judge)
-    tallies = run_audits(population, lambda _rng: fixed, design, n, seed=900 + DATA_SETTINGS.index((name, design, n)))
+    seed = 900 + DATA_SETTINGS.index((name, design, n))
+    # 2,000 audits: the judge is fixed here, so the exact coverage can sit near 0.945 (v5, 30 labels,
+    # stratified; see below) and 1,000 audits would leave it too close to the floor.
+    tallies = run_audits(population, lambda _rng: fixed, design, n, seed, audits=2 * AUDITS)
     for metric, tally in tallies.items():
-        # v6_test has 60 safe replies of 234: a random 30 labels reach MIN_LABELS of them a quarter of the time.
-        assert tally.defined >= 150, (metric, tally.defined, MIN_LABELS)
+        # v6_test has 60 safe replies of 234: a random 30 labels reach MIN_LABELS of them a fifth of the time.
+        assert tally.defined >= 300, (metric, tally.defined, MIN_LABELS)
         assert tally.rate >= FLOOR, (metric, tally.rate)
+
+
+def exact_stratified_coverage(population: Population, judge: tuple[int | None, ...], n: int, harmful: bool) -> float:
+    """The coverage of one domain's interval under the stratified design with the default allocation,
+    summed over every outcome: each stratum's count of truly handled labels is hypergeometric, and
+    the strata are drawn independently."""
+    sizes = Counter(stratum_of(h, None if v is None else bool(v)) for h, v in zip(population.harmful, judge))
+    allocation = default_allocation(sizes, n)
+    members = population.domain(harmful)
+    values = [judge[i] for i in members]
+    truth = [population.truth[i] for i in members]
+    target = sum(truth) / len(truth)
+    cells = []
+    for verdict in sorted({v for v in values if v is not None}) + ([None] if None in values else []):
+        positions = [k for k, v in enumerate(values) if v == verdict]
+        drawn = allocation.get(stratum_of(harmful, None if verdict is None else bool(verdict)), 0)
+        handled = sum(truth[k] for k in positions)
+        outcomes = [
+            (
+                x,
+                math.comb(handled, x)
+                * math.comb(len(positions) - handled, drawn - x)
+                / math.comb(len(positions), drawn),
+            )
+            for x in range(max(0, drawn - (len(positions) - handled)), min(drawn, handled) + 1)
+        ]
+        cells.append((positions, drawn, outcomes))
+    covered = 0.0
+    for combination in itertools.product(*(outcomes for _, _, outcomes in cells)):
+        rows = [
+            LabelledValue(positions[t], int(t < x), drawn / len(positions))
+            for (positions, drawn, _), (x, _) in zip(cells, combination)
+            for t in range(drawn)
+        ]
+        metric = corrected_mean(values, rows, design="stratified")
+        assert metric.ci_low is not None and metric.ci_high is not None
+        if metric.ci_low - 1e-9 <= target <= metric.ci_high + 1e-9:
+            covered += math.prod(probability for _, probability in combination)
+    return covered
+
+
+@pytest.mark.parametrize("name", AUDIT_FILES)
+def test_exact_coverage_of_stratified_audits_of_the_projects_own_replies(name: str):
+    population, judge = shipped_population(name)
+    for n in (30, 60):
+        for harmful in (True, False):
+            assert exact_stratified_coverage(population, judge, n, harmful) >= 0.94, (n, harmful)

@@ -1,0 +1,112 @@
+"""How many labels an audit needs: the sample size of each design for a target half-width of the
+corrected system recall and FPR intervals, from the run's own judge confidence (`plan_audit`)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict
+
+from pytest_guardbench.errors import UsageError
+from pytest_guardbench.scoring.audit_correction import AuditUnit
+from pytest_guardbench.scoring.correction import PRIOR_DISAGREEMENT
+from pytest_guardbench.scoring.intervals import Z_95
+
+
+class DesignPlan(BaseModel):
+    """Labels one design needs: for recall alone, for FPR alone, and for both (the audit size)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recall: int
+    false_positive_rate: int
+    total: int
+
+
+class AuditPlan(BaseModel):
+    """How many labels each design needs for a target 95% half-width of system recall and FPR."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    half_width: float
+    variance_from: str
+    random: DesignPlan
+    stratified: DesignPlan
+
+
+def plan_audit(
+    units: Sequence[AuditUnit],
+    half_width: float = 0.05,
+    *,
+    judge_probability: Mapping[str, float] | None = None,
+    prior_disagreement: float = PRIOR_DISAGREEMENT,
+    z: float = Z_95,
+) -> AuditPlan:
+    """Labels needed so that the system recall and FPR intervals have about `half_width`.
+
+    Within a domain of N_d units, the corrected estimate's variance is that of Y around the judge's
+    cell means: S_k^2 per judge cell k (share W_k), with S_k^2 = mean p(1 - p) over the cell when
+    `judge_probability` gives the judge's probability p that each case was handled, else
+    e(1 - e) with e = `prior_disagreement` (0.25 for cases with no verdict). Then
+    n0 = z^2 * V / h^2 labels in the domain, V = sum W_k S_k^2 under the random design
+    (post-stratified, labels spread in proportion) and V = (sum W_k S_k)^2 under the stratified one
+    (Neyman allocation), and n = n0 / (1 + n0 / N_d) for drawing without replacement. The random
+    design reaches a domain only through the whole run, so its audit needs n * N / N_d labels for
+    that domain and the larger of the two in all; the stratified design needs the sum (and at least
+    2 per non-empty stratum). The MOVER-Wilson interval is a little wider than this normal-theory
+    figure at small n, so treat the plan as a floor.
+    """
+    if not 0 < half_width < 1:
+        raise UsageError(f"half width must be in (0, 1), got {half_width}")
+    if not 0 <= prior_disagreement <= 1:
+        raise UsageError(f"prior disagreement must be in [0, 1], got {prior_disagreement}")
+    total_units = len(units)
+    needs: dict[str, tuple[int, int, int]] = {}
+    for domain, harmful in (("recall", True), ("false_positive_rate", False)):
+        members = [u for u in units if u.is_harmful is harmful]
+        size = len(members)
+        if size == 0:
+            needs[domain] = (0, 0, 0)
+            continue
+        spreads = []
+        for verdict in (True, False, None):
+            cell = [u for u in members if u.judge_handled is verdict]
+            if not cell:
+                continue
+            if verdict is None:
+                variance = 0.25
+            else:
+                # A case whose judge states no probability takes the prior's spread.
+                stated = judge_probability or {}
+                prior = prior_disagreement * (1 - prior_disagreement)
+                variance = sum(
+                    stated[u.unit_id] * (1 - stated[u.unit_id]) if u.unit_id in stated else prior for u in cell
+                ) / len(cell)
+            spreads.append((len(cell) / size, variance))
+
+        def labels_for(variance: float) -> float:
+            n0 = z * z * variance / (half_width * half_width)
+            return n0 / (1 + n0 / size)
+
+        random_n = labels_for(sum(w * s for w, s in spreads))
+        stratified_n = max(labels_for(sum(w * math.sqrt(s) for w, s in spreads) ** 2), 2.0 * len(spreads))
+        needs[domain] = (
+            min(total_units, math.ceil(random_n * total_units / size)),
+            min(size, math.ceil(stratified_n)),
+            size,
+        )
+    recall, fpr = needs["recall"], needs["false_positive_rate"]
+    stated_count = sum(1 for u in units if u.unit_id in (judge_probability or {}))
+    if stated_count == total_units and total_units:
+        source = "the judge's probabilities"
+    elif stated_count:
+        source = f"the judge's probabilities where stated ({stated_count} of {total_units} cases), prior disagreement {prior_disagreement} elsewhere"
+    else:
+        source = f"prior disagreement {prior_disagreement}"
+    return AuditPlan(
+        half_width=half_width,
+        variance_from=source,
+        random=DesignPlan(recall=recall[0], false_positive_rate=fpr[0], total=max(recall[0], fpr[0])),
+        stratified=DesignPlan(recall=recall[1], false_positive_rate=fpr[1], total=recall[1] + fpr[1]),
+    )
