@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 REDACTED = "[REDACTED]"
 SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)(?:_|$)|TOKEN|SECRET", re.IGNORECASE)
@@ -53,3 +54,16 @@ def writable(text: str) -> str:
 def redact(text: str, extra: Iterable[str] = (), environ: Mapping[str, str] | None = None) -> str:
     """`text` with every known secret value and every key-shaped string replaced by [REDACTED]."""
     return Redactor(extra, environ)(text) if text else text
+
+
+def redact_json(value: Any, redactor: Redactor | None = None) -> Any:
+    """A JSON document (dicts, lists, strings, numbers) with every string value redacted; keys are
+    names, kept as they are."""
+    clean = redactor or Redactor()
+    if isinstance(value, str):
+        return clean(value)
+    if isinstance(value, list | tuple):
+        return [redact_json(item, clean) for item in value]
+    if isinstance(value, dict):
+        return {key: redact_json(item, clean) for key, item in value.items()}
+    return value

@@ -13,6 +13,7 @@ from pathlib import Path
 from pytest_guardbench.cases.sources import DataError, label_conflict_warning, load_sources
 from pytest_guardbench.cases.variants import VariantError
 from pytest_guardbench._util.package_data import data_path
+from pytest_guardbench._util.redact import redact_json
 from pytest_guardbench.cases.expanded_pack import expanded_pack
 from pytest_guardbench.settings.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
 
@@ -49,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
         return 4
     if conflicts:
         print(f"guardbench expand: warning: {conflicts}", file=sys.stderr)
-    text = json.dumps(pack, indent=2, ensure_ascii=False) + "\n"
+    # Redacted like every artifact: a prompt that quotes a key is not copied into another file.
+    text = json.dumps(redact_json(pack), indent=2, ensure_ascii=False) + "\n"
     if args.output in (None, "-"):
         sys.stdout.write(text)
         return 0

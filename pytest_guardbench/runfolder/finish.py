@@ -175,9 +175,9 @@ def build_summary(
     checks = list(evaluate(metrics, thresholds).checks)
     confidence = facts.confidence
     if correction is not None:
-        replaced = corrected_checks(correction.scorecards, thresholds)
-        names = {check.name for check in replaced}
-        checks = [*(c for c in checks if c.name not in names), *replaced]
+        # In the judge-only checks' places: readers of the gate find the same checks in the same order.
+        replaced = {check.name: check for check in corrected_checks(correction.scorecards, thresholds)}
+        checks = [replaced.pop(c.name, c) for c in checks] + list(replaced.values())
         confidence = labelled_confidence(correction, facts.min_judge_kappa)
     gate = GateResult(checks=(*checks, *extra))
     summary = assemble_summary(metrics, gate, run=facts.run, stack=stack, selection=facts.selection, thresholds=thresholds,

@@ -10,6 +10,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pytest_guardbench._util.redact import redact
+
 __all__ = [
     "MAX_API_PROCESSES",
     "MAX_ATTACKER_TURNS",
@@ -35,13 +37,18 @@ __all__ = [
 ]
 
 
+def _shown(text: str) -> str:
+    # The value as an error quotes it, redacted: a key pasted where a number belongs is not echoed.
+    return repr(redact(text))
+
+
 def fraction(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
     if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not between 0 and 1")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not between 0 and 1")
     return value
 
 
@@ -50,9 +57,9 @@ def kappa(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid float value: {text!r}") from None
+        raise argparse.ArgumentTypeError(f"invalid float value: {_shown(text)}") from None
     if not -1.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a kappa between -1 and 1")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a kappa between -1 and 1")
     return value
 
 
@@ -60,11 +67,11 @@ def _non_negative(text: str, convert: Callable[[str], Any], what: str) -> Any:
     try:
         value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}") from None
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not {what}") from None
     if value != value:  # NaN compares false with everything, so `< 0` would let it through
-        raise argparse.ArgumentTypeError(f"{text!r} is not {what}")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not {what}")
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is negative")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is negative")
     return value
 
 
@@ -86,7 +93,7 @@ def at_most(limit: int, parse: Callable[[str], int] = positive) -> Callable[[str
     def bounded(text: str) -> int:
         value = parse(text)
         if value > limit:
-            raise argparse.ArgumentTypeError(f"{text!r} is more than {limit:,}")
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is more than {limit:,}")
         return value
 
     return bounded
@@ -95,7 +102,7 @@ def at_most(limit: int, parse: Callable[[str], int] = positive) -> Callable[[str
 def choice(*allowed: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if text not in allowed:
-            raise argparse.ArgumentTypeError(f"{text!r} is not one of {', '.join(allowed)}")
+            raise argparse.ArgumentTypeError(f"{_shown(text)} is not one of {', '.join(allowed)}")
         return text
 
     return parse
@@ -108,7 +115,7 @@ def shard(text: str) -> tuple[int, int]:
     index, slash, total = text.partition("/")
     # ASCII digits only: str.isdigit() also says yes to "²", which int() refuses.
     if not slash or not _DIGITS.fullmatch(index) or not _DIGITS.fullmatch(total) or not 1 <= int(index) <= int(total):
-        raise argparse.ArgumentTypeError(f"{text!r} is not i/n with 1 <= i <= n")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not i/n with 1 <= i <= n")
     return int(index), int(total)
 
 
@@ -118,7 +125,7 @@ def yes_no(text: str) -> bool:
         return True
     if lowered in ("0", "false", "no", "off"):
         return False
-    raise argparse.ArgumentTypeError(f"{text!r} is not true or false")
+    raise argparse.ArgumentTypeError(f"{_shown(text)} is not true or false")
 
 
 # A week: longer waits are typing slips, and asyncio cannot schedule an infinite or enormous timeout.
@@ -128,16 +135,16 @@ MAX_SECONDS = 7 * 24 * 3600.0
 def seconds(text: str) -> float:
     value = float(_non_negative(text, float, "a number of seconds"))
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{text!r} is not a finite number of seconds")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a finite number of seconds")
     if value > MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{text!r} is more than a week ({MAX_SECONDS:.0f} s)")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} is more than a week ({MAX_SECONDS:.0f} s)")
     return value
 
 
 def positive_seconds(text: str) -> float:
     value = seconds(text)
     if value == 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be more than 0 seconds")
+        raise argparse.ArgumentTypeError(f"{_shown(text)} must be more than 0 seconds")
     return value
 
 
@@ -161,16 +168,18 @@ def concurrency(text: str) -> dict[str, int]:
         role, eq, number = part.rpartition("=")
         role = role.strip() if eq else "all"
         if role not in ("all", *ROLES):
-            raise argparse.ArgumentTypeError(f"{part!r}: role must be one of {', '.join(ROLES)}")
+            raise argparse.ArgumentTypeError(f"{_shown(part)}: role must be one of {', '.join(ROLES)}")
         if role in limits:
             # Two values for one role would leave one of them silently unused.
-            raise argparse.ArgumentTypeError(f"{text!r}: {'the run-wide value' if role == 'all' else role} given twice")
+            raise argparse.ArgumentTypeError(
+                f"{_shown(text)}: {'the run-wide value' if role == 'all' else role} given twice"
+            )
         try:
             limits[role] = at_most(MAX_CONCURRENCY)(number.strip())
         except argparse.ArgumentTypeError as exc:
-            raise argparse.ArgumentTypeError(f"{part!r}: {exc}") from None
+            raise argparse.ArgumentTypeError(f"{_shown(part)}: {exc}") from None
     if not limits:
-        raise argparse.ArgumentTypeError(f"{text!r}: expected N or role=N[,role=N]")
+        raise argparse.ArgumentTypeError(f"{_shown(text)}: expected N or role=N[,role=N]")
     return limits
 
 
