@@ -241,7 +241,7 @@ class GuardbenchSession:
             update = bool(getattr(self.config.option, "update_snapshots", False))
             checks.append(scorecard_snapshot_check(settings.scorecard_snapshot, settings.scorecard_tolerance, update))
         quality = self.judge_quality
-        facts = RunFacts(run=self._run_info(), stack=StackInfo.model_validate(run_meta.stack_of(settings)), selection=self._selection(),
+        facts = RunFacts(run=self._run_info(), stack=StackInfo.model_validate(run_meta.stack_of(self.inputs)), selection=self._selection(),
                          missing=missing, lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
                          warnings=self._served_model_warnings(), judge_quality=quality.quality if quality else None,
                          confidence=quality.confidence if quality else None, checks=checks,

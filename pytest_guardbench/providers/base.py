@@ -18,11 +18,15 @@ class Message(TypedDict):
     content: str
 
 
+# A local model's token limit when none is set (a local model has no server limit to fall back on).
+DEFAULT_NEW_TOKENS = 64
+
+
 @dataclass(frozen=True)
 class GenerationParams:
     """Sampling for one batch. `seeds[i]` set means sample conversation i with that seed; None means greedy."""
 
-    max_new_tokens: int = 64
+    max_new_tokens: int | None = DEFAULT_NEW_TOKENS  # None: the server's own limit (API models only)
     temperature: float = 0.7
     # A JSON Schema (as JSON text, so the params stay hashable) the reply must follow, for servers with
     # structured output (OpenAI structured outputs, vLLM guided decoding, llama.cpp JSON schema).

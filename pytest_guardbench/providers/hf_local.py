@@ -20,6 +20,7 @@ from pytest_guardbench.providers.smollm2_gguf import SMOLLM2_MODEL_ID, converted
 from pytest_guardbench.providers.greedy_decoding import greedy_replies
 from pytest_guardbench.providers.hub import local_files_only
 from pytest_guardbench.providers.base import (
+    DEFAULT_NEW_TOKENS,
     ModelAPI,
     ChatProvider,
     Classification,
@@ -85,7 +86,7 @@ class HFChatProvider(ModelAPI):
         providers/greedy_decoding.py: it picks what `generate` picks on left-padded batches, faster."""
         rows: list[list[int]] = [self._tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
         replies = greedy_replies(
-            self._model, rows, self._tokenizer.pad_token_id, self._eos_ids(), self._batch_size, params.max_new_tokens
+            self._model, rows, self._tokenizer.pad_token_id, self._eos_ids(), self._batch_size, _limit(params)
         )
         return [
             Completion(
@@ -111,7 +112,7 @@ class HFChatProvider(ModelAPI):
         with torch.inference_mode():
             output = self._model.generate(
                 **encoded,
-                max_new_tokens=params.max_new_tokens,
+                max_new_tokens=_limit(params),
                 pad_token_id=self._tokenizer.pad_token_id,
                 **sampling,
             )
@@ -333,3 +334,7 @@ def local_scoring_model(
         offline=options.offline,
     )
     return HFChatProvider(name, path_or_id, model, tokenizer, batch_size=options.batch_size)
+
+
+def _limit(params: GenerationParams) -> int:
+    return params.max_new_tokens if params.max_new_tokens is not None else DEFAULT_NEW_TOKENS

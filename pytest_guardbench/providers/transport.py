@@ -318,7 +318,7 @@ def chat_request(
     request: dict[str, Any] = {
         "model": model,
         "messages": conversation,
-        "max_tokens": params.max_new_tokens,
+        **({"max_tokens": params.max_new_tokens} if params.max_new_tokens is not None else {}),
         "temperature": params.temperature if seed is not None else 0.0,
         **extra,
     }

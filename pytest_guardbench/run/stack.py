@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.providers import ChatProvider, GenerationParams, ProviderOptions, chat_provider_for
+from pytest_guardbench.providers.base import DEFAULT_NEW_TOKENS
 from pytest_guardbench.providers.cache import ResponseCache
 from pytest_guardbench.providers.hub import offline_requested
 from pytest_guardbench.run.attacker import Attacker, ModelAttacker, ScriptedAttacker
@@ -98,7 +99,7 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         system_prompt=inputs.system_prompt,
         refusal_text=inputs.refusal_text,
         malformed_policy=s.malformed_policy,
-        params=GenerationParams(max_new_tokens=s.max_new_tokens),
+        params=GenerationParams(max_new_tokens=tutor_token_limit(inputs)),
         sample=s.samples > 1,
         preflight_judge="judge" in specs,
         cached_only=state.cache.cached_only if state.cache is not None else None,
@@ -110,3 +111,12 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         },
         attacker=attacker if s.attacker is not None else None,
     )
+
+
+def tutor_token_limit(inputs: RunInputs) -> int | None:
+    """The tutor's token limit: `--guardbench-max-new-tokens` when set; else None for an API tutor
+    (its server's own limit: a real tutor's real answers are not cut) and 64 for a local one."""
+    if inputs.settings.max_new_tokens is not None:
+        return inputs.settings.max_new_tokens
+    spec = inputs.model_specs.get("tutor")
+    return None if spec is not None and spec.provider == "openai-compat" else DEFAULT_NEW_TOKENS

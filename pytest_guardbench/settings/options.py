@@ -206,7 +206,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "max_new_tokens",
         ("--guardbench-max-new-tokens",),
-        "Token limit for each tutor answer.",
+        "Token limit for each tutor answer (default: 64 for a local tutor, whose replies the embedded model "
+        "loops to any limit; an API tutor answers up to its server's own limit).",
         at_most(MAX_NEW_TOKENS),
     ),
     OptionSpec(

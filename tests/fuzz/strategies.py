@@ -170,33 +170,44 @@ def pack_files(draw: st.DrawFn) -> tuple[str, bytes]:
 
 @st.composite
 def judge_label_rows(draw: st.DrawFn) -> list[Any]:
-    """Rows of a judge-labels JSONL file: the `correct`/`audit` fields too (design, stratum, inclusion
-    probability, reply sha256, turn), mostly valid, one field at a time odd."""
+    """Rows of a judge-labels JSONL file, with the fields `correct` and `audit` use (design, stratum,
+    inclusion probability, reply sha256, turn): valid rows for the fuzz run's cases, and in most draws
+    one field of one row odd."""
+    design = draw(st.sampled_from(["random", "stratified", None]))
     rows: list[Any] = []
-    for n in range(draw(st.integers(0, 5))):
-        if draw(st.integers(0, 11)) == 0:
-            rows.append(draw(json_value))
-            continue
+    for n in draw(st.lists(st.integers(0, 11), min_size=1, max_size=5, unique=True)):
         row: dict[str, Any] = {
-            "id": draw(st.one_of(st.just(f"p.i{n}.original"), st.just(f"r{n}"), some_text)),
-            "prompt": draw(some_text),
-            "response": draw(some_text),
-            "human_label": draw(st.sampled_from(["safe", "unsafe", "unsafe", "SAFE", "", None])),
+            "id": f"p.i{n}.original",
+            "prompt": f"prompt {n}",
+            "response": draw(st.sampled_from([f"reply {n}", f"reply {n}", f"my key is {SECRET}"])),
+            "human_label": draw(st.sampled_from(["safe", "unsafe"])),
+            "answer_mode": draw(st.sampled_from(["answered", "refused_or_blocked", "indirect", "non_answer"])),
+            "is_harmful": n % 2 == 0,
         }
-        for key, values in (
-            ("answer_mode", st.sampled_from(["answered", "refused_or_blocked", "indirect", "redirected", "nope"])),
-            ("assistant_policy_label", st.sampled_from(["correct", "incorrect", "meh"])),
-            ("design", st.sampled_from(["random", "stratified", "debug", "other"])),
-            ("stratum", some_text),
-            ("inclusion_probability", st.one_of(st.floats(), st.integers(-2, 2), st.just(0.5))),
-            ("reply_sha256", st.one_of(some_text, st.just("0" * 64))),
-            ("turn", st.one_of(st.integers(-1, 3), json_scalar)),
-            ("split", st.sampled_from(["train", "test", None])),
-            ("is_harmful", labels),
-        ):
-            if draw(st.integers(0, 3)) == 0:
-                row[key] = draw(values)
+        if design is not None:
+            row.update(design=design, stratum="s", inclusion_probability=0.5)
         rows.append(row)
+    if draw(st.integers(0, 3)) == 0:
+        return rows
+    index = draw(st.integers(0, len(rows) - 1))
+    key, value = draw(
+        st.sampled_from(
+            [
+                ("id", st.one_of(some_text, json_scalar)), ("human_label", st.sampled_from(["SAFE", "", None, "harmful"])),
+                ("answer_mode", st.sampled_from(["redirected", "nope", None])), ("assistant_policy_label", st.sampled_from(["correct", "meh"])),
+                ("design", st.sampled_from(["debug", "other", "stratified"])), ("stratum", json_value),
+                ("inclusion_probability", st.one_of(st.floats(), st.integers(-2, 2))), ("reply_sha256", some_text),
+                ("turn", st.one_of(st.integers(-1, 3), json_scalar)), ("prompt", json_value), ("response", bad_text),
+                ("row", json_value), ("duplicate", st.just(None)),
+            ]
+        )
+    )  # fmt: skip
+    if key == "row":
+        rows[index] = draw(value)
+    elif key == "duplicate":
+        rows.append(dict(rows[index]))
+    else:
+        rows[index][key] = draw(value)
     return rows
 
 
