@@ -224,3 +224,24 @@ def test_no_fitting_script_reads_the_main_jobs_audit():
     scripts = Path(__file__).resolve().parents[3] / "scripts"
     for script in sorted(scripts.glob("*.py")):
         assert "main_job_audit" not in script.read_text(encoding="utf-8"), f"{script.name} reads the main job's audit"
+
+
+def test_a_merge_of_corrected_shards_is_corrected_by_the_same_labels_over_all_cases(tmp_path):
+    from pytest_guardbench.results.summary import Selection
+    from pytest_guardbench.runfolder.merge import merge_runs
+
+    rows = _population(40, 40)
+    path = _labels(tmp_path / "labels.jsonl", rows, _sample(rows, 40))
+    shards = []
+    for index, part in enumerate((rows[::2], rows[1::2]), 1):
+        folder = tmp_path / f"shard{index}"
+        summary = write_rescored_run(
+            folder, [r for r, _, _ in part], None, run=RunInfo(run_id=f"s{index}"), manifest={}, meta={}, policy=V2
+        )
+        document = summary.model_copy(update={"selection": Selection(shard=f"{index}/2")}).as_json()
+        (folder / "summary.json").write_text(json.dumps(document), encoding="utf-8")
+        correct_run_folder(folder, load_run_labels(path))
+        shards.append(folder)
+    merged = load_run(merge_runs(shards, tmp_path / "merged"))
+    assert merged.corrected is not None and merged.corrected.labels.used == 40
+    assert merged.corrected.scorecards.n_units == 80
