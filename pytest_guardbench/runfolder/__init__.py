@@ -5,8 +5,7 @@ with a baseline folder or a committed scorecard."""
 
 from __future__ import annotations
 
+# Only the finish: merge and rejudge build judges, and loading them with the plugin would slow every run's start.
 from pytest_guardbench.runfolder.finish import RunFacts, RunFinish
-from pytest_guardbench.runfolder.merge import merge_runs
-from pytest_guardbench.runfolder.rejudge import rejudge_run
 
-__all__ = ["RunFacts", "RunFinish", "merge_runs", "rejudge_run"]
+__all__ = ["RunFacts", "RunFinish"]

@@ -71,7 +71,7 @@ SUBPACKAGE_NAMES = {
     "pytest_guardbench.cases": ["ConversationVariant", "Mutator", "MutatorRegistry"],
     "pytest_guardbench.judges": ["Judge", "JudgeInput", "JudgeRegistry"],
     "pytest_guardbench.results": ["RunSummary", "iter_records", "load_records", "load_results", "load_run"],
-    "pytest_guardbench.runfolder": ["RunFacts", "RunFinish", "merge_runs", "rejudge_run"],
+    "pytest_guardbench.runfolder": ["RunFacts", "RunFinish"],
     "pytest_guardbench.scoring": ["POLICIES", "Scorecard", "Scored", "ScoringPolicy", "policy_named", "score_record"],
 }
 
