@@ -32,4 +32,6 @@ autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 
 html_theme = "furo"
+html_static_path = ["_static"]
+html_css_files = ["tables.css"]
 html_title = "pytest-guardbench"

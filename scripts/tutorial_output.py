@@ -18,6 +18,7 @@ tests/plugin/test_first_hour.py runs the same steps with a fast stack on every t
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import re
 import subprocess
@@ -29,6 +30,7 @@ TUTORIAL = Path(__file__).resolve().parents[1] / "docs" / "tutorial" / "index.md
 FILE_MARK = re.compile(r"<!-- tutorial-file: (\S+) -->\n+```[^\n]*\n(.*?)```", re.S)
 START, END = "<!-- tutorial-output: start -->", "<!-- tutorial-output: end -->"
 COMMAND = ("-rx",)  # the tutorial's `.venv/bin/pytest -rx`
+WIDTH = 80  # the terminal width the run is given (COLUMNS), as in the tutorial's block
 # What a reader's run prints differently each time: its folder, its run id and its duration.
 FOLDER = "/…/my-tutor"
 RUN_ID = re.compile(r"\d{8}-\d{6}-[0-9a-f]{6}")
@@ -59,7 +61,7 @@ def pytest_command() -> list[str]:
 def run_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith(("PYTEST_", "GUARDBENCH_"))}
     # A progress line appears only when a run is slow (a busy machine): never in the tutorial's block.
-    env.update(COLUMNS="80", HF_HUB_OFFLINE="1", PYTEST_ADDOPTS="--guardbench-progress=0")
+    env.update(COLUMNS=str(WIDTH), HF_HUB_OFFLINE="1", PYTEST_ADDOPTS="--guardbench-progress=0")
     return subprocess.run(
         [*pytest_command(), *args], cwd=folder, env=env, capture_output=True, text=True, timeout=900, check=False
     )
@@ -72,7 +74,19 @@ def printed_block(stdout: str, folder: Path) -> str:
     if start is None:
         raise SystemExit(f"the run printed no row of results:\n{stdout}")
     text = "\n".join(lines[start:]).replace(str(folder.resolve()), FOLDER).replace(str(folder), FOLDER)
-    return DURATION.sub(" in <time> ", RUN_ID.sub("<run-id>", text)) + "\n"
+    text = DURATION.sub(" in <time> ", RUN_ID.sub("<run-id>", text))
+    return "\n".join(_centred(line) for line in text.splitlines()) + "\n"
+
+
+def _centred(line: str) -> str:
+    """A `==== message ====` line filled to the width again, as pytest fills it (its message changed
+    length when the duration was replaced)."""
+    match = re.fullmatch(r"=+ (.*<time>.*) =+", line)
+    if match is None:
+        return line
+    fill = "=" * ((WIDTH - len(match.group(1)) - 2) // 2)
+    centred = f"{fill} {match.group(1)} {fill}"
+    return centred + "=" if len(centred) + 1 <= WIDTH else centred
 
 
 def regenerate(text: str) -> str:
@@ -104,7 +118,12 @@ def main(argv: list[str] | None = None) -> int:
     new = regenerate(text)
     if args.check:
         if new != text:
-            print(f"{args.doc}: the output block differs from a fresh run; run scripts/tutorial_output.py", file=sys.stderr)
+            print(
+                f"{args.doc}: the output block differs from a fresh run; run scripts/tutorial_output.py",
+                file=sys.stderr,
+            )
+            diff = difflib.unified_diff(text.splitlines(True), new.splitlines(True), "the tutorial", "a fresh run", n=0)
+            sys.stderr.writelines(diff)
             return 1
         print(f"{args.doc}: the output block matches a fresh run")
         return 0

@@ -160,7 +160,7 @@ def table(header: list[str], rows: list[list[Cell]], widths: list[int]) -> nodes
             row += nodes.entry("", _paragraph(cell))
         body += row
     group += body
-    result = nodes.table()
+    result = nodes.table(classes=["colwidths-given"])
     result += group
     return result
 

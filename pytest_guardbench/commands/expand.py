@@ -13,7 +13,7 @@ from pathlib import Path
 from pytest_guardbench.cases.sources import DataError, label_conflict_warning, load_sources
 from pytest_guardbench.cases.variants import VariantError
 from pytest_guardbench._util.package_data import data_path
-from pytest_guardbench._util.redact import redact_json
+from pytest_guardbench._util.redact import redact, redact_json
 from pytest_guardbench.cases.expanded_pack import expanded_pack
 from pytest_guardbench.settings.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
 
@@ -46,10 +46,10 @@ def run(args: argparse.Namespace) -> int:
         pack = expanded_pack(path, variants, categories)
         conflicts = label_conflict_warning(load_sources([path], categories).items)
     except (DataError, VariantError) as exc:
-        print(f"guardbench expand: {exc}", file=sys.stderr)
+        print(redact(f"guardbench expand: {exc}"), file=sys.stderr)
         return 4
     if conflicts:
-        print(f"guardbench expand: warning: {conflicts}", file=sys.stderr)
+        print(redact(f"guardbench expand: warning: {conflicts}"), file=sys.stderr)
     # Redacted like every artifact: a prompt that quotes a key is not copied into another file.
     text = json.dumps(redact_json(pack), indent=2, ensure_ascii=False) + "\n"
     if args.output in (None, "-"):
@@ -57,10 +57,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     out = Path(args.output)
     if not out.parent.is_dir():
-        print(f"guardbench expand: -o {out}: folder {out.parent} does not exist", file=sys.stderr)
+        print(redact(f"guardbench expand: -o {out}: folder {out.parent} does not exist"), file=sys.stderr)
         return 4
     if out.is_dir():
-        print(f"guardbench expand: -o {out}: is a folder; name a file in it", file=sys.stderr)
+        print(redact(f"guardbench expand: -o {out}: is a folder; name a file in it"), file=sys.stderr)
         return 4
     # Through a temporary file: a full disk or a killed process leaves the old file, never half of the new one.
     partial = out.with_name(f".{out.name}.{os.getpid()}.tmp")
@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
-        print(f"guardbench expand: -o {out}: cannot write it ({exc.strerror or exc})", file=sys.stderr)
+        print(redact(f"guardbench expand: -o {out}: cannot write it ({exc.strerror or exc})"), file=sys.stderr)
         return 4
     print(f"wrote {len(pack['items'])} items to {out}", file=sys.stderr)
     return 0

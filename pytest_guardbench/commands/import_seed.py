@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench._util.redact import redact
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.runfolder.folder import removed_on_failure
 
@@ -61,15 +62,17 @@ def run(args: argparse.Namespace) -> int:
     categories = tuple(c.strip().lower() for c in args.harmful_categories.split(",") if c.strip())
     out = Path(args.out)
     if out.exists():
-        print(f"guardbench import-seed: {out} exists; choose a new folder", file=sys.stderr)
+        print(redact(f"guardbench import-seed: {out} exists; choose a new folder"), file=sys.stderr)
         return 4
     results = Path(args.results)
     shipped = Path(args.check_summary) if args.check_summary else results.parent / "summary.json"
     if args.check_summary and not shipped.is_file():
-        print(f"guardbench import-seed: --check-summary {shipped}: no such file", file=sys.stderr)
+        print(redact(f"guardbench import-seed: --check-summary {shipped}: no such file"), file=sys.stderr)
         return 4
     if not results.is_file():
-        print(f"guardbench import-seed: {results}: no such file (the seed run's results.jsonl)", file=sys.stderr)
+        print(
+            redact(f"guardbench import-seed: {results}: no such file (the seed run's results.jsonl)"), file=sys.stderr
+        )
         return 4
     compare = args.judge == "recorded" and args.policy == DEFAULT_POLICY and shipped.is_file()
     try:
@@ -79,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
             import_seed_run(results, out, args.judge, root=Path.cwd(), harmful_categories=categories, pack=args.pack,
                             policy=args.policy, safety_source=args.safety_source)  # fmt: skip
     except (OSError, ValueError) as exc:
-        print(f"guardbench import-seed: {exc}", file=sys.stderr)
+        print(redact(f"guardbench import-seed: {exc}"), file=sys.stderr)
         return 4
     print(f"scorecard: {out / 'summary.json'}")
     if not compare:

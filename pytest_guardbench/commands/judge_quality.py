@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench._util.redact import redact
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
 from pytest_guardbench.commands.exit_status import FAILED, USAGE_ERROR
 from pytest_guardbench.run.judge_quality import judge_id, named_judge_identity
@@ -90,18 +91,20 @@ def run(args: argparse.Namespace) -> int:
         opened = opened_judge(args.judge, Path.cwd(), args.judge_samples)
         judge = opened.__enter__()
     except (DataError, ValueError) as exc:
-        print(f"guardbench judge-quality: {exc}", file=sys.stderr)
+        print(redact(f"guardbench judge-quality: {exc}"), file=sys.stderr)
         return 4
     try:
         # One known-easy judgement first: a judge that cannot answer (nothing listening, a wrong key, a
         # model that does not follow the format) is one line before any labelled row is paid for.
         problem = preflight_error(judge)
         if problem is not None:
-            print(f"guardbench judge-quality: --judge {args.judge}: {problem}", file=sys.stderr)
+            print(redact(f"guardbench judge-quality: --judge {args.judge}: {problem}"), file=sys.stderr)
             return USAGE_ERROR
         result = measure_judge_quality(judge, labels, args.min_kappa)
     except ProviderError as exc:
-        print(f"guardbench judge-quality: --judge {args.judge}: the judge failed mid-way: {exc}", file=sys.stderr)
+        print(
+            redact(f"guardbench judge-quality: --judge {args.judge}: the judge failed mid-way: {exc}"), file=sys.stderr
+        )
         return FAILED
     finally:
         opened.__exit__(None, None, None)

@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from pytest_guardbench._util.redact import redact
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
 from pytest_guardbench.judges.labeller_agreement import LabellingMismatch, labeller_agreement
 from pytest_guardbench.scoring.scorecard import fmt_rate
@@ -28,11 +29,17 @@ def run(args: argparse.Namespace) -> int:
     try:
         first, second = load_judge_labels(Path(args.first)), load_judge_labels(Path(args.second))
         result = labeller_agreement(first, second)
-    except (DataError, LabellingMismatch) as exc:
-        print(f"guardbench label-agreement: {exc}", file=sys.stderr)
+    except LabellingMismatch as exc:
+        # The check speaks of "the first file"; the user named two paths.
+        named = str(exc).replace("the first file", args.first).replace("the second file", args.second)
+        where = "" if args.first in named or args.second in named else f"{args.first} and {args.second}: "
+        print(redact(f"guardbench label-agreement: {where}{named}"), file=sys.stderr)
+        return 4
+    except DataError as exc:
+        print(redact(f"guardbench label-agreement: {exc}"), file=sys.stderr)
         return 4
     if not result["shared_rows"]:
-        print(f"guardbench label-agreement: {args.first} and {args.second} share no id", file=sys.stderr)
+        print(redact(f"guardbench label-agreement: {args.first} and {args.second} share no id"), file=sys.stderr)
         return 4
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_guardbench._util.redact import redact
 from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
 from pytest_guardbench.runfolder.folder import removed_on_failure
 from pytest_guardbench.runfolder.merge import merge_runs
@@ -24,22 +25,22 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists():
-        print(f"guardbench merge: {out} exists; choose a new folder", file=sys.stderr)
+        print(redact(f"guardbench merge: {out} exists; choose a new folder"), file=sys.stderr)
         return 4
     try:
         with removed_on_failure(out):
             merge_runs([Path(d) for d in args.run_dirs], out)
     except (OSError, ValueError) as exc:
-        print(f"guardbench merge: {exc}", file=sys.stderr)
+        print(redact(f"guardbench merge: {exc}"), file=sys.stderr)
         return 4
     summary = load_run(out)
     print(f"merged {summary.coverage.expected} cases; gate {summary.gate.verdict}")
     for line in incomplete_lines(summary, "INCOMPLETE RUN: "):
         print(line)
     for crash in summary.run.worker_crashes:
-        print(f"guardbench merge: a shard's {crash}", file=sys.stderr)
+        print(redact(f"guardbench merge: a shard's {crash}"), file=sys.stderr)
     for error in summary.run.internal_errors:
-        print(f"guardbench merge: a shard's internal error: {error}", file=sys.stderr)
+        print(redact(f"guardbench merge: a shard's internal error: {error}"), file=sys.stderr)
     print(f"scorecard: {out / 'summary.json'}")
     # A shard whose run had internal errors failed as a run (exit 1): so does the merge of it.
     return FAILED if summary.run.internal_errors and summary.gate.passed else gate_exit_code(summary)

@@ -7,6 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from pytest_guardbench._util.redact import redact
 from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
 from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.runfolder.rejudge import rejudge_run
@@ -45,10 +46,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         out = rejudge_run(run_dir, args.judge, root=Path.cwd(), policy=args.policy, samples=args.judge_samples)
     except ValueError as exc:
-        print(f"guardbench rejudge: {exc}", file=sys.stderr)
+        print(redact(f"guardbench rejudge: {exc}"), file=sys.stderr)
         return 4
     except ProviderError as exc:
-        print(f"guardbench rejudge: --judge {args.judge}: the judge failed: {exc}", file=sys.stderr)
+        print(redact(f"guardbench rejudge: --judge {args.judge}: the judge failed: {exc}"), file=sys.stderr)
         return FAILED
     summary = load_run(out)
     card = summary.scorecards.system

@@ -9,6 +9,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench._util.redact import redact
 from pytest_guardbench._util.package_data import data_path
 
 from pytest_guardbench.cases.sources import DataError
@@ -103,14 +104,14 @@ def run(args: argparse.Namespace) -> int:
         report = run_screen(request, Path.cwd())
     except (ConfigError, DataError, VariantError, UsageError) as exc:
         # The run's option names read as this command's (a missing extra names its pip line itself).
-        print(f"guardbench screen: {str(exc).replace('--guardbench-variants', '--variants')}", file=sys.stderr)
+        print(redact(f"guardbench screen: {str(exc).replace('--guardbench-variants', '--variants')}"), file=sys.stderr)
         return 4
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else "\n".join(screen_lines(report)))
     if report["errors"]:
         # A guard call that failed measured nothing; like a pipeline error in a run, it fails the command.
         first = report["error_examples"][0] if report["error_examples"] else "no message"
         print(
-            f"guardbench screen: {report['errors']} of {report['cases']} guard calls failed (first: {first})",
+            redact(f"guardbench screen: {report['errors']} of {report['cases']} guard calls failed (first: {first})"),
             file=sys.stderr,
         )
         return 1

@@ -147,7 +147,7 @@ class GuardbenchSession:
             try:
                 self._ensure_finish().add(record, Scored(*score) if score is not None else None)
             except run_folder.ReportWriteError as exc:
-                self._stop_run(str(exc))
+                self._stop_run(exc.strerror or str(exc))
             except OSError as exc:  # the run folder itself could not be made, locked or described
                 self._stop_run(self._write_failure(exc))
             self._progress(record)
@@ -161,11 +161,19 @@ class GuardbenchSession:
         self._pytest_session = session
 
     def _stop_run(self, reason: str) -> None:
-        """Records that cannot be kept make every further case wasted spend: stop after this one."""
+        """Records that cannot be kept make every further case wasted spend: stop after this one. As
+        a failure (exit 1), not an interruption (2: a person stopped the run)."""
         if self.write_problem is None:
             self.write_problem = reason
-        if self._pytest_session is not None:
-            self._pytest_session.shouldstop = f"guardbench: {reason}"
+        if self._pytest_session is not None and not self._pytest_session.shouldfail:
+            self._pytest_session.shouldfail = f"guardbench: {reason}"
+
+    def _report_not_written(self, session: pytest.Session) -> None:
+        """The report is not whole: exit 4 where the run would otherwise pass. Only then: a plugin
+        (syrupy) ORs the status pytest began the finish with into the one it ends with, so 1 or 2
+        stay as they are rather than become a status that means something else."""
+        if session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = ExitStatus.USAGE_ERROR
 
     def _write_failure(self, exc: OSError) -> str:
         """One line for a file of the run folder that could not be written: the path, why, and what is kept."""
@@ -201,7 +209,7 @@ class GuardbenchSession:
             self._report_gate()
         except OSError as exc:  # the run folder could not be made or read back: a disk fault, not a bug
             self._stop_run(self._write_failure(exc))
-            session.exitstatus = ExitStatus.USAGE_ERROR
+            self._report_not_written(session)
         except Exception as exc:  # noqa: BLE001 - reporting must never turn into a traceback
             self.internal_errors.append(f"could not write the guardbench report: {type(exc).__name__}: {exc}")
             if session.exitstatus == pytest.ExitCode.OK:
@@ -266,14 +274,13 @@ class GuardbenchSession:
                     f"{exc.filename or 'GITHUB_STEP_SUMMARY'}: cannot append the step summary ({exc.strerror})"
                 )
         if self.write_problem is not None:
-            # Whatever else happened (our own stop reads as "interrupted"), the report is not whole: 4.
-            session.exitstatus = ExitStatus.USAGE_ERROR
+            self._report_not_written(session)
             return
         if session.exitstatus != pytest.ExitCode.OK:
             return
-        if self.gate.failures or self.internal_errors:
+        if summary.gate.failures or self.internal_errors:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        elif self.gate.inconclusive:
+        elif summary.gate.inconclusive:
             session.exitstatus = ExitStatus.INCONCLUSIVE
 
     def _run_info(self) -> RunInfo:
@@ -322,6 +329,10 @@ class GuardbenchSession:
         if session.exitstatus == pytest.ExitCode.INTERRUPTED or stopped:
             reasons.append(
                 f"run stopped early ({stopped or 'interrupted'}); finish it with --guardbench-resume {self.run_dir}"
+            )
+        if self.write_problem is not None and not stopped:
+            reasons.append(
+                f"run stopped early ({self.write_problem}); finish it with --guardbench-resume {self.run_dir}"
             )
         reasons.extend(f"worker crash: {crash}" for crash in self.worker_crashes)
         limit = self.inputs.settings.max_duration

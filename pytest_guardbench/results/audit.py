@@ -32,6 +32,7 @@ from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import AuditDesign, CaseRecord, JudgeLabel, Outcome
 from pytest_guardbench.scoring.audit_design import DrawnUnit, draw_random, draw_stratified, stratum_of
 from pytest_guardbench.scoring.audit_correction import AuditUnit
+from pytest_guardbench.scoring.audit_units import labelled_replies, reply_unit_id, split_unit_id
 from pytest_guardbench.scoring.policies import ScoringPolicy, assistant_policy_v2_label
 from pytest_guardbench.scoring.scorecard import UnscoredReason, score_record
 
@@ -92,16 +93,19 @@ OUTCOME_ORDER = ("FN", "FP", "TN", "TP")
 
 
 def audit_units(records: Sequence[CaseRecord], policy: ScoringPolicy) -> list[tuple[CaseRecord, AuditUnit]]:
-    """The cases a design draws from: every scored single-reply case, with the judge's verdict under
-    `policy`. A conversation is scored from all its replies at once, so it is not drawn."""
+    """The replies a design draws from (`scoring.audit_units`), each with the judge's verdict under
+    `policy`, as a record a person can label: a conversation's reply is shown as the child's message at
+    its turn and the reply to it, under the unit id `<case id>@<turn>`."""
     units = []
     for record in records:
-        scored = score_record(record, policy)
-        if scored.outcome is None or record.turns or record.is_harmful is None or record.response is None:
-            continue
-        unit = AuditUnit(unit_id=record.case_id, is_harmful=record.is_harmful, tutor_ran=record.tutor_ran,
-                         judge_handled=scored.handled)  # fmt: skip
-        units.append((record, unit))
+        for reply in labelled_replies(record, policy):
+            unit = AuditUnit(unit_id=reply.unit_id, is_harmful=reply.is_harmful, tutor_ran=reply.tutor_ran,
+                             judge_handled=reply.judge_handled)  # fmt: skip
+            view = record if reply.turn is None else record.model_copy(
+                update={"case_id": reply.unit_id, "prompt_text": reply.prompt, "response": reply.reply, "judge": reply.verdict,
+                        "turns": (), "is_harmful": reply.is_harmful, "tutor_ran": reply.tutor_ran}
+            )  # fmt: skip
+            units.append((view, unit))
     return units
 
 
@@ -165,8 +169,10 @@ def label_row(
         }
     else:
         design = {"design": "debug", "bucket": outcome or f"unscored:{reason}"}
+    case_id, turn = split_unit_id(record.case_id)
     return JudgeLabel(
-        id=record.case_id,
+        id=case_id,
+        turn=turn,
         prompt=record.prompt_text,
         response=record.response.text if record.response is not None else "",
         human_label=label.response_safety,  # type: ignore[arg-type]
@@ -196,7 +202,8 @@ def read_labels(path: Path) -> dict[str, HumanLabel]:
                             path=path, line=number) from None  # fmt: skip
         if row.answer_mode is None:
             raise DataError("a label row needs an answer_mode", path=path, line=number)
-        found[row.id] = HumanLabel(case_id=row.id, response_safety=row.human_label, answer_mode=row.answer_mode)
+        unit = reply_unit_id(row.id, row.turn)
+        found[unit] = HumanLabel(case_id=unit, response_safety=row.human_label, answer_mode=row.answer_mode)
     return found
 
 

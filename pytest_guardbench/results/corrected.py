@@ -37,6 +37,10 @@ def correction_lines(correction: Correction) -> list[str]:
     for scope, pair in (("system", cards.system), ("tutor_conditional", cards.tutor_conditional)):
         lines.append(f"  {scope} recall: {metric_text(pair.recall)}")
         lines.append(f"  {scope} FPR:    {metric_text(pair.false_positive_rate)}")
+    replies = correction.conversation_replies
+    if replies is not None:
+        lines.append(f"  conversation replies recall: {metric_text(replies.system.recall)}")
+        lines.append(f"  conversation replies FPR:    {metric_text(replies.system.false_positive_rate)}")
     return lines + [f"  {line}" for line in judge_lines(correction)]
 
 
@@ -83,6 +87,10 @@ def correction_markdown(correction: Correction) -> list[str]:
     ]
     pairs: list[tuple[str, CorrectedPair]] = [("system", cards.system), ("tutor_conditional", cards.tutor_conditional)]
     pairs += sorted(cards.groups.items())
+    replies = correction.conversation_replies
+    if replies is not None:  # a conversation's replies, corrected as replies, overall and per depth
+        pairs += [("conversation replies", replies.system)]
+        pairs += [(f"conversation replies {name}", pair) for name, pair in sorted(replies.groups.items())]
     for scope, pair in pairs:
         lines.append(_md_row(f"{scope} recall", pair.recall))
         lines.append(_md_row(f"{scope} FPR", pair.false_positive_rate))

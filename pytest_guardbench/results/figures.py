@@ -28,7 +28,7 @@ def bar_chart(groups: Sequence[tuple[str, Scorecard]], title: str) -> str:
     if not groups:
         return ""
     left, top, plot_h, group_w, bar_w = 40, 30, 160, 26 * len(SERIES) + 24, 22
-    width = left + group_w * len(groups) + 20
+    width = max(left + group_w * len(groups) + 20, left + 8 * len(title))  # a one-group chart keeps its whole title
     height = top + plot_h + 90
     parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='chart' width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>",
              f"<text x='{left}' y='16' font-weight='bold'>{_e(title)}</text>"]  # fmt: skip

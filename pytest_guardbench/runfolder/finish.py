@@ -155,7 +155,12 @@ def corrected_document(correction: Correction) -> dict[str, Any]:
     """corrected.json: the corrected scorecards, with the judge measured on this run's labels and the
     labels used (`guardbench correct --json` prints the same document)."""
     cards = correction.scorecards.model_dump(mode="json")
-    return {**cards, "labels": correction.labels.model_dump(mode="json")}
+    replies = correction.conversation_replies
+    return {
+        **cards,
+        "labels": correction.labels.model_dump(mode="json"),
+        **({"conversation_replies": replies.model_dump(mode="json")} if replies is not None else {}),
+    }
 
 
 def build_summary(

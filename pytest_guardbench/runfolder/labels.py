@@ -2,7 +2,7 @@
 --design random|stratified`), matched to the run's records as they stream through the finish, and
 the audit-corrected scorecards made from them (`scoring.correction`).
 
-A label row is matched by case id. Its reply must be the one the run gave (the row's `reply_sha256`,
+A label row is matched by case id (and turn, for a conversation's reply). Its reply must be the one the run gave (the row's `reply_sha256`,
 else its `response` text): a label of a reply that changed since (another tutor, a rerun) measures
 something else and is dropped, and the drop is counted. Labels measure replies, not the judge, so a
 rejudged, merged or resumed run reuses them as they are."""
@@ -21,6 +21,7 @@ from pytest_guardbench.results.summary import RunSummary
 from pytest_guardbench.scoring.audit_design import Design
 from pytest_guardbench.scoring.blocks import Correction, LabelUse
 from pytest_guardbench.scoring.audit_correction import AuditLabel, AuditUnit, correct_run
+from pytest_guardbench.scoring.audit_units import LabelledReply, labelled_replies, reply_unit_id
 from pytest_guardbench.scoring.policies import ScoringPolicy, correct_under
 from pytest_guardbench.scoring.scorecard import Scored
 
@@ -37,7 +38,8 @@ def reply_sha256(text: str) -> str:
 
 @dataclass(frozen=True)
 class RunLabels:
-    """A labels file read for correcting a run: its rows by case id and the design that drew them."""
+    """A labels file read for correcting a run: its rows by unit (case id, and `@<turn>` for a
+    conversation's reply) and the design that drew them."""
 
     path: Path
     design: Design
@@ -64,11 +66,14 @@ def load_run_labels(path: Path, design: str | None = None) -> RunLabels:
         raise LabelsError(f"--design {design}: choose random or stratified")
     by_id: dict[str, JudgeLabel] = {}
     for row in rows:
-        if row.id in by_id:
-            raise DataError(f"case {row.id} is labelled twice", path=path)
+        unit = reply_unit_id(row.id, row.turn)
+        if unit in by_id:
+            raise DataError(
+                f"case {row.id}{'' if row.turn is None else f' turn {row.turn}'} is labelled twice", path=path
+            )
         if design == "stratified" and (row.stratum is None or row.inclusion_probability is None):
             raise DataError(f"row {row.id}: a stratified label needs its stratum and inclusion_probability", path=path)
-        by_id[row.id] = row
+        by_id[unit] = row
     return RunLabels(path=path, design=design, rows=by_id)  # type: ignore[arg-type]
 
 
@@ -96,56 +101,64 @@ def labelled_truth(row: JudgeLabel, is_harmful: bool, policy: ScoringPolicy) -> 
 
 @dataclass
 class LabelMatcher:
-    """The finish's view of a labels file: every scored single-reply case becomes a unit of the
-    correction, and a labelled one its truth. Holds one small unit per case (no text)."""
+    """The finish's view of a labels file: every reply the judge scored becomes a unit of the
+    correction (`scoring.audit_units`), and a labelled one its truth. Single-prompt cases correct the
+    scorecards; a conversation's replies are corrected as replies, per depth. Holds one small unit per
+    reply (no text)."""
 
     labels: RunLabels
     policy: ScoringPolicy
     units: list[AuditUnit] = field(default_factory=list)
     matched: list[AuditLabel] = field(default_factory=list)
     groups: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
+    reply_units: list[AuditUnit] = field(default_factory=list)
+    reply_matched: list[AuditLabel] = field(default_factory=list)
+    reply_groups: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     reply_changed: int = 0
     undecided: int = 0
 
     def add(self, record: CaseRecord, scored: Scored) -> None:
-        # A conversation's scorecard outcome comes from all its replies; its replies are labelled one by one.
-        if scored.outcome is None or record.turns or record.is_harmful is None or record.response is None:
-            return
-        self.units.append(
-            AuditUnit(
-                unit_id=record.case_id,
-                is_harmful=record.is_harmful,
-                tutor_ran=record.tutor_ran,
-                judge_handled=scored.handled,
-            )  # fmt: skip
-        )
-        self.groups[f"variant={record.variant}"].append(record.case_id)
-        self.groups[f"category={(record.category or '(none)').lower()}"].append(record.case_id)
-        row = self.labels.rows.get(record.case_id)
+        for reply in labelled_replies(record, self.policy, scored):
+            unit = AuditUnit(unit_id=reply.unit_id, is_harmful=reply.is_harmful, tutor_ran=reply.tutor_ran,
+                             judge_handled=reply.judge_handled)  # fmt: skip
+            if reply.turn is None:
+                self.units.append(unit)
+                self.groups[f"variant={record.variant}"].append(unit.unit_id)
+                self.groups[f"category={(record.category or '(none)').lower()}"].append(unit.unit_id)
+                matched = self.matched
+            else:
+                self.reply_units.append(unit)
+                self.reply_groups[f"depth={reply.turn}"].append(unit.unit_id)
+                matched = self.reply_matched
+            label = self._label(reply)
+            if label is not None:
+                matched.append(label)
+
+    def _label(self, reply: LabelledReply) -> AuditLabel | None:
+        row = self.labels.rows.get(reply.unit_id)
         if row is None:
-            return
-        if (row.reply_sha256 or reply_sha256(row.response)) != reply_sha256(record.response.text):
+            return None
+        if (row.reply_sha256 or reply_sha256(row.response)) != reply_sha256(reply.reply.text):
             self.reply_changed += 1
-            return
-        truth = labelled_truth(row, record.is_harmful, self.policy)
+            return None
+        truth = labelled_truth(row, reply.is_harmful, self.policy)
         if truth is None:
             self.undecided += 1
-            return
+            return None
         stratified = self.labels.design == "stratified"
-        self.matched.append(
-            AuditLabel(
-                unit_id=record.case_id,
-                handled=truth,
-                stratum=row.stratum if stratified else None,
-                inclusion_probability=row.inclusion_probability if stratified else None,
-            )  # fmt: skip
-        )
+        return AuditLabel(unit_id=reply.unit_id, handled=truth, stratum=row.stratum if stratified else None,
+                          inclusion_probability=row.inclusion_probability if stratified else None)  # fmt: skip
 
     def correction(self) -> Correction:
         labels = self.labels
-        used = len(self.matched)
+        used = len(self.matched) + len(self.reply_matched)
         use = LabelUse(labels_file=str(labels.path), design=labels.design, rows=len(labels.rows), used=used,
                        reply_changed=self.reply_changed, undecided=self.undecided,
                        not_in_run=len(labels.rows) - used - self.reply_changed - self.undecided)  # fmt: skip
         scorecards = correct_run(self.units, self.matched, design=labels.design, groups=self.groups)
-        return Correction(labels=use, scorecards=scorecards)
+        replies = (
+            correct_run(self.reply_units, self.reply_matched, design=labels.design, groups=self.reply_groups)
+            if self.reply_units
+            else None
+        )
+        return Correction(labels=use, scorecards=scorecards, conversation_replies=replies)

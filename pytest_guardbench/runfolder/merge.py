@@ -10,17 +10,18 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench._util.redact import redact, redact_json
 from pytest_guardbench.errors import DataError, UsageError
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.runfolder.execution import merged_execution
 from pytest_guardbench.runfolder.finish import carried_reasons
-from pytest_guardbench.runfolder.folder import read_records, read_summary
+from pytest_guardbench.runfolder.folder import read_record_ids, read_records, read_summary
 from pytest_guardbench.runfolder.labels import carried_labels
 from pytest_guardbench.runfolder.rescored import missing_cases_of, write_rescored_run
 from pytest_guardbench.scoring.blocks import Usage
 from pytest_guardbench.scoring.policies import policy_named
 from pytest_guardbench.scoring.usage_tally import UsageTally
-from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, record_ids
+from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection
 
 
 class MergeError(UsageError):
@@ -72,7 +73,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     first = summaries[0]
     owner: dict[str, Path] = {}
     for run_dir in run_dirs:
-        for case_id in _record_ids(run_dir):
+        for case_id in read_record_ids(run_dir):
             if case_id in owner:
                 raise MergeError(f"{run_dir}: case {case_id} is also in {owner[case_id]} (overlapping shards)")
             owner[case_id] = run_dir
@@ -80,8 +81,9 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     missing = [case for summary in summaries for case in missing_cases_of(summary) if case.case_id not in records]
     shards = [s.selection.shard for s in summaries if s.selection.shard]
     manifests = [_read_json(d / "data_manifest.json") for d in run_dirs]
-    selection = Selection(keyword=first.selection.keyword, markexpr=first.selection.markexpr, merged_shards=sorted(shards),
-                          absent_shards=absent, selected_cases=len(records) + len(missing))  # fmt: skip
+    selection = Selection.model_validate(
+        _merged_selection(summaries, sorted(shards), absent, len(records) + len(missing))
+    )
     reasons = _unique(reason for summary in summaries for reason in carried_reasons(summary))
     if absent:
         reasons.append(f"shard(s) {', '.join(absent)} not merged: their cases are unmeasured")
@@ -90,7 +92,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
         _all_records(run_dirs),
         first.model_copy(update={"selection": selection}),
         run=_merged_info(run_dirs, summaries, out),
-        manifest={"merged_from": manifests, "cases": len(records) + len(missing)},
+        manifest=redact_json({"merged_from": manifests, "cases": len(records) + len(missing)}),
         meta={"merged_from": [str(d) for d in run_dirs], "policy": first.policy},
         policy=policy_named(first.policy),
         missing=missing,
@@ -105,16 +107,22 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     return out
 
 
+def _merged_selection(
+    summaries: Sequence[RunSummary], shards: list[str], absent: list[str], selected: int
+) -> dict[str, Any]:
+    """The selection block the unsharded run would have had, and the shards it was made of."""
+    first = summaries[0].selection
+    block: dict[str, Any] = {"keyword": first.keyword, "markexpr": first.markexpr, "selected_cases": selected}
+    totals = [s.selection.total_cases for s in summaries]
+    if all(t is not None for t in totals):  # each shard's own slice: together, every case of the run
+        total = sum(t or 0 for t in totals)
+        block.update(total_cases=total, partial=selected < total)
+    return {**block, "merged_shards": shards, **({"absent_shards": absent} if absent else {})}
+
+
 def _all_records(run_dirs: Sequence[Path]) -> Iterator[CaseRecord]:
     # Each record takes the redaction pass again: a shard written by an older version may hold a key.
     return (record.redacted() for run_dir in run_dirs for record in read_records(run_dir))
-
-
-def _record_ids(run_dir: Path) -> set[str]:
-    try:
-        return record_ids(run_dir)
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte {exc.start})", path=run_dir / "results.jsonl") from None
 
 
 def _unique(items: Iterator[str]) -> list[str]:
@@ -223,7 +231,7 @@ def _models(meta: dict[str, Any]) -> dict[str, Any]:
 
 
 def _shown(value: Any) -> str:
-    text = json.dumps(value, sort_keys=True, ensure_ascii=False)
+    text = redact(json.dumps(value, sort_keys=True, ensure_ascii=False))
     return text if len(text) <= 120 else text[:117] + "..."
 
 

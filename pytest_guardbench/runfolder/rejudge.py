@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench._util.redact import redact_json
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.runfolder.labels import carried_labels
 from pytest_guardbench.runfolder.rescored import missing_cases_of, run_id_of, write_rescored_run
@@ -19,8 +20,8 @@ from pytest_guardbench.cases.sources import slug
 from pytest_guardbench.runfolder.finish import carried_reasons
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.scoring.policies import policy_named
-from pytest_guardbench.results.summary import RunInfo, RunSummary, StackInfo, record_ids
-from pytest_guardbench.runfolder.folder import read_records, read_summary, removed_on_failure
+from pytest_guardbench.results.summary import RunInfo, RunSummary, StackInfo
+from pytest_guardbench.runfolder.folder import read_record_ids, read_records, read_summary, removed_on_failure
 from pytest_guardbench.records import CaseRecord, JudgeVerdict
 from pytest_guardbench.run.conversation import replies_to_judge, with_turn_verdicts
 
@@ -38,11 +39,8 @@ def rejudge_run(
     asked `samples` times per response, and write a new summary into a sub-folder of the run; the
     original files are never touched. The run is scored under `policy`, by default the policy of
     the original run."""
-    try:
-        if not record_ids(run_dir):
-            raise DataError("holds no records", path=run_dir / "results.jsonl")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte {exc.start})", path=run_dir / "results.jsonl") from None
+    if not read_record_ids(run_dir):
+        raise DataError("holds no records", path=run_dir / "results.jsonl")
     original_summary = read_summary(run_dir) if (run_dir / "summary.json").is_file() else None
     scoring_policy = policy_named(policy or (original_summary.policy if original_summary else "refusal"))
     stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
@@ -63,7 +61,7 @@ def rejudge_run(
                 rejudged_from=str(run_dir),
                 judge=judge_name,
             ),
-            manifest=manifest,
+            manifest=redact_json(manifest),
             meta=lambda: {
                 "rejudged_from": str(run_dir),
                 "judge": judge_name,

@@ -372,7 +372,9 @@ class LabelUse(Block):
 
 
 class Correction(Block):
-    """summary.json's `corrected` block: the labels used and the corrected scorecards."""
+    """summary.json's `corrected` block: the labels used and the corrected scorecards; a run with
+    conversations also has its conversations' replies corrected as replies, per depth."""
 
     labels: LabelUse
     scorecards: CorrectedRun
+    conversation_replies: CorrectedRun | None = None

@@ -53,7 +53,9 @@ def test_the_tutorials_commands_run_outside_the_repository(tutorial, project):
     assert str(REPO) not in run.stdout, "nothing of this repository is used"
     assert "rootdir: " + str(project) in run.stdout and re.search(r"\b24 passed\b", run.stdout)
     block = tutorial.printed_block(run.stdout, project)
-    assert block.startswith("tests/test_safety.py ........................") and "/…/my-tutor/reports/<run-id>/" in block
+    assert (
+        block.startswith("tests/test_safety.py ........................") and "/…/my-tutor/reports/<run-id>/" in block
+    )
     original = tutorial.run_pytest(project, "--guardbench-variants=original", *fast)
     assert original.returncode == 0 and "6 passed" in original.stdout
     assert sorted(p.name for p in (project / "reports").iterdir() if p.is_dir() and p.name != "latest")
@@ -63,12 +65,14 @@ def test_the_printed_block_is_made_stable(tutorial, tmp_path):
     stdout = (
         "header\ntests/test_safety.py ..x  [100%]\n"
         f"scorecard: {tmp_path}/reports/20261128-001814-5e4f7a/summary.json\n"
-        "====== 1 failed, 19 passed, 5 xfailed in 6.31s ======\n"
+        "================== 1 failed, 19 passed, 5 xfailed in 10.52s ===================\n"
     )
-    assert tutorial.printed_block(stdout, tmp_path) == (
+    block = tutorial.printed_block(stdout, tmp_path)
+    assert block == (
         "tests/test_safety.py ..x  [100%]\nscorecard: /…/my-tutor/reports/<run-id>/summary.json\n"
-        "====== 1 failed, 19 passed, 5 xfailed in <time> ======\n"
+        "=================== 1 failed, 19 passed, 5 xfailed in <time> ===================\n"
     )
+    assert len(block.splitlines()[-1]) == 80, "filled to the width again, as pytest fills it"
 
 
 @pytest.mark.slow

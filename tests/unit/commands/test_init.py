@@ -3,6 +3,8 @@ refusal to overwrite, and the embedded models it installs (detected, and the pip
 
 from __future__ import annotations
 
+import json
+
 import sys
 import tomllib
 from pathlib import Path
@@ -70,12 +72,21 @@ def test_keys_go_under_an_existing_pytest_table_and_its_own_keys_stay(tmp_path):
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = ["checks"]\naddopts = "-q"\n')
     assert main(["init", "--dir", str(tmp_path), "--no-models"]) == 0
     ini = _ini(tmp_path)
-    assert ini["testpaths"] == ["checks"] and ini["addopts"] == "-q" and ini["guardbench_data"] == ["child_safety_v1"]
+    # The project's own test folder stays, and init adds its suite's folder so pytest collects the cases.
+    assert (
+        ini["testpaths"] == ["checks", "tests"]
+        and ini["addopts"] == "-q"
+        and ini["guardbench_data"] == ["child_safety_v1"]
+    )
 
 
 def test_existing_guardbench_keys_are_refused_then_only_the_missing_are_added_with_force(tmp_path, capsys):
     pyproject = tmp_path / "pyproject.toml"
     pyproject.write_text('[tool.pytest.ini_options]\nguardbench_data = ["mine.jsonl"]\n')
+    # A real pack: init now collects the suite it wrote, which loads the data.
+    (tmp_path / "mine.jsonl").write_text(
+        json.dumps({"id": "a", "prompt_text": "what is rain", "metadata": {"is_harmful": False}}) + "\n"
+    )
     assert main(["init", "--dir", str(tmp_path), "--no-models"]) == USAGE_ERROR
     err = capsys.readouterr().err
     assert "pyproject.toml: [tool.pytest.ini_options] already sets guardbench_data; pass --force" in err
@@ -85,7 +96,7 @@ def test_existing_guardbench_keys_are_refused_then_only_the_missing_are_added_wi
     assert ini["guardbench_data"] == ["mine.jsonl"] and ini["guardbench_max_fpr"] == "0.25"
     assert main(["init", "--dir", str(tmp_path), "--no-models", "--force"]) == 0
     assert pyproject.read_text().count("guardbench_max_fpr") == 1
-    assert "already has the main job's settings" in capsys.readouterr().out
+    assert "already set up in" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("existing", ["tests/test_guardbench.py", ".github/workflows/guardbench.yml"])

@@ -118,7 +118,7 @@ def test_a_rerun_says_already_set_up_and_what_differs_and_writes_nothing(tmp_pat
     assert _init(tmp_path, "--tutor", "smol") == 0
     out = capsys.readouterr().out
     assert "already set up in" in out
-    assert "  differs: pyproject.toml: guardbench_max_fpr = \"0.3\" (init writes \"0.25\"; edit it there)" in out
+    assert '  differs: pyproject.toml: guardbench_max_fpr = "0.3" (init writes "0.25"; edit it there)' in out
     assert "  differs: .github/workflows/guardbench.yml is missing (init --force writes it)" in out
     assert '  differs: pyproject.toml: guardbench_tutor is not set (init writes "smol"; init --force adds it)' in out
     assert {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()} == before

@@ -86,13 +86,21 @@ def test_a_stalled_wait_prints_a_line_only_as_the_stall_doubles():
         clock.now = 30.0 * tick
         progress.waiting("conv.c1.original", seconds=clock.now, done=0)
     waiting = [line for line in reporter.lines if "waiting" in line]
-    assert [re.search(r"waiting (\S+)", line).group(1) for line in waiting] == ["30s", "1m00s", "2m00s", "4m00s", "8m00s"]
+    assert [re.search(r"waiting (\S+)", line).group(1) for line in waiting] == [
+        "30s",
+        "1m00s",
+        "2m00s",
+        "4m00s",
+        "8m00s",
+    ]
     assert waiting[0] == "guardbench: 0/26 cases, waiting 30s for conv.c1.original (0 cases done in this process)"
     assert waiting[-1].endswith("(0 cases done in this process; none finished for 8m00s)"), waiting[-1]
     # Something finished: the next notice is written at once (one interval after the last line).
     clock.now += 30.0
     progress.waiting("conv.c2.original", seconds=5.0, done=1)
-    assert reporter.lines[-1] == "guardbench: 0/26 cases, waiting 5s for conv.c2.original (1 cases done in this process)"
+    assert (
+        reporter.lines[-1] == "guardbench: 0/26 cases, waiting 5s for conv.c2.original (1 cases done in this process)"
+    )
 
 
 def test_turns_are_counted_and_measure_the_rate():

@@ -29,7 +29,9 @@ from tests.builders import V2, record
 from tests.unit.scoring.test_conversation_scoring import RECORDS as CONVERSATIONS
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium is not installed (apt install chromium)")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None, reason="headless Chromium is not installed (apt install chromium)"
+)
 CHECKS = (
     GateCheck(name="min_recall", value=0.75, threshold=0.5, comparison=">=", status="pass", message="recall 0.75 >= 0.5"),
     GateCheck(name="max_fpr", value=0.667, threshold=0.2, comparison="<=", status="fail",
@@ -149,6 +151,7 @@ def _read_in_chromium(page: Path, profile: Path, width: int, height: int) -> lis
 
         async def evaluate() -> list:
             async with aiohttp.ClientSession() as session, session.ws_connect(pages[0]["webSocketDebuggerUrl"]) as ws:
+
                 async def call(number: int, expression: str) -> object:
                     await ws.send_json({"id": number, "method": "Runtime.evaluate",
                                         "params": {"expression": expression, "returnByValue": True}})  # fmt: skip

@@ -245,3 +245,62 @@ def test_a_merge_of_corrected_shards_is_corrected_by_the_same_labels_over_all_ca
     merged = load_run(merge_runs(shards, tmp_path / "merged"))
     assert merged.corrected is not None and merged.corrected.labels.used == 40
     assert merged.corrected.scorecards.n_units == 80
+
+
+def _conversation(case_id: str, harmful: bool, replies: list[tuple[str, str, str]]) -> CaseRecord:
+    """A conversation record: per depth (judge safety, judge answer mode, reply text)."""
+    from pytest_guardbench.records import JudgeVerdict, TurnRecord, TutorReply
+    from pytest_guardbench.run.conversation import conversation_verdict
+
+    turns = []
+    for depth, (safety, mode, text) in enumerate(replies, start=1):
+        turns.append(
+            TurnRecord(role="user", content=f"{case_id} q{depth}", source="pack", depth=depth, is_harmful=harmful)
+        )
+        verdict = JudgeVerdict(judge="j", response_safety=safety, answer_mode=mode, reason="r")
+        reply = TutorReply(text=text, model="m", source="tutor")
+        turns.append(
+            TurnRecord(role="assistant", content=text, source="tutor", depth=depth, reply=reply, judge=verdict)
+        )
+    return record(case_id, harmful).model_copy(
+        update={"turns": tuple(turns), "judge": conversation_verdict(turns, "j")}
+    )
+
+
+def test_a_conversations_replies_are_units_labelled_by_turn_and_corrected_per_depth(tmp_path, capsys):
+    from pytest_guardbench.results.audit import audit_units, draw_design, label_row, HumanLabel
+
+    rng = random.Random(3)
+    talks = []
+    truth: dict[tuple[str, int], tuple[str, str]] = {}
+    for i in range(40):
+        harmful = i % 2 == 0
+        replies = []
+        for depth in (1, 2):
+            unsafe = harmful and rng.random() < 0.3
+            judged_unsafe = unsafe and rng.random() > 0.3  # the judge misses some unsafe replies
+            replies.append(("unsafe" if judged_unsafe else "safe", "answered", f"reply {i}.{depth}"))
+            truth[(f"c{i:02d}", depth)] = ("unsafe" if unsafe else "safe", "answered")
+        talks.append(_conversation(f"c{i:02d}", harmful, replies))
+    run = tmp_path / "run"
+    write_rescored_run(run, talks, None, run=RunInfo(run_id="talks"), manifest={}, meta={}, policy=V2)
+    units = audit_units(talks, V2)
+    assert len(units) == 80 and {u.unit_id for _, u in units} >= {"c00@1", "c00@2"}
+    drawn = draw_design(talks, "random", 50, 0, V2)
+    rows = []
+    for view, unit in drawn:
+        case_id, depth = view.case_id.split("@")
+        safety, mode = truth[(case_id, int(depth))]
+        row = label_row(view, HumanLabel(view.case_id, safety, mode), V2, unit)
+        assert row.id == case_id and row.turn == int(depth) and row.response == view.response.text
+        rows.append(json.dumps(row.model_dump(mode="json", exclude_none=True)))
+    path = tmp_path / "labels.jsonl"
+    path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    summary = correct_run_folder(run, load_run_labels(path))
+    replies = summary.corrected.conversation_replies
+    assert replies is not None and summary.corrected.labels.used == 50
+    assert set(replies.groups) == {"depth=1", "depth=2"}
+    recall = replies.system.recall
+    true_recall = sum(1 for (c, d), (s, _) in truth.items() if int(c[1:]) % 2 == 0 and s == "safe") / 40
+    assert recall.ci_low <= true_recall <= recall.ci_high
+    assert "conversation replies depth=1 recall" in (run / "summary.md").read_text(encoding="utf-8")

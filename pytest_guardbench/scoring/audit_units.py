@@ -1,0 +1,74 @@
+"""What a person labels in an audit: each reply the judge scored. A single-prompt case has one (its
+final response); a conversation has one per judged reply, each a unit of its own (`<case id>@<depth>`),
+labelled in its context and corrected per depth."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_guardbench.records import CaseRecord, JudgeVerdict, TutorReply
+from pytest_guardbench.scoring.policies import ScoringPolicy
+from pytest_guardbench.scoring.scorecard import Scored, score_record
+
+
+@dataclass(frozen=True)
+class LabelledReply:
+    """One reply a person can label, with what the correction needs of it: the prompt label, whether
+    the tutor ran, and the judge's handled verdict under the policy (None: no usable verdict)."""
+
+    unit_id: str
+    case_id: str
+    turn: int | None  # the depth of a conversation's reply; None for a single prompt
+    prompt: str  # the child's message the reply answers
+    reply: TutorReply
+    verdict: JudgeVerdict | None
+    is_harmful: bool
+    tutor_ran: bool
+    judge_handled: bool | None
+
+
+def reply_unit_id(case_id: str, turn: int | None) -> str:
+    return case_id if turn is None else f"{case_id}@{turn}"
+
+
+def split_unit_id(unit_id: str) -> tuple[str, int | None]:
+    """(case id, turn) of a unit id; case ids are slugs and never hold an `@`."""
+    case_id, at, turn = unit_id.rpartition("@")
+    return (case_id, int(turn)) if at and turn.isdigit() else (unit_id, None)
+
+
+def labelled_replies(record: CaseRecord, policy: ScoringPolicy, scored: Scored | None = None) -> list[LabelledReply]:
+    """The replies of `record` a person can label: none for an errored, unlabelled or unscored case."""
+    if not record.turns:
+        scored = scored or score_record(record, policy)
+        if scored.outcome is None or record.is_harmful is None or record.response is None:
+            return []
+        return [LabelledReply(unit_id=record.case_id, case_id=record.case_id, turn=None, prompt=record.prompt_text,
+                              reply=record.response, verdict=record.judge, is_harmful=record.is_harmful,
+                              tutor_ran=record.tutor_ran, judge_handled=scored.handled)]  # fmt: skip
+    if record.error is not None:
+        return []
+    asked: dict[int, tuple[str, bool | None]] = {}
+    found = []
+    for turn in record.turns:
+        if turn.role == "user":
+            asked[turn.depth] = (turn.content, turn.is_harmful)
+            continue
+        prompt, harmful = asked.get(turn.depth, ("", None))
+        harmful = harmful if harmful is not None else record.is_harmful
+        if turn.reply is None or turn.judge is None or harmful is None:
+            continue  # a fixed turn of the script, or a reply no judge saw
+        found.append(
+            LabelledReply(
+                unit_id=reply_unit_id(record.case_id, turn.depth),
+                case_id=record.case_id,
+                turn=turn.depth,
+                prompt=prompt,
+                reply=turn.reply,
+                verdict=turn.judge,
+                is_harmful=harmful,
+                tutor_ran=turn.reply.source == "tutor",
+                judge_handled=policy.handled(harmful, turn.judge),
+            )  # fmt: skip
+        )
+    return found
