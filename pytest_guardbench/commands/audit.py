@@ -46,7 +46,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--design",
         choices=("random", "stratified", "debug"),
         default="random",
-        help="random (default): uniform over the run's judged cases; stratified: prompt label x the judge's verdict, "
+        help="random (default): uniform over the run's judged replies (each reply of a conversation on its own); "
+        "stratified: prompt label x the judge's verdict, "
         "oversampling where the judge is likely wrong; both record each row's inclusion probability, so "
         "guardbench correct can use them. debug: one case from each outcome x answer mode x variant in turn, "
         "to find failures fast; it cannot correct a scorecard.",
@@ -92,7 +93,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"guardbench audit: {exc}", file=sys.stderr)
         return USAGE_ERROR
     if not sample:
-        print(f"guardbench audit: {run_dir} has no judged single-reply case to label", file=sys.stderr)
+        print(f"guardbench audit: {run_dir} has no judged reply to label", file=sys.stderr)
         return USAGE_ERROR
     drawn = {record.case_id: unit for record, unit in sample if unit is not None}
     run_audit([record for record, _ in sample], out, policy, show_judge=args.show_judge, drawn=drawn)

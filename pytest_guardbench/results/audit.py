@@ -2,7 +2,8 @@
 written in the judge-labels format so `guardbench correct`, `guardbench judge-quality` and
 `--guardbench-judge-check` read them as they are.
 
-Designs: `random` (uniform over the run's judged single-reply cases) and `stratified` (prompt label x
+Designs: `random` (uniform over the run's judged replies: a single prompt's, or each of a
+conversation's, `scoring.audit_units`) and `stratified` (prompt label x
 the judge's verdict, oversampling where the judge is likely wrong) draw with known inclusion
 probabilities, which every label row records, so the labels can correct the scorecards. `debug`
 (one case from each outcome x answer mode x variant in turn) finds failures fast, but its inclusion
