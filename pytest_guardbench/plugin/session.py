@@ -33,6 +33,7 @@ from pytest_guardbench.runfolder.lock import RunFolderLock
 from pytest_guardbench.scoring.blocks import LostReport, ResumeFacts
 from pytest_guardbench.scoring.gates import GateResult
 from pytest_guardbench.scoring.scorecard import Scored
+from pytest_guardbench.settings.config import Settings
 
 
 class GuardbenchSession:
@@ -251,7 +252,7 @@ class GuardbenchSession:
         quality = self.judge_quality
         facts = RunFacts(run=self._run_info(), stack=StackInfo.model_validate(run_meta.stack_of(self.inputs)), selection=self._selection(),
                          missing=missing, lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
-                         warnings=self._served_model_warnings(), judge_quality=quality.quality if quality else None,
+                         warnings=[*self._demo_warnings(), *self._served_model_warnings()], judge_quality=quality.quality if quality else None,
                          confidence=quality.confidence if quality else None, checks=checks,
                          min_judge_kappa=settings.min_judge_kappa)  # fmt: skip
         summary = finish.summary(facts)
@@ -311,6 +312,13 @@ class GuardbenchSession:
             partial=len(self.expected_ids) < len(self.inputs.cases),
             shard="/".join(map(str, self.inputs.settings.shard)) if self.inputs.settings.shard else None,
         )
+
+    def _demo_warnings(self) -> list[str]:
+        """A run of the embedded demo tutor measures the demo: say so, and how to point it at a real tutor."""
+        if self.inputs.settings.tutor != Settings.model_fields["tutor"].default:
+            return []
+        return ["demo stack: the embedded SmolLM2-135M tutor answered; these numbers measure the demo, not your "
+                "tutor: name yours with --tutor (ini guardbench_tutor), e.g. guardbench init --force --tutor <spec>"]  # fmt: skip
 
     def _served_model_warnings(self) -> list[str]:
         """A server that answers as another model (a proxy's fallback, a wrong deployment) is still

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_guardbench.providers.smollm2_gguf import converted_smollm2, pending_conversion
 from pytest_guardbench.run.engine import Engine
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.records import Case, CaseRecord
@@ -19,6 +20,7 @@ from pytest_guardbench.plugin.progress import Progress
 from pytest_guardbench.plugin.wire import SLOT_FIXTURE
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.run.stack import build_stack
+from pytest_guardbench.settings.config import Settings
 
 
 def xdist_queue(config: pytest.Config, state: ProcessState) -> list[int]:
@@ -63,7 +65,18 @@ def start_engine(
     cannot load stops the run with one line (`on_abandon` first: no report folder for a run that
     never started)."""
     config = session.config
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    # The first run with an empty model cache converts the embedded tutor (a minute or two): say so.
+    embedded = inputs.settings.tutor == Settings.model_fields["tutor"].default
+    pending = pending_conversion(inputs.settings.model_cache) if embedded else None
+    if pending is not None and reporter is not None:
+        reporter.write_line(
+            f"guardbench: preparing the embedded tutor once (converting SmolLM2 into {pending}); later runs reuse it"
+        )
+    started = time.monotonic()
     try:
+        if pending is not None:
+            converted_smollm2(inputs.settings.model_cache)  # now, between the two lines, not inside the first case
         stack = build_stack(inputs, state, Path(config.rootpath), hasattr(config, "workerinput"))
     except Exception as exc:  # noqa: BLE001 - any loader error becomes the one line
         on_abandon()
@@ -72,6 +85,8 @@ def start_engine(
         pytest.exit(
             f"guardbench: the run's models could not be built: {reason}", returncode=pytest.ExitCode.USAGE_ERROR
         )
+    if pending is not None and reporter is not None:
+        reporter.write_line(f"guardbench: the embedded tutor is ready ({time.monotonic() - started:.0f} s)")
     state.engine = Engine(stack, prior=state.prior)
 
 

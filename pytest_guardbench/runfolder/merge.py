@@ -201,29 +201,34 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) 
         _check_same_meta(run_dir, _read_json(run_dir / "meta.json"), run_dirs[0], first_meta)
 
 
+_ABSENT = object()
+
+
 def _check_same_meta(run_dir: Path, meta: dict[str, Any], first_dir: Path, first: dict[str, Any]) -> None:
-    """Shards that ran with other settings (meta.json) are not one run, even when their stacks agree."""
+    """Shards that ran with other settings (meta.json) are not one run, even when their stacks agree.
+    Compared where both recorded the key (a folder written by an older version may not have)."""
     pairs = [
         (f"settings.{key}", _at(meta, "settings", key), _at(first, "settings", key))
         for key in MERGE_SETTINGS_MUST_MATCH
     ]
-    pairs += [(key, meta.get(key), first.get(key)) for key in MERGE_META_MUST_MATCH]
+    pairs += [(key, meta.get(key, _ABSENT), first.get(key, _ABSENT)) for key in MERGE_META_MUST_MATCH]
     mine, theirs = _models(meta), _models(first)
-    pairs += [(f"models.{role}", mine.get(role), theirs.get(role)) for role in sorted(set(mine) | set(theirs))]  # fmt: skip
+    if mine is not None and theirs is not None:
+        pairs += [(f"models.{role}", mine.get(role), theirs.get(role)) for role in sorted(set(mine) | set(theirs))]
     for key, value, other in pairs:
-        if value is not None and other is not None and value != other:
+        if value is not _ABSENT and other is not _ABSENT and value != other:
             raise MergeError(f"{run_dir}: meta.json {key} is {_shown(value)}, but {first_dir} has {_shown(other)}")
 
 
 def _at(document: dict[str, Any], table: str, key: str) -> Any:
     block = document.get(table)
-    return block.get(key) if isinstance(block, dict) else None
+    return block.get(key, _ABSENT) if isinstance(block, dict) else _ABSENT
 
 
-def _models(meta: dict[str, Any]) -> dict[str, Any]:
+def _models(meta: dict[str, Any]) -> dict[str, Any] | None:
     models = meta.get("models")
     if not isinstance(models, dict):
-        return {}
+        return None
     return {
         role: {k: v for k, v in spec.items() if k not in TRANSPORT_KEYS} if isinstance(spec, dict) else spec
         for role, spec in models.items()

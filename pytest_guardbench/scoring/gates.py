@@ -143,7 +143,8 @@ def _interval_check(
 def corrected_checks(corrected: CorrectedRun, thresholds: Thresholds) -> list[GateCheck]:
     """The system scorecard's recall and FPR bars decided on the audit-corrected estimates and their
     95% intervals (as in Wilson mode: fail, pass or inconclusive). Named as the judge-only checks they
-    replace; a metric the labels cannot estimate ("too few labels") fails: nothing measured it."""
+    replace. A metric the labels cannot estimate ("too few labels", as in a small `-k` selection of a
+    labelled run) is inconclusive: nothing measured it either way, and the judge alone is not trusted."""
     card = corrected.system
     bars: tuple[tuple[str, str, CorrectedMetric, float | None, Literal[">=", "<="]], ...] = (
         ("min_recall", "recall (audit-corrected)", card.recall, thresholds.min_recall, ">="),
@@ -154,8 +155,8 @@ def corrected_checks(corrected: CorrectedRun, thresholds: Thresholds) -> list[Ga
         if threshold is None:
             continue
         if metric.estimate is None or metric.ci_low is None or metric.ci_high is None:
-            checks.append(GateCheck(name=name, value=None, threshold=threshold, comparison=comparison, status="fail",
-                                    message=f"{label} undefined ({metric.note or 'no estimate'}); needs {comparison} {threshold:g}"))  # fmt: skip
+            checks.append(GateCheck(name=name, value=None, threshold=threshold, comparison=comparison, status="inconclusive",
+                                    message=f"{label} undecided ({metric.note or 'no estimate'}: label more of this run's replies); needs {comparison} {threshold:g}"))  # fmt: skip
             continue
         sample = f"{metric.n_labelled} of {metric.n_total} labelled"
         checks.append(

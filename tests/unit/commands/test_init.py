@@ -39,7 +39,8 @@ def test_init_writes_the_starter_in_an_empty_folder(tmp_path, capsys):
     assert "from pytest_guardbench.suite import test_case" in TEST_MODULE_TEXT
     ini = _ini(tmp_path)
     assert ini["testpaths"] == ["tests"] and ini["guardbench_data"] == ["child_safety_v1"]
-    assert ini["guardbench_judge_check"] == "judge_audit_smollm2_v5" and ini["guardbench_max_fpr"] == "0.25"
+    # No judge check on another tutor's replies: a user's confidence comes from labels of their own.
+    assert "guardbench_judge_check" not in ini and ini["guardbench_max_fpr"] == "0.25"
     workflow = (tmp_path / ".github" / "workflows" / "guardbench.yml").read_text()
     steps = [
         workflow.index(s) for s in ("download.pytorch.org/whl/cpu", "pytest-guardbench[hf]", "--no-deps", "pytest --")
