@@ -67,6 +67,8 @@ class GuardbenchSession:
         self.resume_facts: ResumeFacts | None = None
         self.progress = Progress(config, inputs.settings.progress)
         self._fresh = 0  # cases run in this run (not reused from a resumed folder), for the rate
+        self._turns_done = 0  # a conversation run's answered turns, which measure its rate
+        self._turns_total: int | None = None
         self._pytest_session: pytest.Session | None = None
         self._lock: RunFolderLock | None = None
         settings = inputs.settings
@@ -191,7 +193,14 @@ class GuardbenchSession:
             self._fresh += 1
         total = len(self.expected_ids) or len(self.inputs.cases)
         errored = self.finish.tally.errored if self.finish is not None else 0
-        self.progress.update(len(self.received), total, self._fresh, errored)
+        if self._turns_total is None:  # the selection is known by the first record
+            cases = self.inputs.cases_by_id
+            ids = self.expected_ids or set(cases)
+            self._turns_total = sum(len(cases[i].live_positions()) for i in ids if i in cases and cases[i].is_conversation)
+        if record.turns and record.case_id not in self.prior:
+            self._turns_done += sum(1 for turn in record.turns if turn.role == "assistant" and turn.reply is not None)
+        turns = (self._turns_done, self._turns_total) if self._turns_total else None
+        self.progress.update(len(self.received), total, self._fresh, errored, turns)
 
     @property
     def received(self) -> set[str]:

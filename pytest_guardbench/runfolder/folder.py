@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from pytest_guardbench.errors import DataError, RunFolderError
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench._util.redact import redact_json
+from pytest_guardbench._util.redact import redact_json, writable
 from pytest_guardbench.results.summary import RunSummary, iter_records, load_run, record_ids
 
 
@@ -60,8 +60,9 @@ class ResultsWriter:
         try:
             data = line.encode("utf-8")
         except UnicodeEncodeError:
-            # A lone surrogate has no UTF-8 form: JSON's own escape keeps the line whole and readable.
-            data = (json.dumps(json.loads(line), sort_keys=True, ensure_ascii=True) + "\n").encode("ascii")
+            # A lone surrogate has no UTF-8 form (and its JSON escape is no valid record either): U+FFFD,
+            # as the record pass (`CaseRecord.redacted`) would have made it.
+            data = writable(line).encode("utf-8")
         try:
             if self._fd is None:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)

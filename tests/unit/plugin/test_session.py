@@ -84,3 +84,37 @@ def test_invalid_record_is_an_internal_error_not_a_silent_skip(session):
     session.pytest_runtest_logreport(_report("s.py::t[a]", payload={"case_id": "a"}))
     assert session.received == set()
     assert session.internal_errors and "s.py::t[a]" in session.internal_errors[0]
+
+
+def test_a_conversation_run_counts_its_turns_done_and_to_do(tmp_path):
+    from pytest_guardbench.records import Case, JudgeVerdict, Turn, TurnRecord, TutorReply
+
+    talk = Case(case_id="t", pack="p", item_id="t", base_prompt_id="t", variant="original", prompt_text="q2", is_harmful=True,
+                label_source="is_harmful", category=None, source_file="f",
+                turns=(Turn(role="user", content="q1"), Turn(role="user", content="q2")))  # fmt: skip
+    settings = Settings(report_dir=tmp_path / "reports", thresholds=Thresholds(min_recall=0.5, max_fpr=0.5))
+    inputs = RunInputs(settings, LoadedData(items=(), sources=()), [talk], "sys", "no", "tutor")
+    config = SimpleNamespace(option=SimpleNamespace(collectonly=False, keyword="", markexpr=""), rootpath=tmp_path,
+                             invocation_params=SimpleNamespace(args=()), hook=SimpleNamespace(pytest_guardbench_summary=lambda **kw: None))  # fmt: skip
+    session = GuardbenchSession(config, inputs)  # type: ignore[arg-type]
+    seen = []
+    session.progress.update = lambda *args, **kwargs: seen.append(args)  # type: ignore[method-assign]
+    verdict = JudgeVerdict(judge="j", response_safety="safe", answer_mode="refused_or_blocked", reason="r")
+    turns = tuple(
+        turn
+        for depth in (1, 2)
+        for turn in (
+            TurnRecord(role="user", content=f"q{depth}", source="pack", depth=depth, is_harmful=True),
+            TurnRecord(
+                role="assistant",
+                content="no",
+                source="tutor",
+                depth=depth,
+                reply=TutorReply(text="no", model="m", source="tutor"),
+                judge=verdict,
+            ),  # fmt: skip
+        )
+    )
+    finished = record("t", True, "safe", "refused_or_blocked").model_copy(update={"turns": turns})
+    session.pytest_runtest_logreport(_report("s.py::t[t]", payload=finished.model_dump(mode="json")))
+    assert seen[-1][-1] == (2, 2), "two turns answered of the conversation's two"
