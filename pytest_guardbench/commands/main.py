@@ -71,6 +71,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     error guardbench raises on purpose carries its own status (a bad input file or option: 4), an
     unreadable or unwritable file is a usage error naming it (4), and anything else is a bug (3),
     said as one line, never a traceback. Every line is redacted: an input may quote a key."""
+    import contextlib
+    import os
+
     from pytest_guardbench._util.redact import redact
     from pytest_guardbench.commands.exit_status import FAILED, INTERNAL_ERROR
     from pytest_guardbench.errors import GuardbenchError, RunFolderError
@@ -109,6 +112,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             return internal_error(exc)
         say(first_line(exc))
         return int(status)
+    except BrokenPipeError:
+        # The reader of the output went away (`| head`): nothing is wrong with the input or with
+        # guardbench. Quietly, so the interpreter's last flush does not print a traceback either.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return FAILED
     except OSError as exc:
         if exc.filename is None:
             return internal_error(exc)

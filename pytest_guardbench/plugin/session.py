@@ -52,7 +52,8 @@ class GuardbenchSession:
         self.worker_crashes: list[str] = []
         self.internal_errors: list[str] = []
         # The first reason the run folder could not be written (a full disk, a folder removed): not a
-        # bug, so not an internal error; the run stops, exits 4 and says it in one line naming the path.
+        # bug, so not an internal error. One line naming the path; mid-run the run stops as failed (1),
+        # and a finished run whose report cannot be written exits 4.
         self.write_problem: str | None = None
         self.started = run_folder.utc_now()
         self._started_clock = time.perf_counter()

@@ -162,3 +162,12 @@ def test_label_agreement_names_the_file_that_labels_an_id_twice(capsys, tmp_path
     second.write_text(row * 2, encoding="utf-8")
     assert main(["label-agreement", str(first), str(second)]) == 4
     assert f"{second} labels id a twice" in capsys.readouterr().err
+
+
+def test_a_reader_that_went_away_is_not_a_bug(capsys, monkeypatch, pack):
+    def run(args):
+        raise BrokenPipeError(32, "Broken pipe")
+
+    monkeypatch.setattr(expand, "run", run)
+    assert main(["expand", str(pack)]) == 1
+    assert capsys.readouterr().err == ""
