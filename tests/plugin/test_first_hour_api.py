@@ -10,7 +10,6 @@ import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
-from pathlib import Path
 
 from pytest_guardbench.commands.main import main
 
