@@ -34,12 +34,22 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     command.add_argument(
         "--min-kappa",
-        type=float,
+        type=_kappa,
         default=0.6,
         help="The judge's kappa on these labels below which the run is LOW CONFIDENCE.",
     )
     command.add_argument("--json", action="store_true", help="Print corrected.json instead of the text summary.")
     command.set_defaults(run=run)
+
+
+def _kappa(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number in [-1, 1], got {text!r}") from None
+    if not -1 <= value <= 1:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number in [-1, 1], got {text}")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -197,7 +197,9 @@ class GuardbenchSession:
         if self._turns_total is None:  # the selection is known by the first record
             cases = self.inputs.cases_by_id
             ids = self.expected_ids or set(cases)
-            self._turns_total = sum(len(cases[i].live_positions()) for i in ids if i in cases and cases[i].is_conversation)
+            self._turns_total = sum(
+                len(cases[i].live_positions()) for i in ids if i in cases and cases[i].is_conversation
+            )
         if record.turns and record.case_id not in self.prior:
             self._turns_done += sum(1 for turn in record.turns if turn.role == "assistant" and turn.reply is not None)
         turns = (self._turns_done, self._turns_total) if self._turns_total else None
@@ -262,7 +264,7 @@ class GuardbenchSession:
         quality = self.judge_quality
         facts = RunFacts(run=self._run_info(), stack=StackInfo.model_validate(run_meta.stack_of(self.inputs)), selection=self._selection(),
                          missing=missing, lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
-                         warnings=[*self._demo_warnings(), *self._served_model_warnings()], judge_quality=quality.quality if quality else None,
+                         warnings=[*self._demo_warnings(), *self._served_model_warnings(), *(self.judge_quality.warnings if self.judge_quality else ())], judge_quality=quality.quality if quality else None,
                          confidence=quality.confidence if quality else None, checks=checks,
                          min_judge_kappa=settings.min_judge_kappa)  # fmt: skip
         summary = finish.summary(facts)

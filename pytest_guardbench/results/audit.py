@@ -193,7 +193,11 @@ def read_labels(path: Path) -> dict[str, HumanLabel]:
     if not path.is_file():
         return {}
     found = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise DataError("not UTF-8 text; move the file aside or fix it", path=path) from None
+    for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from pytest_guardbench.errors import DataError, RunFolderError
 from pytest_guardbench.records import (
@@ -158,7 +158,22 @@ def load_run(run_dir: Path | str) -> RunSummary:
     path = Path(run_dir) / "summary.json"
     if not path.is_file():
         raise SummaryMissing(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
-    return RunSummary.model_validate(json.loads(path.read_text(encoding="utf-8")))
+    try:
+        return RunSummary.model_validate(read_json_file(path))
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "document"
+        raise DataError(f"not a run summary: {where}: {first['msg']}", path=path) from None
+
+
+def read_json_file(path: Path) -> Any:
+    """A JSON document from a run folder; `DataError` naming the file when it is not UTF-8 or not JSON."""
+    try:
+        return json.loads(path.read_bytes().decode("utf-8"))
+    except UnicodeDecodeError:
+        raise DataError("not UTF-8 text", path=path) from None
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not JSON ({exc.msg})", path=path, line=exc.lineno) from None
 
 
 @dataclass(frozen=True)
@@ -242,17 +257,22 @@ def _case_id_of_line(line: str) -> str | None:
         if end > start and "\\" not in line[start:end]:
             return line[start:end]
     try:
-        value = json.loads(line).get("case_id")
+        parsed = json.loads(line)
     except ValueError:
         return None
+    value = parsed.get("case_id") if isinstance(parsed, dict) else None
     return value if isinstance(value, str) else None
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
     with path.open(encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if line.strip():
-                yield lineno, line
+        lineno = 0
+        try:
+            for lineno, line in enumerate(handle, start=1):
+                if line.strip():
+                    yield lineno, line
+        except UnicodeDecodeError:
+            raise DataError("not UTF-8 text", path=path, line=lineno + 1) from None
 
 
 def _parsed(path: Path, lineno: int, line: str) -> CaseRecord:
@@ -314,7 +334,10 @@ def run_policy(run_dir: Path | str) -> ScoringPolicy:
     path = Path(run_dir) / "summary.json"
     if not path.is_file():
         return policy_named(DEFAULT_POLICY)
-    return policy_named(policy_of_summary(json.loads(path.read_text(encoding="utf-8"))))
+    document = read_json_file(path)
+    if not isinstance(document, dict):
+        raise DataError("not a run summary (not a JSON object)", path=path)
+    return policy_named(policy_of_summary(document))
 
 
 def load_results(run_dir: Path | str, policy: ScoringPolicy | None = None) -> pandas.DataFrame:

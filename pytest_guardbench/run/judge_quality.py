@@ -88,20 +88,27 @@ def check_key(identity: dict[str, Any], labels_file: Path, min_kappa: float) -> 
 
 
 def stored_check(
-    store: Path, key: str, compute: Callable[[], dict[str, Any]], now: Callable[[], str]
+    store: Path,
+    key: str,
+    compute: Callable[[], dict[str, Any]],
+    now: Callable[[], str],
+    replaced: Callable[[Path], None] = lambda path: None,
 ) -> tuple[dict[str, Any], bool]:
     """The check's result under `key`: read from `store` when there, else computed and written
     (an errored check is never written, so the next run tries again). Returns (result, reused);
     the result carries `stored_check` (its file and when it was computed), the same for every run
     that reads it, so shards that reuse it merge. A stored file that is not a whole result (cut
-    short, emptied, edited) is measured again and replaced."""
+    short, emptied, edited) is measured again and replaced; `replaced` is told its path."""
     path = store / f"{key}.json"
     try:
         stored = json.loads(path.read_text(encoding="utf-8"))
         if _is_result(stored):
             return stored, True
-    except (OSError, ValueError):
+        replaced(path)
+    except FileNotFoundError:
         pass
+    except (OSError, ValueError):
+        replaced(path)
     result = compute()
     if "error" in result:
         return result, False
@@ -145,6 +152,7 @@ class RunJudgeQuality:
     quality: JudgeQuality
     confidence: Confidence
     stored: StoredCheck | None
+    warnings: tuple[str, ...] = ()
 
 
 def run_judge_quality(inputs: RunInputs, state: ProcessState, now: Callable[[], str]) -> RunJudgeQuality | None:
@@ -156,6 +164,7 @@ def run_judge_quality(inputs: RunInputs, state: ProcessState, now: Callable[[], 
     if not labels or settings.judge_check is None or settings.cache_path is None:
         return None
     stored: StoredCheck | None = None
+    healed: list[str] = []
     try:
         judge = the_run_judge(inputs, state)
         identity = judge_identity(judge, inputs.model_specs.get("judge"))
@@ -165,6 +174,7 @@ def run_judge_quality(inputs: RunInputs, state: ProcessState, now: Callable[[], 
             key,
             lambda: measured_quality(judge, labels, settings.min_judge_kappa),
             now,
+            lambda path: healed.append(f"the stored judge check {path} was unreadable or not a result: measured again"),
         )
         found = {**found, "judge_id": judge_id(identity), "judge_identity": identity}
         stored = StoredCheck.model_validate({"reused": reused, **found.get("stored_check", {})})
@@ -179,4 +189,4 @@ def run_judge_quality(inputs: RunInputs, state: ProcessState, now: Callable[[], 
         confidence = Confidence(level="low", reason=why)
     else:
         confidence = Confidence(level="normal", reason=f"judge kappa {kappa:.3f} >= {settings.min_judge_kappa:g}")
-    return RunJudgeQuality(result, confidence, stored)
+    return RunJudgeQuality(result, confidence, stored, tuple(healed))

@@ -5,7 +5,6 @@ results.jsonl, meta.json and the data manifest are left as they are."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from pytest_guardbench.results.summary import RunSummary, iter_records, load_run
@@ -45,5 +44,4 @@ def correct_run_folder(run_dir: Path, labels: RunLabels, min_judge_kappa: float 
 
 
 def _meta(run_dir: Path) -> dict[str, object]:
-    path = run_dir / "meta.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    return read_json(run_dir / "meta.json")

@@ -3,13 +3,13 @@ stream through the run folder's one finish (`runfolder.finish.RunFinish`) as in 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.records import Case, CaseRecord
-from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, StackInfo
+from pytest_guardbench.errors import DataError
+from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, StackInfo, read_json_file
 from pytest_guardbench.runfolder.finish import RunFacts, RunFinish
 from pytest_guardbench.runfolder.labels import RunLabels
 from pytest_guardbench.scoring.blocks import Confidence, JudgeQuality
@@ -75,4 +75,10 @@ def run_id_of(summary: RunSummary | None, run_dir: Path) -> str:
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    """A run folder's JSON document ({} when absent); `DataError` naming the file when it is not one."""
+    if not path.is_file():
+        return {}
+    document = read_json_file(path)
+    if not isinstance(document, dict):
+        raise DataError("not a JSON object", path=path)
+    return document

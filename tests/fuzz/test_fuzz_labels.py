@@ -83,7 +83,6 @@ def test_an_audit_resumes_its_labels_or_names_the_file(capsys, monkeypatch, base
         assert (code == 0) == bool(shown), "the labelling screen opens only on a readable labels file"
 
 
-@pytest.mark.xfail(strict=False, reason="results/audit.py read_labels does not name a labels file that is not UTF-8")
 def test_an_audit_labels_file_that_is_not_utf8_is_named(capsys, monkeypatch, base_run, tmp_path):
     monkeypatch.setattr(audit, "run_audit", lambda *a, **k: None)
     path = tmp_path / "labels.jsonl"

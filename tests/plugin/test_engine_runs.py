@@ -237,9 +237,9 @@ def test_progress_lines_during_the_run(pytester, stub_factory):
         "--guardbench-max-fpr=1",
     )
     assert result.ret == 0
-    result.stdout.fnmatch_lines(
-        ["guardbench: 1/6 cases, * cases/s, 0 errors, about * left", "guardbench: 5/6 cases, *"]
-    )
+    # No rate and no ETA from one case: they come only from this run's observed throughput.
+    result.stdout.fnmatch_lines(["guardbench: 1/6 cases, 0 errors", "guardbench: 5/6 cases, *"])
+    assert "left" not in result.stdout.str().split("guardbench: 1/6 cases", 1)[1].splitlines()[0]
 
 
 def test_resume_after_the_pack_changed_reruns_the_changed_cases(pytester):
@@ -403,7 +403,8 @@ def test_a_long_wait_for_a_case_prints_progress_lines(tmp_path, stub_factory):
     run = _pytest(tmp_path, "-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules",
                   "--guardbench-progress=1", "--guardbench-min-recall=0", "--guardbench-max-fpr=1",
                   env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
-    waiting = re.compile(r"guardbench: waiting (\d+)s for load\.p000\.original \(0 cases done in this process\)")
+    # While nothing moves, a line each time the stall has doubled, saying how long none finished.
+    waiting = re.compile(r"guardbench: .*waiting (\d+)s for load\.p000\.original \(0 cases done in this process[^)]*\)")
     seconds: list[int] = []
     lines = []
     try:
@@ -417,5 +418,5 @@ def test_a_long_wait_for_a_case_prints_progress_lines(tmp_path, stub_factory):
         stub.release()
     output = "".join(lines) + run.communicate(timeout=60)[0]
     assert run.returncode == 0, output
-    # One line per --guardbench-progress second of waiting, counting up from the first.
+    # Lines counting up from the first, never two for the same second.
     assert len(seconds) == 2 and 1 <= seconds[0] < seconds[1], output
