@@ -102,17 +102,24 @@ class ResponseCache:
             return
         clean = Redactor()
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
             try:
-                self._db.executemany(
-                    "INSERT OR IGNORE INTO responses (key, value, identity) VALUES (?, ?, ?)",
-                    # A reply may echo a key back; the cache file is an artifact like any other.
-                    [(key, clean(json.dumps(value, sort_keys=True)), identity) for key, value, identity in rows],
-                )
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    self._db.executemany(
+                        "INSERT OR IGNORE INTO responses (key, value, identity) VALUES (?, ?, ?)",
+                        # A reply may echo a key back; the cache file is an artifact like any other.
+                        [(key, clean(json.dumps(value, sort_keys=True)), identity) for key, value, identity in rows],
+                    )
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                # A read-only file or folder, a full disk: the case fails naming the file, not "database is locked".
+                raise ProviderError(
+                    f"--guardbench-cache-path {self.path}: cannot write the response cache ({exc}); "
+                    "make it writable, or run with --guardbench-cache=read"
+                ) from None
 
     def count(self) -> int:
         with self._lock:

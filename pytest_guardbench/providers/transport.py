@@ -292,6 +292,12 @@ def mapped_error(exc: Exception, name: str, where: str, timeout_s: float) -> Exc
         # The aiohttp transport reports a refused connection as a timeout; say what really happened.
         if caused_by(exc, ConnectionRefusedError):
             return Retryable(f"{name}: connection refused at {where}")
+        # ...and a connection the server closed without answering as one too.
+        closed = cut_off(exc)
+        if closed is not None:
+            return Retryable(
+                f"{name}: the server at {where} closed the connection without a whole answer ({short(closed)})"
+            )
         return Retryable(f"{name}: timed out after {timeout_s:g} s")
     if isinstance(exc, openai.APIConnectionError):
         cut = cut_off(exc)

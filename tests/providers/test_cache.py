@@ -146,3 +146,14 @@ def test_a_file_that_is_not_a_cache_is_one_clear_error(tmp_path, content):
         ProviderError, match=rf"--guardbench-cache-path {path}: not a usable response cache \(.*\); delete it"
     ):
         ResponseCache(path)
+
+
+def test_a_cache_that_cannot_be_written_is_named(tmp_path):
+    from pytest_guardbench.providers.base import ProviderError
+    from pytest_guardbench.providers.cache import ResponseCache
+
+    cache = ResponseCache(tmp_path / "cache.sqlite")
+    cache._db.execute("PRAGMA query_only=1")  # what a read-only file does to writes, even for root
+    with pytest.raises(ProviderError, match="cache.sqlite: cannot write the response cache"):
+        cache.put_many([("k", {"text": "a"}, "model")])
+    cache.close()
