@@ -74,6 +74,7 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     if summary.confidence is not None and summary.confidence.level == "low":
         print(f"LOW CONFIDENCE: {summary.confidence.reason}")
-    print(f"gate {summary.gate.verdict}: " + "; ".join(c.message for c in summary.gate.checks if c.status != "pass"))
+    undecided = [c.message for c in summary.gate.checks if c.status != "pass"]
+    print(f"gate {summary.gate.verdict}" + (": " + "; ".join(undecided) if undecided else ""))
     print(f"written: {run_dir / 'corrected.json'} (summary.json, summary.md and report.html rewritten)")
     return gate_exit_code(summary)
