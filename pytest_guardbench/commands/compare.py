@@ -7,11 +7,10 @@ import argparse
 import sys
 from pathlib import Path
 
-from pydantic import ValidationError
 
 from pytest_guardbench.results.compare import CompareError, compare, heatmap_html, long_csv, markdown
 from pytest_guardbench.errors import DataError
-from pytest_guardbench.results.summary import iter_records, load_run, record_ids
+from pytest_guardbench.results.summary import SummaryInvalid, iter_records, load_run, record_ids
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,11 +55,9 @@ def run(args: argparse.Namespace) -> int:
             return 4
         try:
             summary = load_run(run_dir)
-        except ValidationError as exc:
-            missing = [".".join(map(str, e["loc"])) for e in exc.errors() if e["type"] == "missing"]
-            what = (
-                f"has no {', '.join(missing)}" if missing else f"does not read as a summary ({exc.errors()[0]['msg']})"
-            )
+        except SummaryInvalid as exc:
+            missing = [".".join(map(str, e["loc"])) for e in exc.errors if e["type"] == "missing"]
+            what = f"has no {', '.join(missing)}" if missing else f"does not read as a summary ({exc.errors[0]['msg']})"
             if "metric_definitions" in missing:
                 what = "has no metric definitions"
             print(f"guardbench compare: {run_dir}: its summary.json {what} (written by an older pytest-guardbench?); re-score it first",

@@ -163,7 +163,16 @@ def load_run(run_dir: Path | str) -> RunSummary:
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"])) or "document"
-        raise DataError(f"not a run summary: {where}: {first['msg']}", path=path) from None
+        raise SummaryInvalid(f"not a run summary: {where}: {first['msg']}", path=path, errors=exc.errors()) from None
+
+
+class SummaryInvalid(DataError):
+    """A summary.json that is JSON but not a run summary; `errors` are the validation's, for callers
+    that say which block is missing (a summary written by an older version)."""
+
+    def __init__(self, message: str, *, path: Path, errors: list[Any]) -> None:
+        super().__init__(message, path=path)
+        self.errors = errors
 
 
 def read_json_file(path: Path) -> Any:

@@ -233,10 +233,15 @@ def _evaluate_in_chromium(page: Path, profile: Path, *expressions: str) -> tuple
                 values: list[object] = []
                 for index, expression in enumerate(expressions):
                     if index:
+                        # Storage writes reach the browser over IPC: give them time before the page goes,
+                        # and mark the old document so the check below waits for the new one.
+                        await asyncio.sleep(1.0)
+                        await call("Runtime.evaluate", expression="window.__gbOldDocument = true")
                         await call("Page.reload", ignoreCache=True)
                         await asyncio.sleep(0.2)
                     # The whole page, its script run to the end, must be there; a busy machine can take seconds.
-                    ready = "document.readyState === 'complete' && document.body.dataset.ready === 'yes'"
+                    ready = ("window.__gbOldDocument !== true && document.readyState === 'complete' "
+                             "&& document.body.dataset.ready === 'yes'")  # fmt: skip
                     for _ in range(600):
                         state = await call("Runtime.evaluate", expression=ready, returnByValue=True)
                         if state.get("result", {}).get("result", {}).get("value") is True:
