@@ -17,13 +17,7 @@ from pytest_guardbench.results.audit import audit_units, draw_design, judge_prob
 from pytest_guardbench.results.summary import load_records, run_policy
 from pytest_guardbench.scoring.audit_plan import plan_audit
 from pytest_guardbench.scoring.policies import ScoringPolicy
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number of cases >= 1, got {text}")
-    return value
+from pytest_guardbench.settings.option_values import positive
 
 
 def _half_width(text: str) -> float:
@@ -52,7 +46,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "guardbench correct can use them. debug: one case from each outcome x answer mode x variant in turn, "
         "to find failures fast; it cannot correct a scorecard.",
     )
-    command.add_argument("--sample", type=_count, default=50, help="Cases to label (default 50).")
+    command.add_argument("--sample", type=positive, default=50, help="Cases to label (default 50).")
     command.add_argument(
         "--seed", type=int, default=0, help="Seed of the sample (default 0); the same seed gives the same cases."
     )

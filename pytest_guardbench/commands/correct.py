@@ -14,6 +14,7 @@ from pytest_guardbench.results.corrected import correction_lines
 from pytest_guardbench.runfolder.correct import correct_run_folder
 from pytest_guardbench.runfolder.finish import corrected_document
 from pytest_guardbench.runfolder.labels import load_run_labels
+from pytest_guardbench.settings.option_values import kappa
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,22 +35,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     )
     command.add_argument(
         "--min-kappa",
-        type=_kappa,
+        type=kappa,
         default=0.6,
         help="The judge's kappa on these labels below which the run is LOW CONFIDENCE.",
     )
     command.add_argument("--json", action="store_true", help="Print corrected.json instead of the text summary.")
     command.set_defaults(run=run)
-
-
-def _kappa(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in [-1, 1], got {text!r}") from None
-    if not -1 <= value <= 1:  # also refuses nan
-        raise argparse.ArgumentTypeError(f"must be a number in [-1, 1], got {text}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,13 +4,13 @@ it against the summary the seed run shipped; the work is `run.seed_import.import
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.errors import DataError
+from pytest_guardbench.results.summary import read_json_file
 from pytest_guardbench.runfolder.folder import removed_on_failure
 
 from pytest_guardbench.runfolder.seed_import import import_seed_run
@@ -47,12 +47,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _seed_summary(path: Path) -> dict[str, Any]:
-    try:
-        document = json.loads(path.read_bytes().decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    document = read_json_file(path)
     if not isinstance(document, dict):
         raise DataError("a summary.json must be a JSON object", path=path)
     return document

@@ -178,11 +178,13 @@ class SummaryInvalid(DataError):
 def read_json_file(path: Path) -> Any:
     """A JSON document from a run folder; `DataError` naming the file when it is not UTF-8 or not JSON."""
     try:
-        return json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError:
-        raise DataError("not UTF-8 text", path=path) from None
+        return json.loads(path.read_bytes().decode("utf-8-sig"))
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
     except json.JSONDecodeError as exc:
-        raise DataError(f"not JSON ({exc.msg})", path=path, line=exc.lineno) from None
+        raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    except RecursionError:
+        raise DataError("nested too deeply", path=path) from None
 
 
 @dataclass(frozen=True)

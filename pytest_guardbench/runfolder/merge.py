@@ -17,7 +17,7 @@ from pytest_guardbench.runfolder.execution import merged_execution
 from pytest_guardbench.runfolder.finish import carried_reasons
 from pytest_guardbench.runfolder.folder import read_record_ids, read_records, read_summary
 from pytest_guardbench.runfolder.labels import carried_labels
-from pytest_guardbench.runfolder.rescored import missing_cases_of, write_rescored_run
+from pytest_guardbench.runfolder.rescored import missing_cases_of, write_rescored_run, read_json
 from pytest_guardbench.scoring.blocks import Usage
 from pytest_guardbench.scoring.policies import policy_named
 from pytest_guardbench.scoring.usage_tally import UsageTally
@@ -80,7 +80,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
     records = owner  # the case ids measured
     missing = [case for summary in summaries for case in missing_cases_of(summary) if case.case_id not in records]
     shards = [s.selection.shard for s in summaries if s.selection.shard]
-    manifests = [_read_json(d / "data_manifest.json") for d in run_dirs]
+    manifests = [read_json(d / "data_manifest.json") for d in run_dirs]
     selection = Selection.model_validate(
         _merged_selection(summaries, sorted(shards), absent, len(records) + len(missing))
     )
@@ -176,7 +176,7 @@ def _labels_file(summary: RunSummary) -> str | None:
 def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> None:
     first = summaries[0]
     digests = _source_digests(run_dirs[0])
-    first_meta = _read_json(run_dirs[0] / "meta.json")
+    first_meta = read_json(run_dirs[0] / "meta.json")
     for run_dir, summary in zip(run_dirs[1:], summaries[1:], strict=True):
         if summary.policy != first.policy:
             raise MergeError(f"{run_dir}: scored under policy {summary.policy}, but {run_dirs[0]} under {first.policy}")
@@ -198,7 +198,7 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) 
             raise MergeError(
                 f"{run_dir}: ran on other data than {run_dirs[0]} (the packs in data_manifest.json differ by name or sha256)"
             )
-        _check_same_meta(run_dir, _read_json(run_dir / "meta.json"), run_dirs[0], first_meta)
+        _check_same_meta(run_dir, read_json(run_dir / "meta.json"), run_dirs[0], first_meta)
 
 
 _ABSENT = object()
@@ -267,27 +267,9 @@ def _absent_shards(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) ->
     return [f"{i}/{n}" for i in range(1, n + 1) if i not in given_indexes]
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    """A run folder's JSON file as an object ({} when the folder has none); `DataError` naming it when
-    it is not one."""
-    if not path.is_file():
-        return {}
-    try:
-        document = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
-    except RecursionError:
-        raise DataError("nested too deeply", path=path) from None
-    if not isinstance(document, dict):
-        raise DataError("must be a JSON object", path=path)
-    return document
-
-
 def _source_digests(run_dir: Path) -> list[tuple[str, str]]:
     path = run_dir / "data_manifest.json"
-    sources = _read_json(path).get("sources", [])
+    sources = read_json(path).get("sources", [])
     if not isinstance(sources, list) or not all(
         isinstance(s, dict) and isinstance(s.get("path"), str) and isinstance(s.get("sha256"), str) for s in sources
     ):

@@ -3,17 +3,15 @@ call), scored and written to a sub-folder of the run."""
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from pytest_guardbench._util.redact import redact_json
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.runfolder.labels import carried_labels
-from pytest_guardbench.runfolder.rescored import missing_cases_of, run_id_of, write_rescored_run
+from pytest_guardbench.runfolder.rescored import missing_cases_of, run_id_of, write_rescored_run, read_json
 from pytest_guardbench.run import judge_quality
 from pytest_guardbench.run.judge_factory import opened_judge
 from pytest_guardbench.cases.sources import slug
@@ -45,7 +43,7 @@ def rejudge_run(
     scoring_policy = policy_named(policy or (original_summary.policy if original_summary else "refusal"))
     stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
-    manifest = _manifest(run_dir / "data_manifest.json")
+    manifest = read_json(run_dir / "data_manifest.json")
     judged = [0]
     with opened_judge(judge_name, root, samples) as judge, removed_on_failure(out):
         new_id = judge_quality.judge_id(judge_quality.named_judge_identity(judge, judge_name, root))
@@ -79,20 +77,6 @@ def rejudge_run(
             labels=carried_labels(original_summary),
         )
     return out
-
-
-def _manifest(path: Path) -> dict[str, Any]:
-    if not path.is_file():
-        return {}
-    try:
-        manifest = json.loads(path.read_bytes().decode("utf-8"))
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
-    if not isinstance(manifest, dict):
-        raise DataError("must be a JSON object", path=path)
-    return manifest
 
 
 def _with_judge(summary: RunSummary, judge_name: str, samples: int) -> RunSummary:
