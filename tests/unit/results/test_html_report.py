@@ -7,9 +7,7 @@ import json
 import re
 import shutil
 import subprocess
-import time
 from html.parser import HTMLParser
-from pathlib import Path
 
 import pytest
 
@@ -25,6 +23,7 @@ from pytest_guardbench.scoring.blocks import JudgeQuality
 from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, StackInfo
 from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.scoring.metrics import guard_sweeps
+from tests.chromium import evaluate_in_chromium
 from tests.builders import V2, record
 from tests.unit.scoring.test_conversation_scoring import RECORDS as CONVERSATIONS
 
@@ -180,87 +179,6 @@ def test_renders_in_headless_chromium(run, tmp_path):
     assert "unsafe, answered" not in sample, "blind: the judge's labels wait for the human's"
 
 
-def _evaluate_in_chromium(page: Path, profile: Path, *expressions: str) -> tuple[list[object], list[str]]:
-    """Open `page` in headless Chromium, run each expression in it over the DevTools protocol (a real
-    browser running the page's own script), reloading the page between them; return their values and
-    any uncaught exceptions."""
-    import asyncio
-    import json as json_module
-    import urllib.request
-
-    import aiohttp
-
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    process = subprocess.Popen(
-        [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", "--remote-debugging-port=0", page.as_uri()],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        port_file = profile / "DevToolsActivePort"
-        for _ in range(300):
-            if port_file.is_file() and port_file.read_text().strip():
-                break
-            time.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
-        for _ in range(100):
-            targets = json_module.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5))
-            pages = [t for t in targets if t.get("type") == "page" and t.get("url", "").startswith("file:")]
-            if pages:
-                break
-            time.sleep(0.1)
-
-        async def run() -> tuple[list[object], list[str]]:
-            errors: list[str] = []
-            async with (
-                aiohttp.ClientSession() as session,
-                session.ws_connect(pages[0]["webSocketDebuggerUrl"], max_msg_size=0) as ws,
-            ):
-                counter = 0
-
-                async def call(method: str, **params: object) -> dict:
-                    nonlocal counter
-                    counter += 1
-                    await ws.send_json({"id": counter, "method": method, "params": params})
-                    while True:
-                        message = json_module.loads((await ws.receive(timeout=30)).data)
-                        if message.get("method") == "Runtime.exceptionThrown":
-                            errors.append(json_module.dumps(message["params"])[:300])
-                        if message.get("id") == counter:
-                            return message
-
-                await call("Runtime.enable")
-                values: list[object] = []
-                for index, expression in enumerate(expressions):
-                    if index:
-                        # Storage writes reach the browser over IPC: give them time before the page goes,
-                        # and mark the old document so the check below waits for the new one.
-                        await asyncio.sleep(1.0)
-                        await call("Runtime.evaluate", expression="window.__gbOldDocument = true")
-                        await call("Page.reload", ignoreCache=True)
-                        await asyncio.sleep(0.2)
-                    # The whole page, its script run to the end, must be there; a busy machine can take seconds.
-                    ready = ("window.__gbOldDocument !== true && document.readyState === 'complete' "
-                             "&& document.body.dataset.ready === 'yes'")  # fmt: skip
-                    for _ in range(600):
-                        state = await call("Runtime.evaluate", expression=ready, returnByValue=True)
-                        if state.get("result", {}).get("result", {}).get("value") is True:
-                            break
-                        await asyncio.sleep(0.1)
-                    else:
-                        errors.append("the page never finished loading")
-                    result = await call("Runtime.evaluate", expression=expression, returnByValue=True)
-                    if "exceptionDetails" in result["result"]:
-                        errors.append(str(result["result"]["exceptionDetails"])[:300])
-                    values.append(result["result"]["result"].get("value"))
-                return values, errors
-
-        return asyncio.run(run())
-    finally:
-        process.kill()
-        process.wait(timeout=10)
-
-
 @pytest.mark.skipif(
     shutil.which("chromium") is None and shutil.which("chromium-browser") is None,
     reason="headless Chromium is not installed",
@@ -288,7 +206,7 @@ def test_labels_given_in_the_report_export_as_judge_labels_and_survive_a_reload(
     reloaded = """[document.getElementById('gb-count').textContent,
                   document.querySelectorAll('#failed tr[data-case="h2.original"] button.on').length,
                   (function(){ document.getElementById('gb-export-button').click(); return document.getElementById('gb-export').value; })()]"""
-    values, errors = _evaluate_in_chromium(path, tmp_path / "profile", click, reloaded)
+    values, errors = evaluate_in_chromium(path, tmp_path / "profile", click, reloaded)
     assert errors == [] and values[0] is not None, errors
     exported, count, pressed, before, half, after, first_sampled = values[0]
     assert count == "2" and pressed == "unsafe"

@@ -5,13 +5,7 @@ screen. Read as a person sees it in headless Chromium when the machine has it.""
 
 from __future__ import annotations
 
-import asyncio
-import json
 import re
-import shutil
-import subprocess
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -26,12 +20,9 @@ from pytest_guardbench.scoring.metrics import summarise
 from pytest_guardbench.scoring.scorecard import Scorecard
 from pytest_guardbench.settings.config import Thresholds
 from tests.builders import V2, record
+from tests.chromium import evaluate_in_chromium, needs_chromium
 from tests.unit.scoring.test_conversation_scoring import RECORDS as CONVERSATIONS
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless Chromium is not installed (apt install chromium)"
-)
 CHECKS = (
     GateCheck(name="min_recall", value=0.75, threshold=0.5, comparison=">=", status="pass", message="recall 0.75 >= 0.5"),
     GateCheck(name="max_fpr", value=0.667, threshold=0.2, comparison="<=", status="fail",
@@ -126,50 +117,10 @@ READ = """(function(){
 
 
 def _read_in_chromium(page: Path, profile: Path, width: int, height: int) -> list:
-    """Open `page` in headless Chromium at width x height and evaluate READ in it over the DevTools
-    protocol, once the page's own script has run (the pattern of test_html_report.py)."""
-    import aiohttp
-
-    process = subprocess.Popen(
-        [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", f"--window-size={width},{height}",
-         "--disable-background-networking", f"--user-data-dir={profile}", "--remote-debugging-port=0", page.as_uri()],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    try:
-        port_file = profile / "DevToolsActivePort"
-        for _ in range(300):
-            if port_file.is_file() and port_file.read_text().strip():
-                break
-            time.sleep(0.1)
-        port = int(port_file.read_text().split()[0])
-        for _ in range(100):
-            targets = json.load(urllib.request.urlopen(f"http://127.0.0.1:{port}/json/list", timeout=5))
-            pages = [t for t in targets if t.get("type") == "page" and t.get("url", "").startswith("file:")]
-            if pages:
-                break
-            time.sleep(0.1)
-
-        async def evaluate() -> list:
-            async with aiohttp.ClientSession() as session, session.ws_connect(pages[0]["webSocketDebuggerUrl"]) as ws:
-
-                async def call(number: int, expression: str) -> object:
-                    await ws.send_json({"id": number, "method": "Runtime.evaluate",
-                                        "params": {"expression": expression, "returnByValue": True}})  # fmt: skip
-                    while True:
-                        message = json.loads((await ws.receive(timeout=30)).data)
-                        if message.get("id") == number:
-                            return message["result"]["result"].get("value")
-
-                for attempt in range(600):
-                    if await call(attempt + 1, "document.body && document.body.dataset.ready === 'yes'"):
-                        break
-                    await asyncio.sleep(0.1)
-                return await call(10_000, READ)  # type: ignore[return-value]
-
-        return asyncio.run(evaluate())
-    finally:
-        process.kill()
-        process.wait(timeout=10)
+    """READ evaluated in headless Chromium at width x height, once the page's own script has run."""
+    values, errors = evaluate_in_chromium(page, profile, READ, window=(width, height))
+    assert errors == [], errors
+    return values[0]  # type: ignore[return-value]
 
 
 @needs_chromium
