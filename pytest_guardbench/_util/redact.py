@@ -11,6 +11,7 @@ becomes U+FFFD."""
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections.abc import Iterable, Mapping
@@ -24,9 +25,17 @@ MIN_SECRET_LENGTH = 8
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
+@functools.lru_cache(maxsize=4096)
+def _names_a_secret(name: str) -> bool:
+    return SECRET_NAME.search(name) is not None
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
-    values = {value for name, value in env.items() if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_LENGTH}
+    # Names first, values only of the names that hold a secret: a record's texts are redacted as it
+    # is made, several times a case, and reading every value of the environment each time cost a
+    # warm-cache run a tenth of its time (bench/bench_fixed_costs.py).
+    values = {value for name in list(env) if _names_a_secret(name) and len(value := env.get(name, "")) >= MIN_SECRET_LENGTH}
     return sorted(values, key=len, reverse=True)  # a key that contains another is replaced whole
 
 

@@ -37,7 +37,7 @@ def guardbench_record(_guardbench_slot: CaseSlot) -> CaseRecord:
     progress = run_session.progress if run_session is not None else None
     record = await_record(slot, slot.config.stash[PROCESS_KEY], inputs.settings.progress, progress)
     scored = score_record(record, inputs.policy)
-    slot.item.stash[RECORD_KEY] = record.model_dump(mode="json")
+    slot.item.stash[RECORD_KEY] = record
     slot.item.stash[SCORE_KEY] = scored
     slot.item.user_properties.extend(junit_properties(record, scored))
     return record

@@ -123,7 +123,8 @@ def pytest_configure(config: pytest.Config) -> None:
             config.stash[INTERRUPTS_KEY] = interrupts
         config.pluginmanager.register(session, "guardbench-session")
         config.pluginmanager.register(session.progress, "guardbench-progress")
-        if config.pluginmanager.hasplugin("xdist"):
+        # "xdist" as an installed entry point, "xdist.plugin" when named with -p (autoloading off).
+        if config.pluginmanager.hasplugin("xdist") or config.pluginmanager.hasplugin("xdist.plugin"):
             config.pluginmanager.register(XdistBridge(session), "guardbench-xdist-bridge")
 
 
@@ -208,8 +209,15 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
     report = yield
     if RECORD_KEY in item.stash and not item.stash.get(ATTACHED_KEY, False):
-        setattr(report, RECORD_ATTR, item.stash[RECORD_KEY])
-        setattr(report, SCORE_ATTR, [*item.stash[SCORE_KEY]])
+        record, scored = item.stash[RECORD_KEY], item.stash[SCORE_KEY]
+        run_session = item.config.stash.get(SESSION_KEY, None)
+        if run_session is not None:
+            # This process finishes the run: the record reaches it as it is, with no trip through
+            # JSON and no second validation (a tenth of a warm-cache run's time, bench/bench_fixed_costs.py).
+            run_session.hand_over(report.nodeid, record, scored)
+        else:
+            setattr(report, RECORD_ATTR, record.model_dump(mode="json"))
+            setattr(report, SCORE_ATTR, [*scored])
         item.stash[ATTACHED_KEY] = True
     return report
 

@@ -24,6 +24,7 @@ from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, St
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.judge_quality import RunJudgeQuality, run_judge_quality
 from pytest_guardbench.run.process import ProcessState
+from pytest_guardbench.run.stack import calls_only_apis
 from pytest_guardbench.runfolder import folder as run_folder, meta as run_meta, resume
 from pytest_guardbench.runfolder.checks import baseline_check, scorecard_snapshot_check
 from pytest_guardbench.runfolder.execution import merged_execution
@@ -72,6 +73,8 @@ class GuardbenchSession:
         self._turns_total: int | None = None
         self._pytest_session: pytest.Session | None = None
         self._lock: RunFolderLock | None = None
+        # Records this process made itself, by node id, from the report hook until the report is logged.
+        self._handed: dict[str, tuple[CaseRecord, Scored]] = {}
         settings = inputs.settings
         if settings.resume is not None:
             # Taken before prepare(), which rewrites the folder: a second process on it stops here.
@@ -136,26 +139,41 @@ class GuardbenchSession:
     def _meta(self) -> dict[str, Any]:
         return run_meta.meta(self.inputs, self.run_id, Path(self.config.rootpath), self.config.invocation_params.args)
 
+    def hand_over(self, nodeid: str, record: CaseRecord, scored: Scored) -> None:
+        """A record made in this process (no xdist), for the report of `nodeid` about to be logged."""
+        self._handed[nodeid] = (record, scored)
+
+    def _record_of(self, report: pytest.TestReport) -> tuple[CaseRecord, Scored | None] | None:
+        """The record a report brings: handed over in this process, or on the report from a worker."""
+        handed = self._handed.pop(report.nodeid, None)
+        if handed is not None:
+            return handed
+        payload = getattr(report, RECORD_ATTR, None)
+        if payload is None:
+            return None
+        try:
+            record = CaseRecord.model_validate(payload)
+        except ValidationError as exc:
+            self.internal_errors.append(f"{report.nodeid}: record failed validation: {exc.errors()[0]['msg']}")
+            return None
+        score = getattr(report, SCORE_ATTR, None)
+        return record, Scored(*score) if score is not None else None
+
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        payload = getattr(report, RECORD_ATTR, None)
+        brought = self._record_of(report)
         case_id = case_id_of(report.nodeid)
-        if payload is not None:
-            try:
-                record = CaseRecord.model_validate(payload)
-            except ValidationError as exc:
-                self.internal_errors.append(f"{report.nodeid}: record failed validation: {exc.errors()[0]['msg']}")
-                return
-            score = getattr(report, SCORE_ATTR, None)
+        if brought is not None:
+            record, scored = brought
             self.lost.pop(record.case_id, None)
             try:
-                self._ensure_finish().add(record, Scored(*score) if score is not None else None)
+                self._ensure_finish().add(record, scored)
             except run_folder.ReportWriteError as exc:
                 self._stop_run(exc.strerror or str(exc))
             except OSError as exc:  # the run folder itself could not be made, locked or described
                 self._stop_run(self._write_failure(exc))
             self._progress(record)
-        elif report.failed and case_id in self.inputs.cases_by_id and case_id not in self.received:
+        elif getattr(report, RECORD_ATTR, None) is None and report.failed and case_id in self.inputs.cases_by_id and case_id not in self.received:
             reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
             self.lost[case_id] = LostReport(
                 case_id=case_id, nodeid=report.nodeid, when=report.when or "?", reason=reason[:300]
@@ -380,6 +398,16 @@ class XdistBridge:
 
     def __init__(self, session: GuardbenchSession) -> None:
         self.session = session
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any | None:
+        """`--dist load` (what `-n` means by default) over a run that only calls API models: each
+        worker gets its whole share at once (`xdist_schedule`). Any other choice is xdist's."""
+        if config.getoption("dist", None) != "load" or not self.session.inputs.cases or not calls_only_apis(self.session.inputs):
+            return None
+        from pytest_guardbench.plugin.xdist_schedule import whole_share_scheduler
+
+        return whole_share_scheduler(config, log)
 
     def pytest_testnodedown(self, node: Any, error: object) -> None:
         self.session.merge_worker(node.gateway.id, getattr(node, "workeroutput", None), error)

@@ -4,6 +4,8 @@ record and its score on each `TestReport`, and the worker's small output at its 
 from __future__ import annotations
 
 # Report attributes: the case's record (a JSON dict) and its score, made once where the test ran.
+# Only an xdist worker's reports carry them; the only process hands its records to its session as
+# they are (`GuardbenchSession.hand_over`), without the round trip through JSON.
 RECORD_ATTR = "guardbench_record"
 SCORE_ATTR = "guardbench_score"
 # The hidden fixture that every case fixture depends on and that parametrisation targets.

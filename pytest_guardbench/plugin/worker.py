@@ -77,7 +77,9 @@ def start_engine(
     try:
         if pending is not None:
             converted_smollm2(inputs.settings.model_cache)  # now, between the two lines, not inside the first case
-        stack = build_stack(inputs, state, Path(config.rootpath), hasattr(config, "workerinput"))
+        workerinput = getattr(config, "workerinput", None)
+        processes = int(workerinput.get("workercount", 1)) if workerinput is not None else 1
+        stack = build_stack(inputs, state, Path(config.rootpath), workerinput is not None, processes)
     except Exception as exc:  # noqa: BLE001 - any loader error becomes the one line
         on_abandon()
         text = str(exc).strip()

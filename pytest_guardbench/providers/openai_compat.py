@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import contextlib
 import os
 import random
 import threading
@@ -382,3 +383,11 @@ def _http_client() -> Any:
         return DefaultAioHttpClient()
     except (ImportError, RuntimeError):
         return None
+
+
+def load_client_library() -> None:
+    """Import the official client in the calling thread, before several threads make their first
+    calls at once: two threads importing a package together can each meet it half initialised.
+    A missing package is left for the first call to report, as it would have been."""
+    with contextlib.suppress(ImportError):
+        import openai  # noqa: F401

@@ -6,6 +6,7 @@ later, after the run has written a report folder."""
 
 from __future__ import annotations
 
+import concurrent.futures
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -20,6 +21,7 @@ from pytest_guardbench.providers import (
     chat_provider_for,
 )
 from pytest_guardbench.providers.embedded import default_stack_problems
+from pytest_guardbench.providers.openai_compat import load_client_library
 from pytest_guardbench.providers.hub import load_tokenizer, offline_requested, template_problem, where_problem
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.roles import option_of
@@ -67,16 +69,19 @@ def hint_for(message: str, spec: ModelSpec) -> str:
 def api_preflight(specs: Mapping[str, ModelSpec], build: Callable[[ModelSpec], ModelAPI]) -> list[str]:
     """One line per role whose API model does not answer a one-token request (after its retries).
     Local models, Batch API models and roles sharing a model already checked are not called."""
+    roles = {role: spec for role, spec in specs.items() if spec.provider == "openai-compat" and not spec.batch_api}
+    distinct = {spec.model_dump_json(exclude={"alias"}): spec for spec in roles.values()}
+    # The models are asked at once: one after another, a run waited for each answer in turn before
+    # its first case (bench/bench_fixed_costs.py).
+    if distinct:
+        load_client_library()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, len(distinct))) as pool:
+        answers = dict(zip(distinct, pool.map(lambda spec: _ask(spec, build), distinct.values())))
     problems = []
-    checked: dict[str, str | None] = {}
-    for role, spec in specs.items():
-        if spec.provider != "openai-compat" or spec.batch_api:
-            continue
-        key = spec.model_dump_json(exclude={"alias"})
-        if key not in checked:
-            checked[key] = _ask(spec, build)
-        if checked[key] is not None:
-            problems.append(f"{option_of(role)}={spec.alias}: {checked[key]}; {hint_for(checked[key] or '', spec)}")
+    for role, spec in roles.items():
+        answer = answers[spec.model_dump_json(exclude={"alias"})]
+        if answer is not None:
+            problems.append(f"{option_of(role)}={spec.alias}: {answer}; {hint_for(answer, spec)}")
     return problems
 
 

@@ -32,7 +32,23 @@ def stage_limits(spec: ModelSpec | None, unit: StageLimits, batch_size: int) -> 
     return BATCH_API if spec.batch_api else api_limits(spec.concurrency or 8)
 
 
-def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool) -> Stack:
+def calls_only_apis(inputs: RunInputs) -> bool:
+    """Whether the run's tutor is an API model and no role loads a local one: its cases wait on a
+    server, not on this machine, so every process can have all of its share in flight at once."""
+    specs = inputs.model_specs
+    return "tutor" in specs and all(spec.provider == "openai-compat" for spec in specs.values())
+
+
+def shared_concurrency(spec: ModelSpec, processes: int) -> ModelSpec:
+    """An API model's calls in flight for one of `processes` xdist workers: the run's concurrency
+    is the run's, whatever number of processes share it (a server's rate limit does not grow with -n)."""
+    if processes <= 1 or spec.provider != "openai-compat" or spec.concurrency is None:
+        return spec
+    return spec.model_copy(update={"concurrency": max(1, spec.concurrency // processes)})
+
+
+def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool, processes: int = 1) -> Stack:
+    """This process's stack; `processes` is how many xdist workers share the run (1 without xdist)."""
     s = inputs.settings
     # Several workers on few cores each want one torch thread: 2 workers x 2 threads on 2 cores ran 20x slower.
     options = ProviderOptions(
@@ -45,7 +61,7 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
     if s.cache != "off" and state.cache is None:
         state.cache = ResponseCache(s.cache_path)  # type: ignore[arg-type]
         state.cache_mode = s.cache
-    specs = {role: s.role_spec(role, spec) for role, spec in inputs.model_specs.items()}
+    specs = {role: shared_concurrency(s.role_spec(role, spec), processes) for role, spec in inputs.model_specs.items()}
     local = StageLimits(batch=s.batch_size, in_flight=1)
 
     def model(role: str) -> Any:
