@@ -80,11 +80,17 @@ def run(folder: Path, *args: str) -> tuple[float, dict[str, float]]:
     env = {**ENV, "PYTHONPATH": str(HERE), "BENCH_PHASES": str(marks_file)}
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "_phases", *args], cwd=folder, capture_output=True, text=True, env=env
+        [sys.executable, "-m", "pytest", "-q", "-p", "_phases", *args],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        env=env,
     )
     ended = time.monotonic()
     if done.returncode != 0:
-        raise SystemExit(f"pytest {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}")
+        raise SystemExit(
+            f"pytest {' '.join(args)} exited {done.returncode}:\n{done.stdout[-3000:]}{done.stderr[-2000:]}"
+        )
     marks = {"start": started, **json.loads(marks_file.read_text()), "end": ended}
     return ended - started, marks
 

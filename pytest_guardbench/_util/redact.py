@@ -35,7 +35,9 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     # Names first, values only of the names that hold a secret: a record's texts are redacted as it
     # is made, several times a case, and reading every value of the environment each time cost a
     # warm-cache run a tenth of its time (bench/bench_fixed_costs.py).
-    values = {value for name in list(env) if _names_a_secret(name) and len(value := env.get(name, "")) >= MIN_SECRET_LENGTH}
+    values = {
+        value for name in list(env) if _names_a_secret(name) and len(value := env.get(name, "")) >= MIN_SECRET_LENGTH
+    }
     return sorted(values, key=len, reverse=True)  # a key that contains another is replaced whole
 
 

@@ -3,7 +3,7 @@ live in `fixtures`, the controller's work in `session.GuardbenchSession`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Generator
 from pathlib import Path
 
 import pytest
@@ -206,7 +206,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 
 
 @pytest.hookimpl(wrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     report = yield
     if RECORD_KEY in item.stash and not item.stash.get(ATTACHED_KEY, False):
         record, scored = item.stash[RECORD_KEY], item.stash[SCORE_KEY]

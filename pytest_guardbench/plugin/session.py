@@ -173,7 +173,12 @@ class GuardbenchSession:
             except OSError as exc:  # the run folder itself could not be made, locked or described
                 self._stop_run(self._write_failure(exc))
             self._progress(record)
-        elif getattr(report, RECORD_ATTR, None) is None and report.failed and case_id in self.inputs.cases_by_id and case_id not in self.received:
+        elif (
+            getattr(report, RECORD_ATTR, None) is None
+            and report.failed
+            and case_id in self.inputs.cases_by_id
+            and case_id not in self.received
+        ):
             reason = report.longreprtext.strip().splitlines()[-1] if report.longreprtext.strip() else "no details"
             self.lost[case_id] = LostReport(
                 case_id=case_id, nodeid=report.nodeid, when=report.when or "?", reason=reason[:300]
@@ -403,7 +408,11 @@ class XdistBridge:
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any | None:
         """`--dist load` (what `-n` means by default) over a run that only calls API models: each
         worker gets its whole share at once (`xdist_schedule`). Any other choice is xdist's."""
-        if config.getoption("dist", None) != "load" or not self.session.inputs.cases or not calls_only_apis(self.session.inputs):
+        if (
+            config.getoption("dist", None) != "load"
+            or not self.session.inputs.cases
+            or not calls_only_apis(self.session.inputs)
+        ):
             return None
         from pytest_guardbench.plugin.xdist_schedule import whole_share_scheduler
 

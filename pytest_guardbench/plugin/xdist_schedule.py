@@ -11,12 +11,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from xdist.scheduler import LoadScheduling
+from xdist.scheduler import LoadScheduling  # type: ignore[import-untyped]
 
 
-class WholeShareScheduling(LoadScheduling):  # type: ignore[misc]
+class WholeShareScheduling(LoadScheduling):
     """`--dist load`, except that the collection is split into one contiguous share per worker, all
     sent at once (contiguous, as xdist keeps a module's tests together for its fixtures)."""
+
+    collection: list[str] | None
 
     def schedule(self) -> None:
         assert self.collection_is_completed
@@ -27,9 +29,10 @@ class WholeShareScheduling(LoadScheduling):  # type: ignore[misc]
         if not self._check_nodes_have_same_collection():
             self.log("**Different tests collected, aborting run**")
             return
-        self.collection = next(iter(self.node2collection.values()))
-        self.pending[:] = range(len(self.collection))
-        if not self.collection:
+        collection: list[str] = next(iter(self.node2collection.values()))
+        self.collection = collection
+        self.pending[:] = range(len(collection))
+        if not collection:
             return
         nodes = list(self.nodes)
         for position, node in enumerate(nodes):
