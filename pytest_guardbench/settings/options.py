@@ -227,7 +227,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "concurrency",
         ("--guardbench-concurrency",),
-        "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8).",
+        "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8); under -n the workers share it.",
         concurrency,
     ),
     OptionSpec(
