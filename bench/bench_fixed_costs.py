@@ -21,6 +21,7 @@ Every run's results are checked to be the same cases with the same verdicts and 
 Targets (issue 36): whole <= 1.20x ideal at 50 ms, replay <= 1.25x bare, -n 2 <= 1.10x single.
 
 Usage: python bench/bench_fixed_costs.py [--cases 1000] [--latency 0.05] [--concurrency 32] [--rounds 5]
+       PYTHONPATH=<other checkout> python bench/bench_fixed_costs.py   # measures that checkout's code
 """
 
 from __future__ import annotations
@@ -43,6 +44,35 @@ from _loopback import Call, timed_loopback_server  # noqa: E402
 
 SUITE = "def test_case(guardbench_outcome):\n    guardbench_outcome.require_handled()\n"
 BARE = "import pytest\n\n\n@pytest.mark.parametrize('n', range({n}))\ndef test_trivial(n):\n    assert n >= 0\n"
+# The shape of a guardbench test without guardbench: an indirect parameter with two marks, and the
+# three fixtures a case's test goes through (slot, record, outcome), each doing nothing. What pytest
+# itself costs for that shape, apart from any work of ours.
+SHAPE = """import pytest
+
+
+@pytest.fixture
+def slot(request):
+    return request.param
+
+
+@pytest.fixture
+def record(slot):
+    return slot
+
+
+@pytest.fixture
+def outcome(slot, record):
+    return record
+
+
+CASES = [pytest.param(i, id=f"bench.q{{i}}.original", marks=[pytest.mark.guardbench(pack="bench", variant="original"),
+         pytest.mark.harmless]) for i in range({n})]
+
+
+@pytest.mark.parametrize("slot", CASES, indirect=True)
+def test_case(outcome):
+    assert outcome >= 0
+"""
 IMPORTS = "import pytest_guardbench.plugin.hooks"
 
 
@@ -77,7 +107,9 @@ def run(folder: Path, *args: str) -> tuple[float, dict[str, float]]:
     """The wall time of one pytest process, and its phases' marks on the shared monotonic clock."""
     marks_file = folder / "phases.json"
     marks_file.unlink(missing_ok=True)
-    env = {**ENV, "PYTHONPATH": str(HERE), "BENCH_PHASES": str(marks_file)}
+    # PYTHONPATH set by the caller (another checkout to measure) stays ahead of the installed package.
+    paths = [p for p in (os.environ.get("PYTHONPATH", ""), str(HERE)) if p]
+    env = {**ENV, "PYTHONPATH": os.pathsep.join(paths), "BENCH_PHASES": str(marks_file)}
     started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "_phases", *args],
@@ -153,9 +185,9 @@ def main() -> None:
     args = parser.parse_args()
     ideal = args.cases * 3 * args.latency / args.concurrency
     with tempfile.TemporaryDirectory() as tmp:
-        project, bare = Path(tmp) / "project", Path(tmp) / "bare"
-        project.mkdir()
-        bare.mkdir()
+        project, bare, shape = Path(tmp) / "project", Path(tmp) / "bare", Path(tmp) / "shape"
+        for folder in (project, bare, shape):
+            folder.mkdir()
         # Every tenth prompt is labelled harmful so both classes are scored; none says "bomb", so the
         # loopback guard allows all of them and every case makes its three calls.
         items = [
@@ -170,6 +202,8 @@ def main() -> None:
         )
         (bare / "test_bare.py").write_text(BARE.format(n=args.cases))
         (bare / "pytest.ini").write_text("[pytest]\n")
+        (shape / "test_shape.py").write_text(SHAPE.format(n=args.cases))
+        (shape / "pytest.ini").write_text("[pytest]\nmarkers =\n    guardbench: a case\n    harmless: a safe prompt\n")
         with timed_loopback_server(args.latency) as server:
             url = server.url
             roles = [
@@ -183,7 +217,7 @@ def main() -> None:
             run(project, *GUARDBENCH, *roles, "--guardbench-cache=write")  # records the replay's answers
             server.calls()
             reference, reference_summary = outcomes(project), summary_of(project)
-            single, spread, replay, plain = Timings(), Timings(), Timings(), Timings()
+            single, spread, replay, plain, shaped = Timings(), Timings(), Timings(), Timings(), Timings()
             imports, no_plugin = Timings(), Timings()
 
             def whole() -> None:
@@ -210,6 +244,9 @@ def main() -> None:
                 plain.walls.append(wall)
                 plain.phases.append(phases(marks, []))
 
+            def shape_run() -> None:
+                shaped.walls.append(run(shape)[0])
+
             def imported() -> None:
                 for timings, code in ((imports, f"import pytest; {IMPORTS}"), (no_plugin, "import pytest")):
                     started = time.monotonic()
@@ -223,7 +260,7 @@ def main() -> None:
                 if got != reference_summary:
                     raise SystemExit(f"{what}: the scorecards differ from the recording run's")
 
-            order = [whole, xdist, replayed, bare_run, imported]
+            order = [whole, xdist, replayed, bare_run, shape_run, imported]
             for round_no in range(args.rounds):
                 shift = round_no % len(order)
                 for step in order[shift:] + order[:shift]:
@@ -240,6 +277,8 @@ def main() -> None:
     replay.print_phases()
     print(f"bare pytest, {args.cases} trivial tests: {plain.shown()}")
     plain.print_phases()
+    print(f"guardbench's test shape without guardbench, {args.cases} tests: {shaped.shown()} "
+          f"({shaped.median / plain.median:.3f}x the bare pytest)")  # fmt: skip
     print(f"whole / ideal: {single.median / ideal:.3f} (target <= 1.20)")
     print(f"replay / bare pytest: {replay.median / plain.median:.3f} (target <= 1.25)")
     print(f"-n 2 / single process: {spread.median / single.median:.3f} (target <= 1.10)")
