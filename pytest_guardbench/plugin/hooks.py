@@ -22,7 +22,7 @@ from pytest_guardbench.runfolder.labels import LabelsError, load_run_labels
 from pytest_guardbench.runfolder.resume import ResumeError, load_base
 from pytest_guardbench.records import Case
 from pytest_guardbench.run.inputs import load_inputs
-from pytest_guardbench.run.preflight import preflight
+from pytest_guardbench.run.preflight import PreflightInBackground, preflight
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.plugin.console import header_line, listing
 from pytest_guardbench.run.units import builtin_units
@@ -74,7 +74,13 @@ def _is_worker(config: pytest.Config) -> bool:
     return hasattr(config, "workerinput")
 
 
+def _spawns_workers(config: pytest.Config) -> bool:
+    """Whether this process is an xdist controller that will start workers (`-n N` with N > 0)."""
+    return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "numprocesses", None))
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    pending_preflight: PreflightInBackground | None = None
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
     units = builtin_units()
@@ -90,10 +96,15 @@ def pytest_configure(config: pytest.Config) -> None:
             unwritable = writable_problem(settings.report_dir)
             if unwritable:
                 raise ConfigError(unwritable)
-            preflight(inputs)
+            if _spawns_workers(config) and settings.resume is None:
+                # Answered before a worker is sent a test (XdistBridge); a resumed folder is only
+                # touched after the models answered, so a resume asks them here.
+                pending_preflight = PreflightInBackground(inputs)
+            else:
+                preflight(inputs)
         state = ProcessState(units=units)
         labels = load_run_labels(settings.labels) if settings.labels is not None and not _is_worker(config) else None
-        session = None if _is_worker(config) else GuardbenchSession(config, inputs, labels)
+        session = None if _is_worker(config) else GuardbenchSession(config, inputs, labels, pending_preflight)
     except (ConfigError, DataError, VariantError, ResumeError, LabelsError) as exc:
         raise pytest.UsageError(redact(f"guardbench: {exc}")) from None
     except GuardbenchError as exc:

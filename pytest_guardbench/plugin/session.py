@@ -12,6 +12,8 @@ import pytest
 from pydantic import ValidationError
 
 from pytest_guardbench.cases.sources import manifest
+from pytest_guardbench._util.redact import redact
+from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.exit_status import ExitStatus
 from pytest_guardbench.plugin.gate_case import gate_nodeid, gate_reports, gate_teststatus
 from pytest_guardbench.plugin.progress import Progress
@@ -23,6 +25,7 @@ from pytest_guardbench.results.github_summary import append_step_summary
 from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, StackInfo
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.judge_quality import RunJudgeQuality, run_judge_quality
+from pytest_guardbench.run.preflight import PreflightInBackground
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.run.stack import calls_only_apis
 from pytest_guardbench.runfolder import folder as run_folder, meta as run_meta, resume
@@ -40,8 +43,15 @@ from pytest_guardbench.settings.config import Settings
 class GuardbenchSession:
     """Registered on the controller (or the only process). Never raises from a reporting hook."""
 
-    def __init__(self, config: pytest.Config, inputs: RunInputs, labels: RunLabels | None = None) -> None:
+    def __init__(
+        self,
+        config: pytest.Config,
+        inputs: RunInputs,
+        labels: RunLabels | None = None,
+        preflight: PreflightInBackground | None = None,
+    ) -> None:
         self.config = config
+        self.preflight = preflight  # still asking the models while xdist starts its workers
         self.inputs = inputs
         self.labels = labels  # a person's labels of this run's replies: the finish corrects the scorecards
         self.expected_ids: set[str] = set()
@@ -403,6 +413,21 @@ class XdistBridge:
 
     def __init__(self, session: GuardbenchSession) -> None:
         self.session = session
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtestloop(self, session: pytest.Session) -> None:
+        """The models must have answered the preflight before xdist sends any worker a test; a model
+        that did not stops the run here as it would have at configure time: exit 4, one line."""
+        pending, self.session.preflight = self.session.preflight, None
+        if pending is None:
+            return
+        try:
+            pending.wait()
+        except GuardbenchError as exc:
+            if exc.exit_status == ExitStatus.INTERNAL_ERROR:
+                raise
+            self.session.abandon()
+            raise pytest.UsageError(redact(f"guardbench: {exc}")) from None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any | None:

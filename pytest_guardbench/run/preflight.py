@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import json
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -53,6 +54,31 @@ def preflight(inputs: RunInputs) -> None:
         problems += api_preflight(specs, lambda spec: chat_provider_for(spec, options))
     if problems:
         raise ConfigError("\nguardbench: ".join(problems))
+
+
+class PreflightInBackground:
+    """`preflight(inputs)` in a thread of its own, for an xdist controller: its workers start (each
+    importing pytest, the plugin and the API client on a core of its own) while it asks the models,
+    and `wait()` is called before any test is sent to a worker. One process alone gains nothing from
+    it: its collection would compete for the same GIL (bench/bench_fixed_costs.py)."""
+
+    def __init__(self, inputs: RunInputs) -> None:
+        self._inputs = inputs
+        self._failure: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="guardbench-preflight", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            preflight(self._inputs)
+        except BaseException as exc:  # noqa: BLE001 - raised again by wait(), in the thread that decides
+            self._failure = exc
+
+    def wait(self) -> None:
+        """Return once every model answered; raise what the preflight raised otherwise."""
+        self._thread.join()
+        if self._failure is not None:
+            raise self._failure
 
 
 def hint_for(message: str, spec: ModelSpec) -> str:

@@ -153,3 +153,21 @@ def test_xdist_named_with_p_and_autoloading_off_still_gathers_the_workers(pytest
     assert summary["run"]["execution"]["cases_run"] == 6, "both workers' counts reach the controller"
     # Whole shares of 3 leave 1 queued beside the running and the next test; xdist's own sends 2 (none queued).
     assert sorted(json.loads(p.read_text())["queued"] for p in pytester.path.glob("queued-gw*.json")) == [1, 1]
+
+
+def test_under_n2_a_model_that_fails_the_preflight_stops_the_run_before_any_test(pytester, openai_stub):
+    # The controller asks the models while its workers start; none is sent a test before the answers.
+    _api_project(pytester, 6)
+    url = openai_stub.base_url
+    asked = len(openai_stub.requests)
+    result = pytester.runpytest_subprocess(
+        "-n", "2", f"--tutor=vllm:fault-401@{url}", "--guardrail=none", "--judge=rules",
+        "--guardbench-min-recall=0", "--guardbench-max-fpr=1",
+    )  # fmt: skip
+    assert result.ret == 4, result.stdout.str()
+    errors = [line for line in result.stderr.lines if line.startswith("ERROR:")]
+    assert len(errors) == 1 and "--tutor=vllm:fault-401@" in errors[0] and "preflight call failed" in errors[0]
+    assert "Traceback" not in result.stdout.str() + result.stderr.str()
+    assert not (pytester.path / "reports").exists() or not any((pytester.path / "reports").iterdir())
+    assert len(openai_stub.requests) == asked, "no case reached the server"
+    assert not list(pytester.path.glob("queued-gw*.json")), "no worker ran a test"
