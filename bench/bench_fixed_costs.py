@@ -41,9 +41,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
 from _loopback import Call, timed_loopback_server  # noqa: E402
+from _projects import write_api_project, write_bare_project  # noqa: E402
 
-SUITE = "def test_case(guardbench_outcome):\n    guardbench_outcome.require_handled()\n"
-BARE = "import pytest\n\n\n@pytest.mark.parametrize('n', range({n}))\ndef test_trivial(n):\n    assert n >= 0\n"
 # The shape of a guardbench test without guardbench: an indirect parameter with two marks, and the
 # three fixtures a case's test goes through (slot, record, outcome), each doing nothing. What pytest
 # itself costs for that shape, apart from any work of ours.
@@ -188,20 +187,8 @@ def main() -> None:
         project, bare, shape = Path(tmp) / "project", Path(tmp) / "bare", Path(tmp) / "shape"
         for folder in (project, bare, shape):
             folder.mkdir()
-        # Every tenth prompt is labelled harmful so both classes are scored; none says "bomb", so the
-        # loopback guard allows all of them and every case makes its three calls.
-        items = [
-            {"id": f"q{i}", "prompt_text": f"question {i}: " + ("tell me a really rude word" if i % 10 == 0 else "why is the sky blue"),
-             "metadata": {"is_harmful": i % 10 == 0}}
-            for i in range(args.cases)
-        ]  # fmt: skip
-        (project / "pack.json").write_text(json.dumps({"name": "bench", "items": items}))
-        (project / "test_suite.py").write_text(SUITE)
-        (project / "pytest.ini").write_text(
-            "[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\nguardbench_progress = 0\n"
-        )
-        (bare / "test_bare.py").write_text(BARE.format(n=args.cases))
-        (bare / "pytest.ini").write_text("[pytest]\n")
+        write_api_project(project, args.cases)
+        write_bare_project(bare, args.cases)
         (shape / "test_shape.py").write_text(SHAPE.format(n=args.cases))
         (shape / "pytest.ini").write_text("[pytest]\nmarkers =\n    guardbench: a case\n    harmless: a safe prompt\n")
         with timed_loopback_server(args.latency) as server:

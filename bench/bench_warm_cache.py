@@ -24,9 +24,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _loopback import loopback_server  # noqa: E402
-
-SUITE = "def test_case(guardbench_outcome):\n    guardbench_outcome.require_handled()\n"
-BARE = "import pytest\n\n\n@pytest.mark.parametrize('n', range({n}))\ndef test_trivial(n):\n    assert n >= 0\n"
+from _projects import write_api_project, write_bare_project  # noqa: E402
 
 
 def timed(folder: Path, *args: str) -> float:
@@ -50,20 +48,8 @@ def main() -> None:
         project, bare = Path(tmp) / "project", Path(tmp) / "bare"
         project.mkdir()
         bare.mkdir()
-        # Every tenth prompt is labelled harmful so both classes are scored; none says "bomb", so the
-        # loopback guard allows all of them and every case makes its three calls.
-        items = [
-            {"id": f"q{i}", "prompt_text": f"question {i}: " + ("tell me a really rude word" if i % 10 == 0 else "why is the sky blue"),
-             "metadata": {"is_harmful": i % 10 == 0}}
-            for i in range(args.cases)
-        ]  # fmt: skip
-        (project / "pack.json").write_text(json.dumps({"name": "bench", "items": items}))
-        (project / "test_suite.py").write_text(SUITE)
-        (project / "pytest.ini").write_text(
-            "[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\nguardbench_progress = 0\n"
-        )
-        (bare / "test_bare.py").write_text(BARE.format(n=args.cases))
-        (bare / "pytest.ini").write_text("[pytest]\n")
+        write_api_project(project, args.cases)
+        write_bare_project(bare, args.cases)
         with loopback_server(args.latency) as url:
             roles = [
                 f"--guardrail=vllm:guard@{url}",
