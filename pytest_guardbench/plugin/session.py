@@ -432,9 +432,11 @@ class XdistBridge:
     @pytest.hookimpl(tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any | None:
         """`--dist load` (what `-n` means by default) over a run that only calls API models: each
-        worker gets its whole share at once (`xdist_schedule`). Any other choice is xdist's."""
+        worker gets its whole share at once (`xdist_schedule`). Any other choice is xdist's, and so is
+        a run that sets `--maxschedchunk` (it asked for xdist's chunks)."""
         if (
             config.getoption("dist", None) != "load"
+            or config.getoption("maxschedchunk", None) is not None
             or not self.session.inputs.cases
             or not calls_only_apis(self.session.inputs)
         ):

@@ -50,6 +50,24 @@ def test_records_are_keyed_by_case_id_and_streamed(session):
     assert len(lines) == 2
 
 
+def test_a_record_handed_over_in_process_is_counted_once_with_its_score_and_written_as_a_worker_would_send_it(
+    session, tmp_path
+):
+    from pytest_guardbench.scoring.scorecard import score_record
+
+    made = record("a", True, "safe", "refused_or_blocked")
+    scored = score_record(made, session.inputs.policy)
+    session.hand_over("s.py::t[a]", made, scored)
+    session.pytest_runtest_logreport(_report("s.py::t[a]"))  # no payload on the report itself
+    session.pytest_runtest_logreport(_report("s.py::t[a]", when="call"))
+    assert session.received == {"a"} and session.finish.tally.received == {"a"}
+    [line] = (session.run_dir / "results.jsonl").read_text().splitlines()
+    assert line + "\n" == made.json_line()
+    # A report of another test carries nothing handed over for it.
+    session.pytest_runtest_logreport(_report("s.py::t[b]", outcome="failed", longrepr="boom"))
+    assert "b" in session.lost and session.received == {"a"}
+
+
 def test_worker_outputs_are_unioned_and_crashes_noted(session):
     bridge = XdistBridge(session)
     bridge.pytest_testnodedown(
