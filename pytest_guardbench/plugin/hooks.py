@@ -226,7 +226,7 @@ def pytest_runtest_makereport(
         run_session = item.config.stash.get(SESSION_KEY, None)
         if run_session is not None:
             # This process finishes the run: the record reaches it as it is, with no trip through
-            # JSON and no second validation (a tenth of a warm-cache run's time, bench/bench_fixed_costs.py).
+            # JSON and no second validation, which every case of a replay paid (bench/bench_fixed_costs.py).
             run_session.hand_over(report.nodeid, record, scored)
         else:
             setattr(report, RECORD_ATTR, record.model_dump(mode="json"))
