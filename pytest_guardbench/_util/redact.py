@@ -34,7 +34,7 @@ def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
     # Names first, values only of the names that hold a secret: a record's texts are redacted as it
     # is made, several times a case, and reading every value of the environment each time cost a
-    # warm-cache run a tenth of its time (bench/bench_fixed_costs.py).
+    # warm-cache run of 1,000 cases 0.39 s of its 2.2 s (55 µs a reading, now 9; bench/bench_fixed_costs.py).
     values = {
         value for name in list(env) if _names_a_secret(name) and len(value := env.get(name, "")) >= MIN_SECRET_LENGTH
     }
