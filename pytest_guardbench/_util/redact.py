@@ -27,6 +27,8 @@ LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 @functools.lru_cache(maxsize=4096)
 def _names_a_secret(name: str) -> bool:
+    """Whether a variable's name says it holds a secret. Memoised: a pure function of the name (the
+    values are still read at each redaction), and the pattern costs more than the lookup."""
     return SECRET_NAME.search(name) is not None
 
 
