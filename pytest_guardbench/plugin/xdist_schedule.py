@@ -34,6 +34,10 @@ class WholeShareScheduling(LoadScheduling):
         self.pending[:] = range(len(collection))
         if not collection:
             return
+        # The base class tops up a worker that replaces a crashed one with what was left; its top-ups
+        # read the chunk size, which only its own `schedule` would have set.
+        if self.maxschedchunk is None:
+            self.maxschedchunk = len(collection)
         nodes = list(self.nodes)
         for position, node in enumerate(nodes):
             share = len(self.pending) // (len(nodes) - position)

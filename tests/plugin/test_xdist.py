@@ -171,3 +171,32 @@ def test_under_n2_a_model_that_fails_the_preflight_stops_the_run_before_any_test
     assert not (pytester.path / "reports").exists() or not any((pytester.path / "reports").iterdir())
     assert len(openai_stub.requests) == asked, "no case reached the server"
     assert not list(pytester.path.glob("queued-gw*.json")), "no worker ran a test"
+
+
+# The worker goes down before the case's fixtures make its record.
+CRASH_CONFTEST = """
+import os
+import pytest
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item):
+    if item.callspec.id == "api.q05.original" and os.environ.get("PYTEST_XDIST_WORKER"):
+        os._exit(3)
+"""
+
+
+def test_under_whole_shares_a_crashed_worker_loses_only_its_case(pytester, openai_stub):
+    # The worker that crashes held the rest of its share; xdist starts another one, and the
+    # scheduler sends it what was left, so every other case still reports.
+    _api_project(pytester, 30)
+    pytester.makeconftest(CRASH_CONFTEST)
+    url = openai_stub.base_url
+    result = pytester.runpytest_subprocess(
+        "-n", "2", f"--tutor=vllm:tutor@{url}", "--guardrail=none", "--judge=rules",
+        "--guardbench-min-recall=0", "--guardbench-max-fpr=1",
+    )  # fmt: skip
+    assert result.ret == 1, result.stdout.str()
+    summary = read_summary(pytester)
+    assert summary["coverage"]["missing_case_ids"] == ["api.q05.original"]
+    assert summary["coverage"]["expected"] == 30 and summary["coverage"]["received"] == 29
+    assert any("worker crash" in reason for reason in summary["completeness"]["reasons"])
