@@ -19,6 +19,7 @@ class WholeShareScheduling(LoadScheduling):
     sent at once (contiguous, as xdist keeps a module's tests together for its fixtures)."""
 
     collection: list[str] | None
+    maxschedchunk: int | None
 
     def schedule(self) -> None:
         assert self.collection_is_completed
