@@ -30,8 +30,7 @@ from pytest_guardbench.settings.model_specs import ModelSpec  # noqa: E402
 from pytest_guardbench.run.engine import run_cases  # noqa: E402
 from pytest_guardbench.guards import LLMGuard  # noqa: E402
 from pytest_guardbench.judges.llm_judge import LLMJudge  # noqa: E402
-from pytest_guardbench.run.pipeline import api_limits  # noqa: E402
-from pytest_guardbench.run.stages import Stack
+from pytest_guardbench.run.stages import Stack, api_limits  # noqa: E402
 from pytest_guardbench.providers import GenerationParams, Message, openai_compat_provider  # noqa: E402
 from pytest_guardbench.records import Case  # noqa: E402
 
