@@ -5,6 +5,8 @@ server that answers every call after `--latency` seconds. Each round runs, as it
 in a rotating order:
 
 - the whole command, single process, no response cache (`--guardbench-cache=off`);
+- the same command with `--guardbench-api-processes 2` (the calls made in two processes that every
+  API model shares);
 - the same command under `-n 2`;
 - a replay (`--guardbench-cache=replay`: every answer from the cache, no model call);
 - a bare pytest of N trivial parametrized tests (no guardbench) in the same environment.
@@ -181,6 +183,9 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--api-processes", type=int, default=2, help="--guardbench-api-processes of the extra single-process run"
+    )
     args = parser.parse_args()
     ideal = args.cases * 3 * args.latency / args.concurrency
     with tempfile.TemporaryDirectory() as tmp:
@@ -205,6 +210,7 @@ def main() -> None:
             server.calls()
             reference, reference_summary = outcomes(project), summary_of(project)
             single, spread, replay, plain, shaped = Timings(), Timings(), Timings(), Timings(), Timings()
+            called_apart = Timings()
             imports, no_plugin = Timings(), Timings()
 
             def whole() -> None:
@@ -212,6 +218,13 @@ def main() -> None:
                 single.walls.append(wall)
                 single.phases.append(phases(marks, server.calls()))
                 same(project, "single process")
+
+            def with_call_processes() -> None:
+                processes = f"--guardbench-api-processes={args.api_processes}"
+                wall, marks = run(project, *GUARDBENCH, *roles, "--guardbench-cache=off", processes)
+                called_apart.walls.append(wall)
+                called_apart.phases.append(phases(marks, server.calls()))
+                same(project, processes)
 
             def xdist() -> None:
                 spread.walls.append(run(project, *GUARDBENCH, *XDIST, *roles, "-n", "2", "--guardbench-cache=off")[0])
@@ -247,7 +260,7 @@ def main() -> None:
                 if got != reference_summary:
                     raise SystemExit(f"{what}: the scorecards differ from the recording run's")
 
-            order = [whole, xdist, replayed, bare_run, shape_run, imported]
+            order = [whole, with_call_processes, xdist, replayed, bare_run, shape_run, imported]
             for round_no in range(args.rounds):
                 shift = round_no % len(order)
                 for step in order[shift:] + order[:shift]:
@@ -259,6 +272,8 @@ def main() -> None:
     single.print_phases()
     print(f"  of the imports, the plugin's own: {imports.median - no_plugin.median:.3f} s "
           f"(python -c 'import pytest; {IMPORTS}' {imports.median:.3f} s, 'import pytest' {no_plugin.median:.3f} s)")  # fmt: skip
+    print(f"whole command, one process, --guardbench-api-processes={args.api_processes}: {called_apart.shown()}")
+    called_apart.print_phases()
     print(f"whole command, -n 2: {spread.shown()}")
     print(f"replay (--guardbench-cache=replay): {replay.shown()}")
     replay.print_phases()
@@ -267,6 +282,9 @@ def main() -> None:
     print(f"guardbench's test shape without guardbench, {args.cases} tests: {shaped.shown()} "
           f"({shaped.median / plain.median:.3f}x the bare pytest)")  # fmt: skip
     print(f"whole / ideal: {single.median / ideal:.3f} (target <= 1.20)")
+    print(
+        f"whole with --guardbench-api-processes={args.api_processes} / ideal: {called_apart.median / ideal:.3f} (target <= 1.20)"
+    )
     print(f"replay / bare pytest: {replay.median / plain.median:.3f} (target <= 1.25)")
     print(f"-n 2 / single process: {spread.median / single.median:.3f} (target <= 1.10)")
 

@@ -25,6 +25,7 @@ from pytest_guardbench.run.inputs import load_inputs
 from pytest_guardbench.run.preflight import PreflightInBackground, preflight
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.plugin.console import header_line, listing
+from pytest_guardbench.run.stack import will_call_through_shared_processes
 from pytest_guardbench.run.units import builtin_units
 from pytest_guardbench.plugin.keys import INPUTS_KEY, PROCESS_KEY, RECORD_KEY, SCORE_KEY, SESSION_KEY
 from pytest_guardbench.plugin.session import GuardbenchSession, XdistBridge
@@ -91,6 +92,15 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = Settings.from_pytest(config)
         inputs = load_inputs(Path(config.rootpath), settings, units)
+        state = ProcessState(units=units)
+        if (
+            not config.option.collectonly
+            and not config.getoption("guardbench_list")
+            and will_call_through_shared_processes(inputs)
+        ):
+            # Started first, so they import the API client while this process asks the models and
+            # collects; they exit with it if the run stops here.
+            state.call_processes(settings.api_processes).start()
         if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
             check_comparison_inputs(settings, bool(getattr(config.option, "update_snapshots", False)))
             unwritable = writable_problem(settings.report_dir)
@@ -102,7 +112,6 @@ def pytest_configure(config: pytest.Config) -> None:
                 pending_preflight = PreflightInBackground(inputs)
             else:
                 preflight(inputs)
-        state = ProcessState(units=units)
         labels = load_run_labels(settings.labels) if settings.labels is not None and not _is_worker(config) else None
         session = None if _is_worker(config) else GuardbenchSession(config, inputs, labels, pending_preflight)
     except (ConfigError, DataError, VariantError, ResumeError, LabelsError) as exc:

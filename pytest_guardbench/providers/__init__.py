@@ -102,9 +102,13 @@ def _smol(options: ProviderOptions) -> ChatProvider:
     return smollm2_provider(options)
 
 
-def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None) -> ModelAPI:
+def openai_compat_provider(
+    spec: ModelSpec, batch_state_dir: Path | None = None, call_processes: Any = None
+) -> ModelAPI:
     """Build the OpenAI-compatible client for a model spec (imports `openai` only now). With
-    `spec.batch_api` the calls go through the provider's Batch API, its state kept in `batch_state_dir`."""
+    `spec.batch_api` the calls go through the provider's Batch API, its state kept in `batch_state_dir`;
+    with `spec.processes` above 1, through worker processes: the run's shared `call_processes`
+    when given, else processes of the model's own."""
     require_extra("openai", f"{spec.alias} (an OpenAI-compatible API model)")
     from pytest_guardbench.providers.batch_api import BatchAPIProvider
     from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
@@ -133,7 +137,7 @@ def openai_compat_provider(spec: ModelSpec, batch_state_dir: Path | None = None)
     if (spec.processes or 1) > 1:
         from pytest_guardbench.providers.process_spread import SpreadProvider
 
-        return SpreadProvider(settings, spec.processes or 1)
+        return SpreadProvider(settings, spec.processes or 1, pool=call_processes)
     return OpenAICompatProvider(**settings)
 
 
@@ -141,7 +145,7 @@ def chat_provider_for(spec: ModelSpec, options: ProviderOptions) -> ModelAPI:
     """A chat model for any spec: OpenAI-compatible, or a local transformers model."""
     if spec.provider == "hf-local":
         return _local(spec, options)
-    return openai_compat_provider(spec, options.batch_state_dir)
+    return openai_compat_provider(spec, options.batch_state_dir, options.call_processes)
 
 
 def scoring_model_for(spec: ModelSpec, options: ProviderOptions) -> ScoringChatModel:

@@ -42,6 +42,9 @@ class ProviderOptions:
     torch_threads: int | None = None
     batch_state_dir: Path | None = None  # where Batch API runs keep their batch ids
     offline: bool = False  # hub models only from the local Hugging Face cache, never downloaded
+    # The run's API call processes (`process_spread.CallProcesses`), shared by the API models that
+    # have no `processes` of their own; None: each such model makes its calls as its spec says.
+    call_processes: Any = None
 
 
 class ProviderError(GuardbenchError, RuntimeError):

@@ -69,6 +69,7 @@ class OpenAICompatProvider(ModelAPI):
         cooldown_s: float = 30.0,
         structured: str = "auto",
         breaker_after: int = 5,
+        loop: LoopThread | None = None,
     ) -> None:
         self.name = name
         self.model = model
@@ -93,6 +94,8 @@ class OpenAICompatProvider(ModelAPI):
         self.structured_rejected: str | None = None
         self._rng = random.Random()
         self._runner: LoopThread | None = None
+        # A loop shared with other providers (a call process's models): theirs to stop, not this one's.
+        self._shared_loop = loop
         self._start_lock = threading.Lock()
         self._closed = False
         self.calls = 0
@@ -142,7 +145,7 @@ class OpenAICompatProvider(ModelAPI):
                 coroutine.close()
                 raise ProviderError(f"{self.name}: not sent, the run is shutting down")
             if self._runner is None:
-                self._runner = LoopThread(self.name)
+                self._runner = self._shared_loop or LoopThread(self.name)
         return asyncio.run_coroutine_threadsafe(coroutine, self._runner.loop)
 
     def close(self) -> None:
@@ -151,12 +154,14 @@ class OpenAICompatProvider(ModelAPI):
         runner, self._runner = self._runner, None
         if runner is None:
             return
-        runner.cancel_pending()
+        if runner is not self._shared_loop:
+            runner.cancel_pending()
         for endpoint in self.endpoints:
             if endpoint.client is not None:
                 runner.run(endpoint.client.close())
                 endpoint.client = None
-        runner.stop()
+        if runner is not self._shared_loop:
+            runner.stop()
 
     def generate(
         self,

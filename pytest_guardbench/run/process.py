@@ -31,6 +31,15 @@ class ProcessState:
     xdist_queue: Any = None  # the xdist worker's queue of item indices; False when there is none
     prior: dict[str, CaseRecord] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)  # for --guardbench-max-duration
+    shared_calls: Any = None  # the API call processes every API model of the run shares, once started
+
+    def call_processes(self, processes: int | None) -> Any:
+        """The run's shared API call processes (`process_spread.CallProcesses`), started at first use."""
+        if self.shared_calls is None:
+            from pytest_guardbench.providers.process_spread import CallProcesses
+
+            self.shared_calls = CallProcesses(processes or 1, "api")
+        return self.shared_calls
 
     def cached(self, provider: Any, role: str) -> Any:
         """`provider` behind the response cache, when this run has one."""
@@ -55,5 +64,8 @@ class ProcessState:
             self.engine.close()
         for model in self.models.values():
             model.close()
+        if self.shared_calls is not None:  # after the models: each reads its counts from them first
+            self.shared_calls.close()
+            self.shared_calls = None
         if self.cache is not None:
             self.cache.close()

@@ -4,6 +4,7 @@ nothing of pytest."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,25 @@ def calls_only_apis(inputs: RunInputs) -> bool:
     return "tutor" in specs and all(spec.provider == "openai-compat" for spec in specs.values())
 
 
+def shares_call_processes(inputs: RunInputs, role: str) -> bool:
+    """Whether a role's model makes its calls in the run's shared API call processes: an API model
+    (not through the Batch API) with no `processes` of its own, in a run with
+    `--guardbench-api-processes` above 1."""
+    given = inputs.model_specs[role]
+    spec = inputs.settings.role_spec(role, given)
+    return (
+        spec.provider == "openai-compat"
+        and not spec.batch_api
+        and given.processes is None
+        and (spec.processes or 1) > 1
+    )
+
+
+def will_call_through_shared_processes(inputs: RunInputs) -> bool:
+    """Whether this run will make calls in the shared API call processes (a replay makes none)."""
+    return inputs.settings.cache != "replay" and any(shares_call_processes(inputs, role) for role in inputs.model_specs)
+
+
 def shared_concurrency(spec: ModelSpec, processes: int) -> ModelSpec:
     """An API model's calls in flight for one of `processes` xdist workers: the run's concurrency
     is the run's, whatever number of processes share it (a server's rate limit does not grow with -n)."""
@@ -68,7 +88,11 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         spec = specs[role]
         key = spec.model_dump_json(exclude={"alias"})
         if key not in state.models:
-            state.models[key] = chat_provider_for(spec, options)
+            # The run-wide --guardbench-api-processes is one set of processes for every API model; an
+            # alias's own `processes` keeps processes of its own.
+            shared = shares_call_processes(inputs, role)
+            model_options = replace(options, call_processes=state.call_processes(spec.processes)) if shared else options
+            state.models[key] = chat_provider_for(spec, model_options)
         state.role_models[role] = state.models[key]
         return state.cached(state.models[key], role)
 

@@ -233,7 +233,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "api_processes",
         ("--guardbench-api-processes",),
-        "Worker processes that make each API model's calls (default 1); more when many fast calls wait on the client's own CPU.",
+        "Worker processes that make the API models' calls, shared by every API model of the run (default 1: in the test process); 2 when many fast calls wait on the client's own CPU.",
         at_most(MAX_API_PROCESSES),
     ),
     OptionSpec(

@@ -425,3 +425,27 @@ def test_a_long_wait_for_a_case_prints_progress_lines(tmp_path, stub_factory):
     seconds = [int(found.group(1)) for found in map(waiting.search, output.splitlines()) if found]
     # Lines counting up from the first, never two for the same second.
     assert len(seconds) >= 2 and 1 <= seconds[0] < seconds[1], output
+
+
+def test_three_api_models_in_the_run_shared_call_processes_score_as_in_process(pytester, stub_factory):
+    stub = stub_factory()
+    _project(pytester.path, 24)
+    url = stub.base_url
+    roles = ["-p", "no:xdist", f"--guardrail=vllm:guard@{url}", f"--tutor=vllm:tutor@{url}", f"--judge=vllm:judge@{url}",
+             "--guardbench-min-recall=0", "--guardbench-max-fpr=1"]  # fmt: skip
+    alone = pytester.runpytest_subprocess(*roles)
+    assert alone.ret == 0, alone.stdout.str()
+    [first] = (pytester.path / "reports").iterdir()
+    first = first.rename(pytester.path / "in-process")
+    shared = pytester.runpytest_subprocess(*roles, "--guardbench-api-processes=2")
+    assert shared.ret == 0, shared.stdout.str()
+    [second] = (pytester.path / "reports").iterdir()
+
+    def outcome(r: CaseRecord) -> tuple:
+        return (r.case_id, r.guard and r.guard.status, r.response and r.response.text, r.judge and r.judge.response_safety)
+
+    assert [outcome(r) for r in _records(second)] == [outcome(r) for r in _records(first)]
+    summary = json.loads((second / "summary.json").read_text())
+    calls = summary["run"]["execution"]["api_calls"]
+    assert {role: counts["processes"] for role, counts in calls.items()} == {"guardrail": 2, "tutor": 2, "judge": 2}
+    assert json.loads((first / "summary.json").read_text())["scorecards"] == summary["scorecards"]

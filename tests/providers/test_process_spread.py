@@ -174,7 +174,7 @@ def test_a_killed_worker_fails_only_its_own_calls_and_the_other_carries_on(opena
     while len(openai_stub.requests) < before + 16 and time.monotonic() < deadline:
         time.sleep(0.01)
     assert len(openai_stub.requests) == before + 16, "both workers sent their half"
-    victim = provider._workers[0].process  # the test needs a real process to kill
+    victim = provider._pool.workers[0].process  # the test needs a real process to kill
     os.kill(victim.pid, signal.SIGKILL)
     asking.join(timeout=30)
     assert "answers" not in outcome
@@ -187,9 +187,44 @@ def test_a_killed_worker_fails_only_its_own_calls_and_the_other_carries_on(opena
 def test_close_ends_every_worker_process(spread):
     provider = spread()
     provider.generate(_conversations(20), GenerationParams(max_new_tokens=8), [None] * 20)
-    processes = [w.process for w in provider._workers]
+    processes = [w.process for w in provider._pool.workers]
     provider.close()
     assert all(p.returncode == 0 for p in processes), [p.returncode for p in processes]
     assert provider.stats()["calls"] == 20, "counts survive the shutdown for the run summary"
     with pytest.raises(ProviderError, match="no call process left"):
         provider.generate(_conversations(1), GenerationParams(max_new_tokens=8), [None])
+
+
+def test_models_sharing_the_run_call_processes_each_get_their_own_answers_from_the_same_two_processes(openai_stub):
+    from pytest_guardbench.providers.process_spread import CallProcesses
+
+    pool = CallProcesses(2, "api")
+    try:
+        specs = [ModelSpec(alias=a, model=a, base_url=openai_stub.base_url, max_retries=0, processes=2, concurrency=8)
+                 for a in ("guard-model", "tutor-model", "judge-model")]  # fmt: skip
+        shared = [openai_compat_provider(spec, call_processes=pool) for spec in specs]
+        alone = [openai_compat_provider(s.model_copy(update={"processes": 1})) for s in specs]
+        params = GenerationParams(max_new_tokens=8)
+        for provider, reference in zip(shared, alone, strict=True):
+            got = provider.generate(_conversations(12, provider.model), params, [None] * 12)
+            want = reference.generate(_conversations(12, provider.model), params, [None] * 12)
+            assert [(c.text, c.model) for c in got] == [(c.text, c.model) for c in want]
+            assert provider.stats()["calls"] == 12
+        assert len({w.process.pid for w in pool.workers}) == 2, "three models, two processes"
+        for provider in (*shared, *alone):
+            provider.close()
+        assert all(w.process.poll() is None for w in pool.workers), "a model's close leaves the shared processes"
+    finally:
+        pool.close()
+    assert all(w.process.poll() is not None for w in pool.workers)
+
+
+def test_shared_call_processes_start_only_when_called(openai_stub):
+    from pytest_guardbench.providers.process_spread import CallProcesses
+
+    pool = CallProcesses(2, "api")
+    spec = ModelSpec(alias="m", model="m", base_url=openai_stub.base_url, max_retries=0, processes=2)
+    provider = openai_compat_provider(spec, call_processes=pool)
+    assert pool.workers == [] and provider.stats()["calls"] == 0, "a replay builds the model and never calls it"
+    pool.close()
+    assert pool.workers == []

@@ -127,13 +127,16 @@ def _base_name(node: ast.expr) -> str | None:
 
 class _BuiltinRaises(ast.NodeVisitor):
     """Collects the line of every `raise X` / `raise X(...)` whose X is a builtin error, except
-    `raise NotImplementedError` in an abstract method or a method of a Protocol or ABC."""
+    `raise NotImplementedError` in an abstract method or a method of a Protocol or ABC, and
+    `raise AttributeError` in a module's `__getattr__` (the protocol of a module attribute: `hasattr`
+    and `from … import` need exactly that error)."""
 
     def __init__(self, own_names: set[str]) -> None:
         self.own_names = own_names  # a module's own class or import that shadows a builtin's name
         self.lines: list[int] = []
         # One entry per enclosing class (True: a Protocol or ABC) or function (True: abstract).
         self.scopes: list[tuple[str, bool]] = []
+        self.function_names: list[str] = []
 
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
         interface = any(_base_name(base) in ("Protocol", "ABC") for base in node.bases) or any(
@@ -147,7 +150,9 @@ class _BuiltinRaises(ast.NodeVisitor):
         abstract = any(_base_name(decorator) == "abstractmethod" for decorator in node.decorator_list)
         in_interface = bool(self.scopes) and self.scopes[-1] == ("class", True)
         self.scopes.append(("function", abstract or in_interface))
+        self.function_names.append(node.name)
         self.generic_visit(node)
+        self.function_names.pop()
         self.scopes.pop()
 
     visit_AsyncFunctionDef = visit_FunctionDef
@@ -156,7 +161,8 @@ class _BuiltinRaises(ast.NodeVisitor):
         raised = None if node.exc is None else node.exc.func if isinstance(node.exc, ast.Call) else node.exc
         if isinstance(raised, ast.Name) and raised.id in BUILTIN_ERRORS and raised.id not in self.own_names:
             functions = [allowed for kind, allowed in self.scopes if kind == "function"]
-            if not (raised.id == "NotImplementedError" and functions and functions[-1]):
+            module_getattr = raised.id == "AttributeError" and self.function_names == ["__getattr__"]
+            if not (raised.id == "NotImplementedError" and functions and functions[-1]) and not module_getattr:
                 self.lines.append(node.lineno)
         self.generic_visit(node)
 
