@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import importlib.util
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from pathlib import Path
 
 from pytest_guardbench.errors import UsageError
-from pytest_guardbench.settings.model_specs import ModelSpec
 from pytest_guardbench._util.registry import Registry
 from pytest_guardbench.providers.base import (
     ModelAPI,
@@ -24,6 +23,9 @@ from pytest_guardbench.providers.base import (
     ProviderOptions,
     ScoringChatModel,
 )
+
+if TYPE_CHECKING:  # an API call process imports this package and never reads a spec
+    from pytest_guardbench.settings.model_specs import ModelSpec
 
 ProviderFactory = Callable[[ProviderOptions], ChatProvider]
 

@@ -37,7 +37,7 @@ from pytest_guardbench.providers.base import (
     ModelAPI,
     ProviderError,
 )
-from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
+from pytest_guardbench.providers.openai_compat import OpenAICompatProvider, load_client_library
 from pytest_guardbench.providers.transport import LoopThread
 
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[2])
@@ -330,6 +330,7 @@ def _merge_stats(per_worker: list[dict[str, Any]], handed: list[int]) -> dict[st
 def _serve(requests: Connection, answers: Connection) -> None:
     """Read calls from the pipe and start each on its model's provider's own event loop; each answer
     is sent from that loop when its calls are done, so no thread sits waiting per group of calls."""
+    load_client_library()  # now, while the test process still collects, not at the first call
     providers: dict[int, OpenAICompatProvider] = {}
     # One event loop for every model of this process: a loop thread per model would hand the GIL
     # between them on every call (bench/bench_fixed_costs.py).

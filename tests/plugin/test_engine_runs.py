@@ -442,7 +442,12 @@ def test_three_api_models_in_the_run_shared_call_processes_score_as_in_process(p
     [second] = (pytester.path / "reports").iterdir()
 
     def outcome(r: CaseRecord) -> tuple:
-        return (r.case_id, r.guard and r.guard.status, r.response and r.response.text, r.judge and r.judge.response_safety)
+        return (
+            r.case_id,
+            r.guard and r.guard.status,
+            r.response and r.response.text,
+            r.judge and r.judge.response_safety,
+        )
 
     assert [outcome(r) for r in _records(second)] == [outcome(r) for r in _records(first)]
     summary = json.loads((second / "summary.json").read_text())
