@@ -93,27 +93,33 @@ def pytest_configure(config: pytest.Config) -> None:
         settings = Settings.from_pytest(config)
         inputs = load_inputs(Path(config.rootpath), settings, units)
         state = ProcessState(units=units)
-        if (
-            not config.option.collectonly
-            and not config.getoption("guardbench_list")
-            and will_call_through_shared_processes(inputs)
-        ):
-            # Started first, so they import the API client while this process asks the models and
-            # collects; they exit with it if the run stops here.
-            state.call_processes(settings.api_processes).start()
-        if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
-            check_comparison_inputs(settings, bool(getattr(config.option, "update_snapshots", False)))
-            unwritable = writable_problem(settings.report_dir)
-            if unwritable:
-                raise ConfigError(unwritable)
-            if _spawns_workers(config) and settings.resume is None:
-                # Answered before a worker is sent a test (XdistBridge); a resumed folder is only
-                # touched after the models answered, so a resume asks them here.
-                pending_preflight = PreflightInBackground(inputs)
-            else:
-                preflight(inputs)
-        labels = load_run_labels(settings.labels) if settings.labels is not None and not _is_worker(config) else None
-        session = None if _is_worker(config) else GuardbenchSession(config, inputs, labels, pending_preflight)
+        try:
+            if (
+                not config.option.collectonly
+                and not config.getoption("guardbench_list")
+                and will_call_through_shared_processes(inputs)
+            ):
+                # Started first, so they import the API client while this process asks the models and
+                # collects.
+                state.call_processes(settings.api_processes).start()
+            if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
+                check_comparison_inputs(settings, bool(getattr(config.option, "update_snapshots", False)))
+                unwritable = writable_problem(settings.report_dir)
+                if unwritable:
+                    raise ConfigError(unwritable)
+                if _spawns_workers(config) and settings.resume is None:
+                    # Answered before a worker is sent a test (XdistBridge); a resumed folder is only
+                    # touched after the models answered, so a resume asks them here.
+                    pending_preflight = PreflightInBackground(inputs)
+                else:
+                    preflight(inputs)
+            labels = (
+                load_run_labels(settings.labels) if settings.labels is not None and not _is_worker(config) else None
+            )
+            session = None if _is_worker(config) else GuardbenchSession(config, inputs, labels, pending_preflight)
+        except BaseException:
+            state.close()  # call processes started above must not outlive a run that never began
+            raise
     except (ConfigError, DataError, VariantError, ResumeError, LabelsError) as exc:
         raise pytest.UsageError(redact(f"guardbench: {exc}")) from None
     except GuardbenchError as exc:

@@ -454,3 +454,36 @@ def test_three_api_models_in_the_run_shared_call_processes_score_as_in_process(p
     calls = summary["run"]["execution"]["api_calls"]
     assert {role: counts["processes"] for role, counts in calls.items()} == {"guardrail": 2, "tutor": 2, "judge": 2}
     assert json.loads((first / "summary.json").read_text())["scorecards"] == summary["scorecards"]
+
+
+def _call_process_children() -> list[int]:
+    """This process's children that are API call processes (read from /proc: Linux, as CI runs)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        if int(fields[1]) == os.getpid() and b"process_spread" in command and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+def test_a_run_that_stops_at_its_preflight_leaves_no_call_process_behind(pytester, stub_factory):
+    stub = stub_factory()
+    _project(pytester.path, 4)
+    before = _call_process_children()
+    # In this process, as a notebook or an IDE runs pytest: its call processes are this process's children.
+    result = pytester.runpytest_inprocess(
+        "-p", "no:xdist", f"--tutor=vllm:fault-401@{stub.base_url}", "--guardrail=none", "--judge=rules",
+        "--guardbench-api-processes=2",
+    )  # fmt: skip
+    assert result.ret == 4
+    deadline = time.monotonic() + 30
+    while _call_process_children() != before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _call_process_children() == before
