@@ -23,7 +23,7 @@ from pytest_guardbench.runfolder.resume import ResumeError, load_base
 from pytest_guardbench.records import Case
 from pytest_guardbench.run.inputs import load_inputs
 from pytest_guardbench.run.preflight import PreflightInBackground, preflight
-from pytest_guardbench.run.process import ProcessState
+from pytest_guardbench.run.process import ProcessState, started_call_processes
 from pytest_guardbench.plugin.console import header_line, listing
 from pytest_guardbench.run.stack import will_call_through_shared_processes
 from pytest_guardbench.run.units import builtin_units
@@ -92,7 +92,7 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = Settings.from_pytest(config)
         inputs = load_inputs(Path(config.rootpath), settings, units)
-        state = ProcessState(units=units)
+        calls = None
         try:
             if (
                 not config.option.collectonly
@@ -101,7 +101,7 @@ def pytest_configure(config: pytest.Config) -> None:
             ):
                 # Started first, so they import the API client while this process asks the models and
                 # collects.
-                state.call_processes(settings.api_processes).start()
+                calls = started_call_processes(settings.api_processes)
             if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
                 check_comparison_inputs(settings, bool(getattr(config.option, "update_snapshots", False)))
                 unwritable = writable_problem(settings.report_dir)
@@ -113,12 +113,15 @@ def pytest_configure(config: pytest.Config) -> None:
                     pending_preflight = PreflightInBackground(inputs)
                 else:
                     preflight(inputs)
+            # After the preflight: the state's clock is the one --guardbench-max-duration is counted on.
+            state = ProcessState(units=units, shared_calls=calls)
             labels = (
                 load_run_labels(settings.labels) if settings.labels is not None and not _is_worker(config) else None
             )
             session = None if _is_worker(config) else GuardbenchSession(config, inputs, labels, pending_preflight)
         except BaseException:
-            state.close()  # call processes started above must not outlive a run that never began
+            if calls is not None:
+                calls.close()  # call processes started above must not outlive a run that never began
             raise
     except (ConfigError, DataError, VariantError, ResumeError, LabelsError) as exc:
         raise pytest.UsageError(redact(f"guardbench: {exc}")) from None

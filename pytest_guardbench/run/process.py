@@ -34,7 +34,8 @@ class ProcessState:
     shared_calls: Any = None  # the API call processes every API model of the run shares, once started
 
     def call_processes(self, processes: int | None) -> Any:
-        """The run's shared API call processes (`process_spread.CallProcesses`), started at first use."""
+        """The run's shared API call processes (`process_spread.CallProcesses`); made here, they start
+        at their first call."""
         if self.shared_calls is None:
             from pytest_guardbench.providers.process_spread import CallProcesses
 
@@ -69,3 +70,12 @@ class ProcessState:
             self.shared_calls = None
         if self.cache is not None:
             self.cache.close()
+
+
+def started_call_processes(processes: int | None) -> Any:
+    """The run's shared API call processes, started now (before the run collects)."""
+    from pytest_guardbench.providers.process_spread import CallProcesses
+
+    calls = CallProcesses(processes or 1, "api")
+    calls.start()
+    return calls
