@@ -68,12 +68,13 @@ class CallProcesses:
         self._pending: dict[int, tuple[_Worker, int, concurrent.futures.Future[Any]]] = {}
         self._models: list[dict[str, Any]] = []  # each registered model's settings, by number
         self.workers: list[_Worker] = []  # started by `start()` or the first call, never for a replay
+        self._closed = False
 
     def start(self) -> None:
         """Start the processes now (idempotent): a run that will call starts them before it collects,
         so they import the client while it does; every model registered so far is sent to each."""
         with self._lock:
-            if self.workers:
+            if self.workers or self._closed:
                 return
             self.workers = [self._start() for _ in range(self.size)]
             models = list(enumerate(self._models))
@@ -138,8 +139,8 @@ class CallProcesses:
 
     def close(self) -> None:
         with self._lock:
-            workers, self.size = list(self.workers), 0  # closed: nothing starts them again
-            self.workers = workers or []
+            self._closed = True  # nothing starts them again
+            workers = list(self.workers)
         for worker in workers:
             with self._lock:
                 was_live, worker.gone = worker.gone is None, worker.gone or "closed"

@@ -37,9 +37,7 @@ class ProcessState:
         """The run's shared API call processes (`process_spread.CallProcesses`); made here, they start
         at their first call."""
         if self.shared_calls is None:
-            from pytest_guardbench.providers.process_spread import CallProcesses
-
-            self.shared_calls = CallProcesses(processes or 1, "api")
+            self.shared_calls = _call_processes(processes)
         return self.shared_calls
 
     def cached(self, provider: Any, role: str) -> Any:
@@ -72,10 +70,14 @@ class ProcessState:
             self.cache.close()
 
 
-def started_call_processes(processes: int | None) -> Any:
-    """The run's shared API call processes, started now (before the run collects)."""
+def _call_processes(processes: int | None) -> Any:
     from pytest_guardbench.providers.process_spread import CallProcesses
 
-    calls = CallProcesses(processes or 1, "api")
+    return CallProcesses(processes or 1, "api")
+
+
+def started_call_processes(processes: int | None) -> Any:
+    """The run's shared API call processes, started now (before the run collects)."""
+    calls = _call_processes(processes)
     calls.start()
     return calls
