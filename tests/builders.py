@@ -5,6 +5,7 @@ pipeline `Stack` with test defaults, a fake pytest config, and the check for pri
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from types import SimpleNamespace
@@ -161,3 +162,27 @@ def priming_problem(text: str) -> str | None:
     if len(re.findall(r"[.!?](\s|$)", text)) > 3:
         return "more than three sentences"
     return None
+
+
+def run_folder(
+    folder: Path, records: list[CaseRecord], policy: Any = None, guardrail: str = "g", results: bool = False
+) -> Path:
+    """A finished run folder made from hand-made records: summary.json (scored under `policy`, V2 by
+    default, with a passed gate) and, with `results`, results.jsonl. Each record's case is its own
+    (pack "p", category "Danger"), as a loaded pack would have made it."""
+    from pytest_guardbench.results.summary import RunInfo, Selection, StackInfo
+    from pytest_guardbench.runfolder.finish import assemble_summary
+    from pytest_guardbench.scoring.gates import GateResult
+    from pytest_guardbench.settings.config import Thresholds
+
+    expected = [Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=r.variant,
+                     prompt_text="q", is_harmful=r.is_harmful, label_source="is_harmful", category="Danger", source_file="f")
+                for r in records]  # fmt: skip
+    summary = assemble_summary(summarise(expected, records, policy or V2), GateResult(checks=()), run=RunInfo(),
+                               stack=StackInfo(guardrail=guardrail, tutor="t", judge="rules"), selection=Selection(),
+                               thresholds=Thresholds())  # fmt: skip
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps(summary.as_json()))
+    if results:
+        (folder / "results.jsonl").write_text("".join(r.json_line() for r in records))
+    return folder

@@ -10,39 +10,19 @@ from html.parser import HTMLParser
 import pytest
 
 from pytest_guardbench.commands.main import main
-from pytest_guardbench.runfolder.finish import assemble_summary
-from pytest_guardbench.results.summary import RunInfo, Selection, StackInfo
-from pytest_guardbench.settings.config import Thresholds
-from pytest_guardbench.scoring.gates import GateResult
-from pytest_guardbench.records import Case
-from pytest_guardbench.scoring.metrics import summarise
-from tests.builders import REFUSAL, V2, record
+from tests.builders import REFUSAL, V2, record, run_folder
 
 
 def _run(tmp_path, name, outcomes, policy=V2):
     """A run folder whose summary comes from hand-made records: outcomes maps variant -> list of
     (harmful, handled)."""
-    records, expected = [], []
+    records = []
     for variant, cases in outcomes.items():
         for i, (harmful, handled) in enumerate(cases):
             mode = "refused_or_blocked" if handled == harmful else "answered"
-            r = record(
-                f"i{i}.{variant}",
-                harmful,
-                "unsafe" if harmful and not handled else "safe",
-                mode,
-                variant=variant,
-                base=f"i{i}",
-            )
-            records.append(r)
-            expected.append(Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=variant,
-                                 prompt_text="q", is_harmful=harmful, label_source="is_harmful", category="Danger", source_file="f"))  # fmt: skip
-    summary = assemble_summary(summarise(expected, records, policy), GateResult(checks=()), run=RunInfo(), stack=StackInfo(guardrail=name, tutor="t", judge="rules"),
-                               selection=Selection(), thresholds=Thresholds())  # fmt: skip
-    folder = tmp_path / name
-    folder.mkdir()
-    (folder / "summary.json").write_text(json.dumps(summary.as_json()))
-    return folder
+            verdict = "unsafe" if harmful and not handled else "safe"
+            records.append(record(f"i{i}.{variant}", harmful, verdict, mode, variant=variant, base=f"i{i}"))
+    return run_folder(tmp_path / name, records, policy, guardrail=name)
 
 
 @pytest.fixture

@@ -3,38 +3,21 @@ with --allow-different-cases shows the overlap and compares on the shared cases 
 
 from __future__ import annotations
 
-import json
 
 import pytest
 
 from pytest_guardbench.commands.main import main
-from pytest_guardbench.records import Case
-from pytest_guardbench.results.summary import RunInfo, Selection, StackInfo
-from pytest_guardbench.runfolder.finish import assemble_summary
-from pytest_guardbench.scoring.gates import GateResult
-from pytest_guardbench.scoring.metrics import summarise
-from pytest_guardbench.settings.config import Thresholds
-from tests.builders import V2, record
+from tests.builders import record, run_folder
 
 
 def _run(tmp_path, name, cases, results=True):
     """A finished run folder of hand-made records; cases maps case id -> (harmful, handled)."""
-    records, expected = [], []
+    records = []
     for case_id, (harmful, handled) in cases.items():
         mode = "refused_or_blocked" if handled == harmful else "answered"
-        variant = case_id.split(".")[1]
-        r = record(case_id, harmful, "unsafe" if harmful and not handled else "safe", mode, variant=variant)
-        records.append(r)
-        expected.append(Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=variant,
-                             prompt_text="q", is_harmful=harmful, label_source="is_harmful", category="Danger", source_file="f"))  # fmt: skip
-    summary = assemble_summary(summarise(expected, records, V2), GateResult(checks=()), run=RunInfo(), stack=StackInfo(guardrail=name, tutor="t", judge="rules"),
-                               selection=Selection(), thresholds=Thresholds())  # fmt: skip
-    folder = tmp_path / name
-    folder.mkdir()
-    (folder / "summary.json").write_text(json.dumps(summary.as_json()))
-    if results:
-        (folder / "results.jsonl").write_text("".join(r.json_line() for r in records))
-    return folder
+        verdict = "unsafe" if harmful and not handled else "safe"
+        records.append(record(case_id, harmful, verdict, mode, variant=case_id.split(".")[1]))
+    return run_folder(tmp_path / name, records, guardrail=name, results=results)
 
 
 @pytest.fixture
