@@ -169,13 +169,7 @@ def pyproject_text(existing: str | None, force: bool, stack: Mapping[str, str] |
         block = "\n".join(block_lines)
         separator = "" if not existing or existing.endswith("\n\n") else "\n" if existing.endswith("\n") else "\n\n"
         return f"{existing}{separator}{block}\n", f"appended {INI_TABLE}"
-    present = sorted(key for key in table if key.startswith("guardbench_"))
-    if present and not force:
-        raise UsageError(
-            f"{PYPROJECT}: {INI_TABLE} already sets {', '.join(present)}; pass --force to add only the keys it lacks"
-        )
-    wanted = [] if "testpaths" in table else [TESTPATHS_LINE]
-    wanted += _missing_lines(table, existing, stack_lines(stack)) + _missing_lines(table, existing, SETTINGS_LINES)
+    wanted = _lines_to_add(table, existing, f"{PYPROJECT}: {INI_TABLE}", force, stack)
     lines = existing.splitlines(keepends=True)
     header = next((i for i, line in enumerate(lines) if INI_HEADER.match(line)), None)
     if header is None:
@@ -240,13 +234,7 @@ def ini_settings_text(
 ) -> tuple[str, str] | None:
     """As `pyproject_text`, for the [section] of an ini file (pytest.ini, tox.ini, setup.cfg)."""
     table = _ini_section(existing, name, section) or {}
-    present = sorted(key for key in table if key.startswith("guardbench_"))
-    if present and not force:
-        raise UsageError(
-            f"{name}: [{section}] already sets {', '.join(present)}; pass --force to add only the keys it lacks"
-        )
-    wanted = [] if "testpaths" in table else [TESTPATHS_LINE]
-    wanted += _missing_lines(table, existing, stack_lines(stack)) + _missing_lines(table, existing, SETTINGS_LINES)
+    wanted = _lines_to_add(table, existing, f"{name}: [{section}]", force, stack)
     lines = existing.splitlines(keepends=True)
     if lines and not lines[-1].endswith("\n"):
         lines[-1] += "\n"
@@ -267,6 +255,16 @@ def ini_settings_text(
         lines[header + 1 : header + 1] = [f"{_as_ini(line)}\n" for line in wanted]
         actions.insert(0, f"added guardbench keys under [{section}]")
     return ("".join(lines), "; ".join(actions)) if actions else None
+
+
+def _lines_to_add(table: Mapping[str, Any], text: str, where: str, force: bool, stack: Mapping[str, str]) -> list[str]:
+    """The setting lines a pytest settings table lacks; refuses (UsageError naming `where`) when it
+    sets guardbench keys already, unless `force`."""
+    present = sorted(key for key in table if key.startswith("guardbench_"))
+    if present and not force:
+        raise UsageError(f"{where} already sets {', '.join(present)}; pass --force to add only the keys it lacks")
+    wanted = [] if "testpaths" in table else [TESTPATHS_LINE]
+    return wanted + _missing_lines(table, text, stack_lines(stack)) + _missing_lines(table, text, SETTINGS_LINES)
 
 
 def _missing_lines(table: Mapping[str, Any], text: str, lines: Sequence[str]) -> list[str]:
