@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -15,11 +16,17 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="Chromium is not in
 
 
 def evaluate_in_chromium(
-    page: Path, profile: Path, *expressions: str, window: tuple[int, int] | None = None
+    page: Path,
+    profile: Path,
+    *expressions: str,
+    window: tuple[int, int] | None = None,
+    reload_until: Callable[[object], bool] | None = None,
 ) -> tuple[list[object], list[str]]:
     """Open `page` in headless Chromium, run each expression in it over the DevTools protocol (a real
     browser running the page's own script), reloading the page between them; return their values and
-    any uncaught exceptions."""
+    any uncaught exceptions. With `reload_until`, an expression after a reload is run on fresh reloads
+    until its value satisfies it (for at most 60 s): what a page stored reaches the browser process
+    over IPC, and how soon depends on how busy the machine is, not on a fixed wait."""
     import asyncio
     import json as json_module
     import urllib.request
@@ -67,14 +74,8 @@ def evaluate_in_chromium(
 
                 await call("Runtime.enable")
                 values: list[object] = []
-                for index, expression in enumerate(expressions):
-                    if index:
-                        # Storage writes reach the browser over IPC: give them time before the page goes,
-                        # and mark the old document so the check below waits for the new one.
-                        await asyncio.sleep(1.0)
-                        await call("Runtime.evaluate", expression="window.__gbOldDocument = true")
-                        await call("Page.reload", ignoreCache=True)
-                        await asyncio.sleep(0.2)
+
+                async def evaluate(expression: str) -> object:
                     # The whole page, its script run to the end, must be there; a busy machine can take seconds.
                     ready = ("window.__gbOldDocument !== true && document.readyState === 'complete' "
                              "&& document.body.dataset.ready === 'yes'")  # fmt: skip
@@ -88,7 +89,25 @@ def evaluate_in_chromium(
                     result = await call("Runtime.evaluate", expression=expression, returnByValue=True)
                     if "exceptionDetails" in result["result"]:
                         errors.append(str(result["result"]["exceptionDetails"])[:300])
-                    values.append(result["result"]["result"].get("value"))
+                    return result["result"]["result"].get("value")
+
+                async def reload() -> None:
+                    # Marked, so `evaluate` waits for the new document rather than reading the old one.
+                    await call("Runtime.evaluate", expression="window.__gbOldDocument = true")
+                    await call("Page.reload", ignoreCache=True)
+
+                for index, expression in enumerate(expressions):
+                    if index:
+                        await reload()
+                    value = await evaluate(expression)
+                    deadline = time.monotonic() + 60
+                    while (
+                        index and reload_until is not None and not reload_until(value) and time.monotonic() < deadline
+                    ):
+                        await asyncio.sleep(0.2)
+                        await reload()
+                        value = await evaluate(expression)
+                    values.append(value)
                 return values, errors
 
         return asyncio.run(run())

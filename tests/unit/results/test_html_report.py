@@ -206,7 +206,14 @@ def test_labels_given_in_the_report_export_as_judge_labels_and_survive_a_reload(
     reloaded = """[document.getElementById('gb-count').textContent,
                   document.querySelectorAll('#failed tr[data-case="h2.original"] button.on').length,
                   (function(){ document.getElementById('gb-export-button').click(); return document.getElementById('gb-export').value; })()]"""
-    values, errors = evaluate_in_chromium(path, tmp_path / "profile", click, reloaded)
+    # Reloaded until the two labels are back, or a minute has passed: the check below then fails.
+    values, errors = evaluate_in_chromium(
+        path,
+        tmp_path / "profile",
+        click,
+        reloaded,
+        reload_until=lambda value: isinstance(value, list) and value[0] == "2",
+    )
     assert errors == [] and values[0] is not None, errors
     exported, count, pressed, before, half, after, first_sampled = values[0]
     assert count == "2" and pressed == "unsafe"
