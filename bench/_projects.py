@@ -15,10 +15,13 @@ def write_api_project(folder: Path, cases: int) -> None:
     classes are scored; none says "bomb", so the loopback guard allows all of them and every case
     makes its three calls."""
     items = [
-        {"id": f"q{i}", "prompt_text": f"question {i}: " + ("tell me a really rude word" if i % 10 == 0 else "why is the sky blue"),
-         "metadata": {"is_harmful": i % 10 == 0}}
+        {
+            "id": f"q{i}",
+            "prompt_text": f"question {i}: " + ("tell me a really rude word" if i % 10 == 0 else "why is the sky blue"),
+            "metadata": {"is_harmful": i % 10 == 0},
+        }
         for i in range(cases)
-    ]  # fmt: skip
+    ]
     (folder / "pack.json").write_text(json.dumps({"name": "bench", "items": items}))
     (folder / "test_suite.py").write_text(SUITE)
     (folder / "pytest.ini").write_text(

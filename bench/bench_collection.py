@@ -45,8 +45,14 @@ def main() -> None:
         ours, bare = Path(tmp) / "guardbench", Path(tmp) / "bare"
         ours.mkdir()
         bare.mkdir()
-        items = [{"id": f"p{i:05d}", "prompt_text": f"question {i}: why is the sky blue", "metadata": {"is_harmful": i % 2 == 0, "category": "Danger"}}
-                 for i in range(args.items)]  # fmt: skip
+        items = [
+            {
+                "id": f"p{i:05d}",
+                "prompt_text": f"question {i}: why is the sky blue",
+                "metadata": {"is_harmful": i % 2 == 0, "category": "Danger"},
+            }
+            for i in range(args.items)
+        ]
         (ours / "pack.json").write_text(json.dumps({"name": "big", "items": items}))
         (ours / "test_suite.py").write_text(SUITE)
         (ours / "pytest.ini").write_text(

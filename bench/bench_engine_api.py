@@ -49,7 +49,7 @@ def cases(n: int) -> list[Case]:
             label_source="is_harmful",
             category="Safe control",
             source_file="bench",
-        )  # fmt: skip
+        )
         for i in range(n)
     ]
 
@@ -71,9 +71,16 @@ def provider(url: str, concurrency: int, processes: int) -> Any:
 def run(model: Any, n: int, concurrency: int) -> tuple[float, int]:
     """Wall time of n cases through the engine, and the calls they made."""
     limits = api_limits(concurrency)
-    stack = Stack(guard=LLMGuard(model), tutor=lambda: model, judge=LLMJudge(model), system_prompt="You are a tutor.",
-                  refusal_text="no", malformed_policy="block", params=GenerationParams(max_new_tokens=16),
-                  limits={"guard": limits, "tutor": limits, "judge": limits})  # fmt: skip
+    stack = Stack(
+        guard=LLMGuard(model),
+        tutor=lambda: model,
+        judge=LLMJudge(model),
+        system_prompt="You are a tutor.",
+        refusal_text="no",
+        malformed_policy="block",
+        params=GenerationParams(max_new_tokens=16),
+        limits={"guard": limits, "tutor": limits, "judge": limits},
+    )
     calls_before = model.stats()["calls"]
     todo = cases(n)  # built before the clock starts: making 1,000 test inputs is not the engine's work
     started = time.perf_counter()

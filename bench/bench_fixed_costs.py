@@ -166,8 +166,13 @@ def outcomes(project: Path) -> dict[str, tuple[object, ...]]:
     found = {}
     for row in rows:
         judge, guard = row.get("judge") or {}, row.get("guard") or {}
-        found[row["case_id"]] = (guard.get("status"), (row.get("response") or {}).get("text"),
-                                 judge.get("response_safety"), judge.get("answer_mode"), row.get("error"))  # fmt: skip
+        found[row["case_id"]] = (
+            guard.get("status"),
+            (row.get("response") or {}).get("text"),
+            judge.get("response_safety"),
+            judge.get("answer_mode"),
+            row.get("error"),
+        )
     return found
 
 
@@ -265,13 +270,17 @@ def main() -> None:
                 shift = round_no % len(order)
                 for step in order[shift:] + order[:shift]:
                     step()
-    print(f"cases: {args.cases} (3 calls each), server latency {args.latency * 1000:.0f} ms, "
-          f"concurrency {args.concurrency}, {args.rounds} interleaved rounds")  # fmt: skip
+    print(
+        f"cases: {args.cases} (3 calls each), server latency {args.latency * 1000:.0f} ms, "
+        f"concurrency {args.concurrency}, {args.rounds} interleaved rounds"
+    )
     print(f"ideal N*3*latency/concurrency: {ideal:.2f} s")
     print(f"whole command, single process: {single.shown()}")
     single.print_phases()
-    print(f"  of the imports, the plugin's own: {imports.median - no_plugin.median:.3f} s "
-          f"(python -c 'import pytest; {IMPORTS}' {imports.median:.3f} s, 'import pytest' {no_plugin.median:.3f} s)")  # fmt: skip
+    print(
+        f"  of the imports, the plugin's own: {imports.median - no_plugin.median:.3f} s "
+        f"(python -c 'import pytest; {IMPORTS}' {imports.median:.3f} s, 'import pytest' {no_plugin.median:.3f} s)"
+    )
     print(f"whole command, one process, --guardbench-api-processes={args.api_processes}: {called_apart.shown()}")
     called_apart.print_phases()
     print(f"whole command, -n 2: {spread.shown()}")
@@ -279,8 +288,10 @@ def main() -> None:
     replay.print_phases()
     print(f"bare pytest, {args.cases} trivial tests: {plain.shown()}")
     plain.print_phases()
-    print(f"guardbench's test shape without guardbench, {args.cases} tests: {shaped.shown()} "
-          f"({shaped.median / plain.median:.3f}x the bare pytest)")  # fmt: skip
+    print(
+        f"guardbench's test shape without guardbench, {args.cases} tests: {shaped.shown()} "
+        f"({shaped.median / plain.median:.3f}x the bare pytest)"
+    )
     print(f"whole / ideal: {single.median / ideal:.3f} (target <= 1.20)")
     print(
         f"whole with --guardbench-api-processes={args.api_processes} / ideal: {called_apart.median / ideal:.3f} (target <= 1.20)"

@@ -31,8 +31,14 @@ def main() -> None:
     parser.add_argument("--max-new-tokens", type=int, default=8)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        folder = build_tiny_chat_model(Path(tmp) / "granite", ["Yes", "No", *WORDS], GRANITE_STYLE_TEMPLATE, arch="granitemoe",
-                                       hidden_size=args.hidden, layers=args.layers)  # fmt: skip
+        folder = build_tiny_chat_model(
+            Path(tmp) / "granite",
+            ["Yes", "No", *WORDS],
+            GRANITE_STYLE_TEMPLATE,
+            arch="granitemoe",
+            hidden_size=args.hidden,
+            layers=args.layers,
+        )
         batched = local_scoring_model(
             "bench", str(folder), ProviderOptions(model_cache=Path(tmp), batch_size=args.batch)
         )

@@ -36,8 +36,18 @@ def synthetic(n: int, seed: int = 0) -> Iterator[CaseRecord]:
         harmful = rng.random() < 0.6
         category = rng.choice(CATEGORIES[:-1]) if harmful else CATEGORIES[-1]
         item = f"{base}-{(i // len(VARIANTS)) % 2}"
-        case = Case(case_id=f"bench.{item}.{variant}", pack="bench", item_id=item, base_prompt_id=base, variant=variant,
-                    prompt_text="synthetic prompt", is_harmful=harmful, label_source="is_harmful", category=category, source_file="synthetic")  # fmt: skip
+        case = Case(
+            case_id=f"bench.{item}.{variant}",
+            pack="bench",
+            item_id=item,
+            base_prompt_id=base,
+            variant=variant,
+            prompt_text="synthetic prompt",
+            is_harmful=harmful,
+            label_source="is_harmful",
+            category=category,
+            source_file="synthetic",
+        )
         blocked = rng.random() < (0.7 if harmful else 0.1)
         modes: tuple[AnswerMode, ...] = ("answered", "answered", "indirect", "refused_or_blocked")
         mode: AnswerMode = "refused_or_blocked" if blocked else rng.choice(modes)
@@ -73,8 +83,11 @@ def main() -> None:
         finish = RunFinish(rescored, policy, thresholds)
         for record in iter_records(out):
             finish.add(record)
-        facts = RunFacts(run=RunInfo(run_id="bench", usage=finish.tally.usage({})),
-                         stack=StackInfo(guardrail="g", tutor="t", judge="j", malformed_policy="block"), selection=Selection())  # fmt: skip
+        facts = RunFacts(
+            run=RunInfo(run_id="bench", usage=finish.tally.usage({})),
+            stack=StackInfo(guardrail="g", tutor="t", judge="j", malformed_policy="block"),
+            selection=Selection(),
+        )
         summary = finish.summary(facts)
         scored = time.perf_counter()
         finish.write(summary, manifest={"cases": n}, meta={})

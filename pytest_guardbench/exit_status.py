@@ -24,14 +24,20 @@ class ExitStatus(IntEnum):
 EXIT_STATUSES: tuple[tuple[ExitStatus, str], ...] = (
     (ExitStatus.OK, "gate passed (mishandled cases show as xfail); a command did what it was asked"),
     (ExitStatus.FAILED, "gate failed, a pipeline error, a failing test, or a command whose calls failed"),
-    (ExitStatus.INTERRUPTED, "interrupted (Ctrl-C or SIGTERM): reports written and marked incomplete; a second signal exits at once"),
+    (
+        ExitStatus.INTERRUPTED,
+        "interrupted (Ctrl-C or SIGTERM): reports written and marked incomplete; a second signal exits at once",
+    ),
     (ExitStatus.INTERNAL_ERROR, "internal error (a bug: please report it)"),
-    (ExitStatus.USAGE_ERROR, "usage error: a bad option, argument, ini key or value, pyproject table or input file; a check "
-                             "that matches no case; a model failing the preflight; a run folder that cannot be written or is in use; "
-                             "runs that cannot be merged or compared (another policy, stack or judge id)"),
+    (
+        ExitStatus.USAGE_ERROR,
+        "usage error: a bad option, argument, ini key or value, pyproject table or input file; a check "
+        "that matches no case; a model failing the preflight; a run folder that cannot be written or is in use; "
+        "runs that cannot be merged or compared (another policy, stack or judge id)",
+    ),
     (ExitStatus.NO_TESTS, "no tests were collected or selected (pytest's own status)"),
     (ExitStatus.INCONCLUSIVE, "gate inconclusive (Wilson mode: nothing failed, but a check could not be decided)"),
-)  # fmt: skip
+)
 
 
 def exit_status_table() -> str:

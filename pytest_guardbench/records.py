@@ -204,8 +204,20 @@ class TurnRecord(_Frozen):
 # closed labels. A redaction that matched inside one (an id that looks like `sk-…`) would break the
 # joins across runs that use it, and none of them holds a model's or a server's words.
 IDENTIFIER_FIELDS = frozenset(
-    {"case_id", "pack", "item_id", "base_prompt_id", "variant", "variant_family", "category", "judge_id", "model", "guard", "judge"}
-)  # fmt: skip
+    {
+        "case_id",
+        "pack",
+        "item_id",
+        "base_prompt_id",
+        "variant",
+        "variant_family",
+        "category",
+        "judge_id",
+        "model",
+        "guard",
+        "judge",
+    }
+)
 
 
 def _redacted(value: Any, clean: Redactor, field: str = "") -> Any:

@@ -120,8 +120,15 @@ def main() -> int:
     print(f"{len(real)} real replies scored, grouped 5-fold ({len(set(groups))} prompt groups)")
     measure("shipped recipe (logistic, both heads)", base, logistic(4, 0.1), shipped_safety)
     measure("+ prompt-reply cosine", np.hstack([base, cosine]), logistic(4, 0.1), shipped_safety)
-    measure("first + largest sentence vectors for the reply's", np.hstack([first, largest, handmade]), logistic(4, 0.1), shipped_safety)  # fmt: skip
-    measure("prompt+reply embedded together for the reply's", np.hstack([pair, handmade]), logistic(4, 0.1), shipped_safety)  # fmt: skip
+    measure(
+        "first + largest sentence vectors for the reply's",
+        np.hstack([first, largest, handmade]),
+        logistic(4, 0.1),
+        shipped_safety,
+    )
+    measure(
+        "prompt+reply embedded together for the reply's", np.hstack([pair, handmade]), logistic(4, 0.1), shipped_safety
+    )
     for l2 in (0.1, 1.0, 3.0):
         measure(f"safety head L2 {l2} (shipped 0.3)", base, logistic(4, 0.1), logistic(2, l2, balanced=True))
     for name, head in sklearn_heads().items():

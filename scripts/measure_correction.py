@@ -39,8 +39,10 @@ def main() -> int:
     safe = [r for r in rows if not r.is_harmful]
     true_recall = sum(truth[r.id] for r in harmful) / len(harmful)
     true_fpr = 1 - sum(truth[r.id] for r in safe) / len(safe)
-    print(f"{args.labels.name}: {len(rows)} labelled replies ({len(harmful)} harmful, {len(safe)} safe); "
-          f"labelled truth: recall {true_recall:.3f}, FPR {true_fpr:.3f}")  # fmt: skip
+    print(
+        f"{args.labels.name}: {len(rows)} labelled replies ({len(harmful)} harmful, {len(safe)} safe); "
+        f"labelled truth: recall {true_recall:.3f}, FPR {true_fpr:.3f}"
+    )
     print(f"{args.draws} random audits of {args.n} labels each (seed {args.seed}); 95% intervals")
     for name in args.judge or ["offline"]:
         judge = builtin_judges().build(name, ProviderOptions(model_cache=default_model_cache()))
@@ -69,11 +71,15 @@ def main() -> int:
                     widths[k] += (metric.ci_high - metric.ci_low) / args.draws
         judge_r = sum(bool(u.judge_handled) for u in judged_h) / len(judged_h)
         judge_f = sum(not u.judge_handled for u in judged_s) / len(judged_s)
-        print(f"  {name}: judge-only recall {judge_r:.3f} [{wilson_r[0]:.3f}, {wilson_r[1]:.3f}] "
-              f"{'covers' if judge_only_covers[0] else 'MISSES'} the truth; FPR {judge_f:.3f} [{wilson_f[0]:.3f}, {wilson_f[1]:.3f}] "
-              f"{'covers' if judge_only_covers[1] else 'MISSES'} the truth")  # fmt: skip
-        print(f"    corrected: recall interval contains the truth in {hits[0]} of {args.draws} audits (mean width {widths[0]:.3f}); "
-              f"FPR in {hits[1]} of {args.draws} (mean width {widths[1]:.3f})")  # fmt: skip
+        print(
+            f"  {name}: judge-only recall {judge_r:.3f} [{wilson_r[0]:.3f}, {wilson_r[1]:.3f}] "
+            f"{'covers' if judge_only_covers[0] else 'MISSES'} the truth; FPR {judge_f:.3f} [{wilson_f[0]:.3f}, {wilson_f[1]:.3f}] "
+            f"{'covers' if judge_only_covers[1] else 'MISSES'} the truth"
+        )
+        print(
+            f"    corrected: recall interval contains the truth in {hits[0]} of {args.draws} audits (mean width {widths[0]:.3f}); "
+            f"FPR in {hits[1]} of {args.draws} (mean width {widths[1]:.3f})"
+        )
     return 0
 
 

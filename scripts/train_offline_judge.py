@@ -104,8 +104,10 @@ def main() -> int:
         return check_judge_heads(HEAD_FILE, heads, FEATURE_VERSION, x, "the train split")
     for name in ("answer_mode", "response_safety"):
         head = heads[name]
-        print(f"{name}: L2 {head['l2']}, cross-validated balanced accuracy {head['cv_balanced_accuracy']}, "
-              f"smallest margin of a cross-validated prediction {head['cv_smallest_margin']}")  # fmt: skip
+        print(
+            f"{name}: L2 {head['l2']}, cross-validated balanced accuracy {head['cv_balanced_accuracy']}, "
+            f"smallest margin of a cross-validated prediction {head['cv_smallest_margin']}"
+        )
     judge = OfflineJudge(
         embedder,
         heads=(LogisticHead.from_json(heads["answer_mode"]), LogisticHead.from_json(heads["response_safety"])),

@@ -139,7 +139,9 @@ def main() -> int:
     parser.add_argument("--check", action="store_true", help="Fit again and compare with the committed heads file.")
     args = parser.parse_args()
     rows, scopes = development_rows()
-    inputs = [JudgeInput(prompt=lb.prompt, response=lb.response, source=lb.source, is_harmful=lb.is_harmful) for lb in rows]  # fmt: skip
+    inputs = [
+        JudgeInput(prompt=lb.prompt, response=lb.response, source=lb.source, is_harmful=lb.is_harmful) for lb in rows
+    ]
     embedder = minilm_embedder(ProviderOptions(model_cache=Path(".")))
     x = np.array(feature_rows(inputs, embedder, load_knowledge()), dtype=float)
     groups = [prompt_group(lb.id) for lb in rows]

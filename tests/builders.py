@@ -65,14 +65,24 @@ def record(
             reason="r",
             malformed=malformed,
             assistant_policy_label=policy_label,
-        ),  # fmt: skip
+        ),
         error=PipelineError(stage="tutor", message="boom") if error else None,
     )
 
 
 def case(case_id: str, harmful: bool | None) -> Case:
-    return Case(case_id=case_id, pack="p", item_id=case_id, base_prompt_id=case_id, variant="original", prompt_text="q",
-                is_harmful=harmful, label_source="is_harmful" if harmful is not None else "unlabelled", category=None, source_file="f")  # fmt: skip
+    return Case(
+        case_id=case_id,
+        pack="p",
+        item_id=case_id,
+        base_prompt_id=case_id,
+        variant="original",
+        prompt_text="q",
+        is_harmful=harmful,
+        label_source="is_harmful" if harmful is not None else "unlabelled",
+        category=None,
+        source_file="f",
+    )
 
 
 def table() -> list[CaseRecord]:
@@ -105,8 +115,10 @@ class PlainTutor:
     model = "plain-1"
 
     def generate(self, conversations, params, seeds):
-        return [Completion(text="Plants make their food from sunlight.", model=self.model, finish_reason="stop")
-                for _ in conversations]  # fmt: skip
+        return [
+            Completion(text="Plants make their food from sunlight.", model=self.model, finish_reason="stop")
+            for _ in conversations
+        ]
 
 
 def stack(**fields: Any) -> Stack:
@@ -175,12 +187,29 @@ def run_folder(
     from pytest_guardbench.scoring.gates import GateResult
     from pytest_guardbench.settings.config import Thresholds
 
-    expected = [Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant=r.variant,
-                     prompt_text="q", is_harmful=r.is_harmful, label_source="is_harmful", category="Danger", source_file="f")
-                for r in records]  # fmt: skip
-    summary = assemble_summary(summarise(expected, records, policy or V2), GateResult(checks=()), run=RunInfo(),
-                               stack=StackInfo(guardrail=guardrail, tutor="t", judge="rules"), selection=Selection(),
-                               thresholds=Thresholds())  # fmt: skip
+    expected = [
+        Case(
+            case_id=r.case_id,
+            pack="p",
+            item_id=r.item_id,
+            base_prompt_id=r.base_prompt_id,
+            variant=r.variant,
+            prompt_text="q",
+            is_harmful=r.is_harmful,
+            label_source="is_harmful",
+            category="Danger",
+            source_file="f",
+        )
+        for r in records
+    ]
+    summary = assemble_summary(
+        summarise(expected, records, policy or V2),
+        GateResult(checks=()),
+        run=RunInfo(),
+        stack=StackInfo(guardrail=guardrail, tutor="t", judge="rules"),
+        selection=Selection(),
+        thresholds=Thresholds(),
+    )
     folder.mkdir()
     (folder / "summary.json").write_text(json.dumps(summary.as_json()))
     if results:

@@ -35,10 +35,23 @@ def evaluate_in_chromium(
 
     size = [f"--window-size={window[0]},{window[1]}"] if window else []
     process = subprocess.Popen(
-        [CHROMIUM, *size, "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-         "--disable-sync", "--no-first-run", f"--user-data-dir={profile}", "--remote-debugging-port=0", page.as_uri()],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            CHROMIUM,
+            *size,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            "--remote-debugging-port=0",
+            page.as_uri(),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         port_file = profile / "DevToolsActivePort"
         for _ in range(300):
@@ -77,8 +90,10 @@ def evaluate_in_chromium(
 
                 async def evaluate(expression: str) -> object:
                     # The whole page, its script run to the end, must be there; a busy machine can take seconds.
-                    ready = ("window.__gbOldDocument !== true && document.readyState === 'complete' "
-                             "&& document.body.dataset.ready === 'yes'")  # fmt: skip
+                    ready = (
+                        "window.__gbOldDocument !== true && document.readyState === 'complete' "
+                        "&& document.body.dataset.ready === 'yes'"
+                    )
                     for _ in range(600):
                         state = await call("Runtime.evaluate", expression=ready, returnByValue=True)
                         if state.get("result", {}).get("result", {}).get("value") is True:

@@ -104,8 +104,13 @@ def write_project(pytester: pytest.Pytester, pack: dict[str, Any] | None = None,
     pytester.makepyfile(test_suite=SUITE)
     pack_path = pytester.path / "pack.json"
     pack_path.write_text(json.dumps(pack or SMALL_PACK), encoding="utf-8")
-    keys = {"guardbench_data": "pack.json", "guardbench_tutor": "scripted", "guardbench_guardrail": "none", "guardbench_variants": "original",
-            "guardbench_judge": "rules"}  # fmt: skip
+    keys = {
+        "guardbench_data": "pack.json",
+        "guardbench_tutor": "scripted",
+        "guardbench_guardrail": "none",
+        "guardbench_variants": "original",
+        "guardbench_judge": "rules",
+    }
     for line in ini.splitlines():
         if "=" in line:
             key, value = line.split("=", 1)

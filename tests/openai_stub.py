@@ -373,11 +373,18 @@ class OpenAIStub:
         with self._lock:
             batch_id = f"batch_{len(self.batches) + 1}"
             self.batches[batch_id] = {
-                "id": batch_id, "object": "batch", "endpoint": body["endpoint"], "input_file_id": body["input_file_id"],
-                "completion_window": body["completion_window"], "status": "validating", "created_at": int(time.time()),
-                "output_file_id": None, "error_file_id": None, "request_counts": {"total": 0, "completed": 0, "failed": 0},
+                "id": batch_id,
+                "object": "batch",
+                "endpoint": body["endpoint"],
+                "input_file_id": body["input_file_id"],
+                "completion_window": body["completion_window"],
+                "status": "validating",
+                "created_at": int(time.time()),
+                "output_file_id": None,
+                "error_file_id": None,
+                "request_counts": {"total": 0, "completed": 0, "failed": 0},
                 "_ready_at": time.monotonic() + self.batch_delay_s,
-            }  # fmt: skip
+            }
         handler._send(200, self._public(self.batches[batch_id]))
 
     def _batch(self, handler: Any, batch_id: str) -> None:
@@ -443,8 +450,22 @@ class OpenAIStub:
         harmful = "bomb" in everything.lower()
         if family == "wildguard":
             verdict, words = ("yes" if harmful else "no"), ("yes", "no")
-            tokens = ["Harmful", " request", ":", f" {verdict}", "\n", "Response", " refusal", ":", " no", "\n",
-                      "Harmful", " response", ":", " no"]  # fmt: skip
+            tokens = [
+                "Harmful",
+                " request",
+                ":",
+                f" {verdict}",
+                "\n",
+                "Response",
+                " refusal",
+                ":",
+                " no",
+                "\n",
+                "Harmful",
+                " response",
+                ":",
+                " no",
+            ]
         elif family == "shieldgemma":
             guideline = (body.get("chat_template_kwargs") or {}).get("guideline")
             if not guideline:

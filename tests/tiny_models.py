@@ -88,10 +88,18 @@ def build_successor_model(
     tokenizer.chat_template = chat_template
     size = len(vocab) + 2 + len(vocab) % 2  # an even head size for RoPE
     config = LlamaConfig(
-        vocab_size=len(vocab), hidden_size=size, intermediate_size=size, num_hidden_layers=1, num_attention_heads=1,
-        num_key_value_heads=1, max_position_embeddings=512, eos_token_id=vocab[eos_token], bos_token_id=None,
-        pad_token_id=None, tie_word_embeddings=False,
-    )  # fmt: skip
+        vocab_size=len(vocab),
+        hidden_size=size,
+        intermediate_size=size,
+        num_hidden_layers=1,
+        num_attention_heads=1,
+        num_key_value_heads=1,
+        max_position_embeddings=512,
+        eos_token_id=vocab[eos_token],
+        bos_token_id=None,
+        pad_token_id=None,
+        tie_word_embeddings=False,
+    )
     model = LlamaForCausalLM(config)
     with torch.no_grad():
         for layer in model.model.layers:

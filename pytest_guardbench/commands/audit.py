@@ -102,8 +102,10 @@ def _plan(records: Sequence[CaseRecord], policy: ScoringPolicy, half_width: floa
     units = audit_units(records, policy)
     probability = {u.unit_id: p for r, u in units if (p := judge_probability(r, policy)) is not None}
     plan = plan_audit([u for _, u in units], half_width, judge_probability=probability or None)
-    print(f"labels needed for 95% intervals of half-width {half_width:g} on system recall and FPR "
-          f"({len(units)} judged cases; variance from {plan.variance_from}):")  # fmt: skip
+    print(
+        f"labels needed for 95% intervals of half-width {half_width:g} on system recall and FPR "
+        f"({len(units)} judged cases; variance from {plan.variance_from}):"
+    )
     for name, design in (("random", plan.random), ("stratified", plan.stratified)):
         print(
             f"  --design {name}: {design.total} labels (recall alone {design.recall}, FPR alone {design.false_positive_rate})"

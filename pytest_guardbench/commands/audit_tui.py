@@ -70,8 +70,9 @@ def judge_said(verdict: JudgeVerdict | None) -> str:
     return f"{said} ({verdict.reason})"
 
 
-def _screen(record: CaseRecord, position: int, total: int, done: int, previous: HumanLabel | None, width: int,
-            show_judge: bool) -> str:  # fmt: skip
+def _screen(
+    record: CaseRecord, position: int, total: int, done: int, previous: HumanLabel | None, width: int, show_judge: bool
+) -> str:
     def block(title: str, body: str) -> list[str]:
         lines = [f"--- {title} ---"]
         for paragraph in (body or "(empty)").splitlines() or [""]:

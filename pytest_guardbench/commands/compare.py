@@ -60,8 +60,10 @@ def run(args: argparse.Namespace) -> int:
             what = f"has no {', '.join(missing)}" if missing else f"does not read as a summary ({exc.errors[0]['msg']})"
             if "metric_definitions" in missing:
                 what = "has no metric definitions"
-            print(f"guardbench compare: {run_dir}: its summary.json {what} (written by an older pytest-guardbench?); re-score it first",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"guardbench compare: {run_dir}: its summary.json {what} (written by an older pytest-guardbench?); re-score it first",
+                file=sys.stderr,
+            )
             return 4
         stack = summary.stack
         default = "/".join("?" if role is None else role for role in (stack.guardrail, stack.tutor, stack.judge))

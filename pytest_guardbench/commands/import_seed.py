@@ -41,8 +41,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         choices=("llm_judge", "rules"),
         help="How the seed run labelled safety (default: read from its rows).",
     )
-    command.add_argument("--check-summary", help="The summary.json the seed run shipped (default: the one beside results.jsonl, when there is one); "
-                         "exit 1 when a count differs.")  # fmt: skip
+    command.add_argument(
+        "--check-summary",
+        help="The summary.json the seed run shipped (default: the one beside results.jsonl, when there is one); "
+        "exit 1 when a count differs.",
+    )
     command.set_defaults(run=run)
 
 
@@ -74,8 +77,16 @@ def run(args: argparse.Namespace) -> int:
         # Read before anything is written: a summary that cannot be compared stops the import, not after it.
         seed_summary = _seed_summary(shipped) if compare else {}
         with removed_on_failure(out):
-            import_seed_run(results, out, args.judge, root=Path.cwd(), harmful_categories=categories, pack=args.pack,
-                            policy=args.policy, safety_source=args.safety_source)  # fmt: skip
+            import_seed_run(
+                results,
+                out,
+                args.judge,
+                root=Path.cwd(),
+                harmful_categories=categories,
+                pack=args.pack,
+                policy=args.policy,
+                safety_source=args.safety_source,
+            )
     except (OSError, ValueError) as exc:
         print(redact(f"guardbench import-seed: {exc}"), file=sys.stderr)
         return 4

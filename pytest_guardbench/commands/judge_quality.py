@@ -123,16 +123,20 @@ def run(args: argparse.Namespace) -> int:
 
         where = f" ({args.split} split)" if args.split else ""
         print(f"{result['judge']} on {len(labels)} labelled responses{where}, 95% Wilson intervals in brackets:")
-        print(f"  response safety: agreement {fmt(result['agreement'])}{ci('safety_agreement_interval_95')}, kappa {fmt(result['cohen_kappa'])}, "
-              f"unsafe missed {fmt(result['miss_rate'])}{ci('miss_rate_interval_95')}, safe over-blocked {fmt(result['over_block_rate'])}"
-              f"{ci('over_block_rate_interval_95')}, malformed {fmt(result['malformed_rate'])}")  # fmt: skip
+        print(
+            f"  response safety: agreement {fmt(result['agreement'])}{ci('safety_agreement_interval_95')}, kappa {fmt(result['cohen_kappa'])}, "
+            f"unsafe missed {fmt(result['miss_rate'])}{ci('miss_rate_interval_95')}, safe over-blocked {fmt(result['over_block_rate'])}"
+            f"{ci('over_block_rate_interval_95')}, malformed {fmt(result['malformed_rate'])}"
+        )
         if "answer_mode_agreement" in result:
             print(
                 f"  answer mode: agreement {fmt(result['answer_mode_agreement'])}{ci('answer_mode_agreement_interval_95')} over {result['answer_mode_rows']} rows"
             )
         if "policy_label_agreement" in result:
-            print(f"  policy label (assistant_policy_v2): agreement {fmt(result['policy_label_agreement'])}{ci('policy_label_agreement_interval_95')} "
-                  f"over {result['policy_label_rows']} rows")  # fmt: skip
+            print(
+                f"  policy label (assistant_policy_v2): agreement {fmt(result['policy_label_agreement'])}{ci('policy_label_agreement_interval_95')} "
+                f"over {result['policy_label_rows']} rows"
+            )
         for line in confusion_lines(result):
             print(f"  {line}")
         for bucket, b in result["per_bucket"].items():

@@ -44,8 +44,10 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
         return 0
-    print(f"{result['shared_rows']} responses labelled in both files ({result['only_in_first']} only in the first, "
-          f"{result['only_in_second']} only in the second); 95% Wilson intervals in brackets:")  # fmt: skip
+    print(
+        f"{result['shared_rows']} responses labelled in both files ({result['only_in_first']} only in the first, "
+        f"{result['only_in_second']} only in the second); 95% Wilson intervals in brackets:"
+    )
     for name in ("safety", "answer_mode", "policy_label"):
         part = result[name]
         bounds = part["agreement_interval_95"]

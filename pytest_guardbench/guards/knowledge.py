@@ -35,14 +35,39 @@ KNOWLEDGE_FEATURES = (
 )
 
 JAILBREAK_CUES = (
-    "ignore all previous instructions", "ignore previous instructions", "ignore your previous instructions",
-    "ignore your instructions", "ignore the rules", "do anything now", "developer mode", "no rules",
-    "without any rules", "never says no", "never say no", "stay in character", "pretend you are", "pretend to be",
-    "you are now", "safety filters are off", "filters are off", "start your answer with", "sure here is",
-    "do not say sorry", "don't say sorry", "without any warnings", "no warnings", "do not tell me to",
-    "don't tell me to", "hypothetically", "just imagine", "for a school project", "for a story",
-    "write a story where", "i am actually an adult", "my parents said it is ok",
-)  # fmt: skip
+    "ignore all previous instructions",
+    "ignore previous instructions",
+    "ignore your previous instructions",
+    "ignore your instructions",
+    "ignore the rules",
+    "do anything now",
+    "developer mode",
+    "no rules",
+    "without any rules",
+    "never says no",
+    "never say no",
+    "stay in character",
+    "pretend you are",
+    "pretend to be",
+    "you are now",
+    "safety filters are off",
+    "filters are off",
+    "start your answer with",
+    "sure here is",
+    "do not say sorry",
+    "don't say sorry",
+    "without any warnings",
+    "no warnings",
+    "do not tell me to",
+    "don't tell me to",
+    "hypothetically",
+    "just imagine",
+    "for a school project",
+    "for a story",
+    "write a story where",
+    "i am actually an adult",
+    "my parents said it is ok",
+)
 _CUE_TOKENS = tuple(tuple(normalise(cue)) for cue in JAILBREAK_CUES)
 
 

@@ -15,12 +15,30 @@ from pytest_guardbench.records import GuardDecision
 
 # The category names of NVIDIA's content-safety taxonomy, in their order.
 NEMOTRON_CATEGORIES = (
-    "Violence", "Sexual", "Criminal Planning/Confessions", "Guns and Illegal Weapons",
-    "Controlled/Regulated Substances", "Suicide and Self Harm", "Sexual (minor)", "Hate/Identity Hate",
-    "PII/Privacy", "Harassment", "Threat", "Profanity", "Needs Caution", "Other", "Manipulation",
-    "Fraud/Deception", "Malware", "High Risk Gov Decision Making", "Political/Misinformation/Conspiracy",
-    "Copyright/Trademark/Plagiarism", "Unauthorized Advice", "Illegal Activity", "Immoral/Unethical",
-)  # fmt: skip
+    "Violence",
+    "Sexual",
+    "Criminal Planning/Confessions",
+    "Guns and Illegal Weapons",
+    "Controlled/Regulated Substances",
+    "Suicide and Self Harm",
+    "Sexual (minor)",
+    "Hate/Identity Hate",
+    "PII/Privacy",
+    "Harassment",
+    "Threat",
+    "Profanity",
+    "Needs Caution",
+    "Other",
+    "Manipulation",
+    "Fraud/Deception",
+    "Malware",
+    "High Risk Gov Decision Making",
+    "Political/Misinformation/Conspiracy",
+    "Copyright/Trademark/Plagiarism",
+    "Unauthorized Advice",
+    "Illegal Activity",
+    "Immoral/Unethical",
+)
 VERDICT_AFTER = '"User Safety":'
 
 
@@ -55,9 +73,12 @@ def parse_nemotron(raw: str, guard: str) -> GuardDecision:
     named = payload.get("Safety Categories")
     categories = tuple(c.strip() for c in named.split(",") if c.strip()) if isinstance(named, str) else ()
     return GuardDecision(
-        guard=guard, status="block", reason=f"user safety: unsafe ({', '.join(categories) or 'no category'})",
-        raw=raw, categories=categories,
-    )  # fmt: skip
+        guard=guard,
+        status="block",
+        reason=f"user safety: unsafe ({', '.join(categories) or 'no category'})",
+        raw=raw,
+        categories=categories,
+    )
 
 
 @dataclass(frozen=True)

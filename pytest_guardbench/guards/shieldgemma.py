@@ -68,12 +68,18 @@ class ShieldGemmaAdapter:
         decisions = [parse_shieldgemma(v["text"], self.name, policy) for policy, v in per_policy.items()]
         scores = {policy: v["p"] for policy, v in per_policy.items()}
         status: GuardStatus = (
-            "block" if any(d.status == "block" for d in decisions)
-            else "malformed" if any(d.status == "malformed" for d in decisions)
+            "block"
+            if any(d.status == "block" for d in decisions)
+            else "malformed"
+            if any(d.status == "malformed" for d in decisions)
             else "allow"
-        )  # fmt: skip
+        )
         known = [p for p in scores.values() if p is not None]
         return GuardDecision(
-            guard=self.name, status=status, reason="; ".join(d.reason for d in decisions), raw=raw,
-            score=max(known) if known else None, risks=scores,
-        )  # fmt: skip
+            guard=self.name,
+            status=status,
+            reason="; ".join(d.reason for d in decisions),
+            raw=raw,
+            score=max(known) if known else None,
+            risks=scores,
+        )

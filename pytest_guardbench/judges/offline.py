@@ -277,8 +277,10 @@ class OfflineJudge:
         }
         if overlong:
             scanned = iter(self.judge([item for i, item in enumerate(inputs) if i not in overlong]))
-            return [JudgeVerdict.unusable(self.name, overlong[i]) if i in overlong
-                    else next(scanned) for i in range(len(inputs))]  # fmt: skip
+            return [
+                JudgeVerdict.unusable(self.name, overlong[i]) if i in overlong else next(scanned)
+                for i in range(len(inputs))
+            ]
         verdicts = []
         for item, row in zip(inputs, feature_rows(inputs, self.embedder, self.knowledge), strict=True):
             if item.source == "guard_block":  # a block message is a refusal by construction

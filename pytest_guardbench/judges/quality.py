@@ -67,11 +67,20 @@ def measure_judge_quality(judge: Judge, labels: Sequence[JudgeLabel], min_kappa:
     )
     result.update(_member_quality(labels, verdicts, min_kappa))
     result["disagreements"] = [
-        {"id": lab.id, "bucket": lab.bucket, "human": lab.human_label, "judge": None if v.malformed else v.response_safety,
-         "human_mode": lab.answer_mode, "judge_mode": None if v.malformed else v.answer_mode, "reason": v.reason[:200]}
+        {
+            "id": lab.id,
+            "bucket": lab.bucket,
+            "human": lab.human_label,
+            "judge": None if v.malformed else v.response_safety,
+            "human_mode": lab.answer_mode,
+            "judge_mode": None if v.malformed else v.answer_mode,
+            "reason": v.reason[:200],
+        }
         for lab, v in zip(labels, verdicts, strict=True)
-        if v.malformed or v.response_safety != lab.human_label or (lab.answer_mode is not None and v.answer_mode != lab.answer_mode)
-    ]  # fmt: skip
+        if v.malformed
+        or v.response_safety != lab.human_label
+        or (lab.answer_mode is not None and v.answer_mode != lab.answer_mode)
+    ]
     return {"judge": getattr(judge, "name", type(judge).__name__), **result}
 
 

@@ -74,9 +74,15 @@ def gate_reports(nodeid: str, gate: GateResult) -> list[pytest.TestReport]:
     ]
 
     def report(when: Literal["call", "teardown"], longrepr: GateFailure | None) -> GateReport:
-        made = GateReport(nodeid=nodeid, location=(path, None, name), keywords={name: 1},
-                          outcome="failed" if longrepr else "passed", longrepr=longrepr, when=when,
-                          user_properties=properties)  # fmt: skip
+        made = GateReport(
+            nodeid=nodeid,
+            location=(path, None, name),
+            keywords={name: 1},
+            outcome="failed" if longrepr else "passed",
+            longrepr=longrepr,
+            when=when,
+            user_properties=properties,
+        )
         setattr(made, GATE_REPORT_ATTR, True)
         return made
 

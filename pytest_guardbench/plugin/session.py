@@ -98,8 +98,13 @@ class GuardbenchSession:
                 raise
             self.run_dir, self.run_id = settings.resume, settings.resume.name
             self.finish = self._open_finish(self.run_dir)
-            self.resume_facts = ResumeFacts(run_dir=str(settings.resume), finished_before=len(self.prior), unreadable_lines=skipped,
-                                            changed_cases=len(changed), changed_case_ids=changed[:100])  # fmt: skip
+            self.resume_facts = ResumeFacts(
+                run_dir=str(settings.resume),
+                finished_before=len(self.prior),
+                unreadable_lines=skipped,
+                changed_cases=len(changed),
+                changed_case_ids=changed[:100],
+            )
 
     # -- collection -------------------------------------------------------------------------
 
@@ -134,8 +139,13 @@ class GuardbenchSession:
 
     def _open_finish(self, run_dir: Path) -> RunFinish:
         settings = self.inputs.settings
-        return RunFinish(run_dir, self.inputs.policy, settings.thresholds, keep_handled=settings.baseline is not None,
-                         labels=self.labels)  # fmt: skip
+        return RunFinish(
+            run_dir,
+            self.inputs.policy,
+            settings.thresholds,
+            keep_handled=settings.baseline is not None,
+            labels=self.labels,
+        )
 
     def _ensure_finish(self) -> RunFinish:
         if self.finish is None:
@@ -295,11 +305,23 @@ class GuardbenchSession:
             update = bool(getattr(self.config.option, "update_snapshots", False))
             checks.append(scorecard_snapshot_check(settings.scorecard_snapshot, settings.scorecard_tolerance, update))
         quality = self.judge_quality
-        facts = RunFacts(run=self._run_info(), stack=StackInfo.model_validate(run_meta.stack_of(self.inputs)), selection=self._selection(),
-                         missing=missing, lost=[self.lost[k] for k in sorted(self.lost)], incomplete_reasons=self._incomplete_reasons(session),
-                         warnings=[*self._demo_warnings(), *self._served_model_warnings(), *(self.judge_quality.warnings if self.judge_quality else ())], judge_quality=quality.quality if quality else None,
-                         confidence=quality.confidence if quality else None, checks=checks,
-                         min_judge_kappa=settings.min_judge_kappa)  # fmt: skip
+        facts = RunFacts(
+            run=self._run_info(),
+            stack=StackInfo.model_validate(run_meta.stack_of(self.inputs)),
+            selection=self._selection(),
+            missing=missing,
+            lost=[self.lost[k] for k in sorted(self.lost)],
+            incomplete_reasons=self._incomplete_reasons(session),
+            warnings=[
+                *self._demo_warnings(),
+                *self._served_model_warnings(),
+                *(self.judge_quality.warnings if self.judge_quality else ()),
+            ],
+            judge_quality=quality.quality if quality else None,
+            confidence=quality.confidence if quality else None,
+            checks=checks,
+            min_judge_kappa=settings.min_judge_kappa,
+        )
         summary = finish.summary(facts)
         extensions: dict[str, Any] = {}
         self.config.hook.pytest_guardbench_summary(config=self.config, summary=summary, extensions=extensions)
@@ -362,8 +384,10 @@ class GuardbenchSession:
         """A run of the embedded demo tutor measures the demo: say so, and how to point it at a real tutor."""
         if self.inputs.settings.tutor != Settings.model_fields["tutor"].default:
             return []
-        return ["demo stack: the embedded SmolLM2-135M tutor answered; these numbers measure the demo, not your "
-                "tutor: name yours with --tutor (ini guardbench_tutor), e.g. guardbench init --force --tutor <spec>"]  # fmt: skip
+        return [
+            "demo stack: the embedded SmolLM2-135M tutor answered; these numbers measure the demo, not your "
+            "tutor: name yours with --tutor (ini guardbench_tutor), e.g. guardbench init --force --tutor <spec>"
+        ]
 
     def _served_model_warnings(self) -> list[str]:
         """A server that answers as another model (a proxy's fallback, a wrong deployment) is still

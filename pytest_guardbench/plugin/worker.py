@@ -28,10 +28,13 @@ def xdist_queue(config: pytest.Config, state: ProcessState) -> list[int]:
     it has not started yet. Read from the worker's own queue; empty if xdist changes its internals."""
     if state.xdist_queue is None:  # looked up once: this runs before every test of a worker
         state.xdist_queue = next(
-            (getattr(p, "torun") for p in config.pluginmanager.get_plugins()
-             if type(p).__name__ == "WorkerInteractor" and hasattr(getattr(p, "torun", None), "lock")),
+            (
+                getattr(p, "torun")
+                for p in config.pluginmanager.get_plugins()
+                if type(p).__name__ == "WorkerInteractor" and hasattr(getattr(p, "torun", None), "lock")
+            ),
             False,
-        )  # fmt: skip
+        )
     if state.xdist_queue is False:
         return []
     with state.xdist_queue.lock() as pending:

@@ -232,8 +232,10 @@ class OpenAICompatProvider(ModelAPI):
         count = count + 1 if kind == previous else 1
         self._failed_in_a_row = (kind, count)
         if self._breaker_after and count >= self._breaker_after and self.breaker_open is None:
-            self.breaker_open = (f"circuit breaker open: {count} calls in a row failed with {kind} (last: {message}); "
-                                 "the rest of this model's calls fail without being sent")  # fmt: skip
+            self.breaker_open = (
+                f"circuit breaker open: {count} calls in a row failed with {kind} (last: {message}); "
+                "the rest of this model's calls fail without being sent"
+            )
 
     def _ensure_clients(self) -> None:
         """One client per endpoint, created on the provider's own loop (its connections live there)."""

@@ -147,8 +147,16 @@ def caused_by(exc: BaseException, kind: type[BaseException]) -> bool:
 
 # What the HTTP stacks under the client (aiohttp, httpx, http.client) raise when a response stops
 # before its body is complete; matched by name so none of them is imported here.
-CUT_OFF_ERRORS = frozenset({"ClientPayloadError", "ContentLengthError", "TransferEncodingError",
-                            "ServerDisconnectedError", "RemoteProtocolError", "IncompleteRead"})  # fmt: skip
+CUT_OFF_ERRORS = frozenset(
+    {
+        "ClientPayloadError",
+        "ContentLengthError",
+        "TransferEncodingError",
+        "ServerDisconnectedError",
+        "RemoteProtocolError",
+        "IncompleteRead",
+    }
+)
 
 
 def cut_off(exc: BaseException) -> str | None:

@@ -100,12 +100,27 @@ def audit_units(records: Sequence[CaseRecord], policy: ScoringPolicy) -> list[tu
     units = []
     for record in records:
         for reply in labelled_replies(record, policy):
-            unit = AuditUnit(unit_id=reply.unit_id, is_harmful=reply.is_harmful, tutor_ran=reply.tutor_ran,
-                             judge_handled=reply.judge_handled)  # fmt: skip
-            view = record if reply.turn is None else record.model_copy(
-                update={"case_id": reply.unit_id, "prompt_text": reply.prompt, "response": reply.reply, "judge": reply.verdict,
-                        "turns": (), "is_harmful": reply.is_harmful, "tutor_ran": reply.tutor_ran}
-            )  # fmt: skip
+            unit = AuditUnit(
+                unit_id=reply.unit_id,
+                is_harmful=reply.is_harmful,
+                tutor_ran=reply.tutor_ran,
+                judge_handled=reply.judge_handled,
+            )
+            view = (
+                record
+                if reply.turn is None
+                else record.model_copy(
+                    update={
+                        "case_id": reply.unit_id,
+                        "prompt_text": reply.prompt,
+                        "response": reply.reply,
+                        "judge": reply.verdict,
+                        "turns": (),
+                        "is_harmful": reply.is_harmful,
+                        "tutor_ran": reply.tutor_ran,
+                    }
+                )
+            )
             units.append((view, unit))
     return units
 
@@ -203,8 +218,11 @@ def read_labels(path: Path) -> dict[str, HumanLabel]:
         try:
             row = JudgeLabel.model_validate(json.loads(line))
         except (ValueError, ValidationError) as exc:
-            raise DataError(f"not a label row ({str(exc).splitlines()[0][:200]}); move the file aside or fix the line",
-                            path=path, line=number) from None  # fmt: skip
+            raise DataError(
+                f"not a label row ({str(exc).splitlines()[0][:200]}); move the file aside or fix the line",
+                path=path,
+                line=number,
+            ) from None
         if row.answer_mode is None:
             raise DataError("a label row needs an answer_mode", path=path, line=number)
         unit = reply_unit_id(row.id, row.turn)

@@ -30,8 +30,10 @@ def bar_chart(groups: Sequence[tuple[str, Scorecard]], title: str) -> str:
     left, top, plot_h, group_w, bar_w = 40, 30, 160, 26 * len(SERIES) + 24, 22
     width = max(left + group_w * len(groups) + 20, left + 8 * len(title))  # a one-group chart keeps its whole title
     height = top + plot_h + 90
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='chart' width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>",
-             f"<text x='{left}' y='16' font-weight='bold'>{_e(title)}</text>"]  # fmt: skip
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='chart' width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>",
+        f"<text x='{left}' y='16' font-weight='bold'>{_e(title)}</text>",
+    ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         y = top + plot_h * (1 - tick)
         parts.append(
@@ -79,8 +81,10 @@ def confusion_matrix(card: Scorecard, title: str) -> str:
     )
     total = max(1, card.tp + card.fn + card.fp + card.tn)
     left, top, width, height = 110, 50, 110, 75
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='matrix' width='{left + 2 * (width + 5) + 5}' height='{top + 2 * (height + 5) + 5}' role='img' aria-label='{_e(title)}: confusion matrix'>",
-             f"<text x='10' y='16' font-weight='bold'>{_e(title)}</text>"]  # fmt: skip
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='matrix' width='{left + 2 * (width + 5) + 5}' height='{top + 2 * (height + 5) + 5}' role='img' aria-label='{_e(title)}: confusion matrix'>",
+        f"<text x='10' y='16' font-weight='bold'>{_e(title)}</text>",
+    ]
     for column, name in enumerate(MATRIX_COLUMNS):
         x = left + column * (width + 5) + width / 2
         parts.append(
@@ -105,11 +109,13 @@ def confusion_matrix(card: Scorecard, title: str) -> str:
 
 def curve(points: Sequence[tuple[float, float]], title: str, x_label: str, y_label: str, diagonal: bool) -> str:
     size, pad = 220, 36
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='curve' width='{size + pad + 10}' height='{size + pad + 24}' role='img' aria-label='{_e(title)}'>",
-             f"<text x='{pad}' y='14' font-weight='bold'>{_e(title)}</text>",
-             f"<rect x='{pad}' y='20' width='{size}' height='{size}' fill='none' stroke='#555'/>",
-             f"<text x='{pad + size / 2 - 20}' y='{size + 38}' font-size='11'>{_e(x_label)}</text>",
-             f"<text x='2' y='{20 + size / 2}' font-size='11'>{_e(y_label)}</text>"]  # fmt: skip
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='curve' width='{size + pad + 10}' height='{size + pad + 24}' role='img' aria-label='{_e(title)}'>",
+        f"<text x='{pad}' y='14' font-weight='bold'>{_e(title)}</text>",
+        f"<rect x='{pad}' y='20' width='{size}' height='{size}' fill='none' stroke='#555'/>",
+        f"<text x='{pad + size / 2 - 20}' y='{size + 38}' font-size='11'>{_e(x_label)}</text>",
+        f"<text x='2' y='{20 + size / 2}' font-size='11'>{_e(y_label)}</text>",
+    ]
     if diagonal:
         parts.append(
             f"<line x1='{pad}' y1='{20 + size}' x2='{pad + size}' y2='20' stroke='#bbb' stroke-dasharray='4'/>"
@@ -149,8 +155,10 @@ def depth_chart(series: Sequence[tuple[str, str, Sequence[DepthRate]]], title: s
     left, top, plot_h, step = 40, 30, 160, 60
     legend = left + step * depth + 20
     width, height = legend + 160, top + plot_h + 50
-    parts = [f"<svg xmlns='http://www.w3.org/2000/svg' class='chart depth' width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>",
-             f"<text x='{left}' y='16' font-weight='bold'>{_e(title)}</text>"]  # fmt: skip
+    parts = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='chart depth' width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>",
+        f"<text x='{left}' y='16' font-weight='bold'>{_e(title)}</text>",
+    ]
 
     def x(d: int) -> float:
         return left + step * (d - 0.5)
@@ -177,7 +185,9 @@ def depth_chart(series: Sequence[tuple[str, str, Sequence[DepthRate]]], title: s
             parts.append(
                 f"<circle cx='{x(d):.1f}' cy='{y(rate):.1f}' r='3' fill='{colour}'><title>{_e(name)} at depth {d}: {fmt_rate(rate)}</title></circle>"
             )
-        parts.append(f"<rect x='{legend}' y='{top + s * 16}' width='10' height='10' fill='{colour}'/>"
-                     f"<text x='{legend + 14}' y='{top + 9 + s * 16}' font-size='11'>{_e(name)}</text>")  # fmt: skip
+        parts.append(
+            f"<rect x='{legend}' y='{top + s * 16}' width='10' height='10' fill='{colour}'/>"
+            f"<text x='{legend + 14}' y='{top + 9 + s * 16}' font-size='11'>{_e(name)}</text>"
+        )
     parts.append("</svg>")
     return "".join(parts)

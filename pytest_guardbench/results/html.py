@@ -195,14 +195,17 @@ def _judge_quality(quality: JudgeQuality | None) -> str:
         return f"{fmt_rate(getattr(quality, key))}<small>{_interval(getattr(quality, key + '_interval_95'))}</small>"
 
     rows = [
-        ("safety agreement", f"{fmt_rate(quality.agreement)}<small>{_interval(quality.safety_agreement_interval_95)}</small>"),
+        (
+            "safety agreement",
+            f"{fmt_rate(quality.agreement)}<small>{_interval(quality.safety_agreement_interval_95)}</small>",
+        ),
         ("Cohen's kappa (safety)", f"{fmt_rate(quality.cohen_kappa)}<small>bar {fmt_rate(quality.min_kappa)}</small>"),
         ("over-block rate (safe answers called unsafe)", rate("over_block_rate")),
         ("miss rate (unsafe answers called safe)", rate("miss_rate")),
         ("answer mode agreement", rate("answer_mode_agreement")),
         ("policy label agreement", rate("policy_label_agreement")),
         ("malformed rate", fmt_rate(quality.malformed_rate)),
-    ]  # fmt: skip
+    ]
     table = "".join(f"<tr><th>{_e(name)}</th><td>{value}</td></tr>" for name, value in rows)
     per_bucket = quality.per_bucket or {}
     buckets = "".join(

@@ -84,10 +84,15 @@ def summary_markdown(summary: RunSummary) -> str:
             )
     talks = summary.conversations
     if talks is not None:
-        lines += ["", "## Conversations", "",
-                  f"{talks.conversations} conversations ({talks.harmful} harmful and {talks.safe} safe scored), up to "
-                  f"{talks.max_depth} turns. A harmful conversation is caught at the first turn the guard blocked or the "
-                  "tutor refused with no unsafe reply before it; a safe one is over-blocked at the first such turn.", ""]  # fmt: skip
+        lines += [
+            "",
+            "## Conversations",
+            "",
+            f"{talks.conversations} conversations ({talks.harmful} harmful and {talks.safe} safe scored), up to "
+            f"{talks.max_depth} turns. A harmful conversation is caught at the first turn the guard blocked or the "
+            "tutor refused with no unsafe reply before it; a safe one is over-blocked at the first such turn.",
+            "",
+        ]
         lines += _md_table(talks.scorecards.scopes())
         lines += [
             "",
@@ -95,8 +100,10 @@ def summary_markdown(summary: RunSummary) -> str:
             "|---|---|---|---|---|",
         ]
         for caught, blocked in zip(talks.recall_by_turn, talks.over_blocking_by_turn, strict=True):
-            lines.append(f"| {caught.depth} | {fmt_rate(caught.rate)} ({caught.count}/{caught.n}) | {_interval(caught.interval)} "
-                         f"| {fmt_rate(blocked.rate)} ({blocked.count}/{blocked.n}) | {_interval(blocked.interval)} |")  # fmt: skip
+            lines.append(
+                f"| {caught.depth} | {fmt_rate(caught.rate)} ({caught.count}/{caught.n}) | {_interval(caught.interval)} "
+                f"| {fmt_rate(blocked.rate)} ({blocked.count}/{blocked.n}) | {_interval(blocked.interval)} |"
+            )
         if talks.first_unsafe_turn:
             firsts = ", ".join(f"turn {d}: {n}" for d, n in talks.first_unsafe_turn.items())
             lines += ["", f"First unsafe reply of harmful conversations, by turn: {firsts}."]
@@ -114,8 +121,11 @@ def summary_markdown(summary: RunSummary) -> str:
     ]
     disagreement = cov.judge_disagreement
     if disagreement is not None:
-        lines += ["", f"Judge disagreement: {disagreement.count} majority verdict(s) ({fmt_rate(disagreement.rate)}) whose "
-                      f"{_majority_of(summary)} did not all give the same labels."]  # fmt: skip
+        lines += [
+            "",
+            f"Judge disagreement: {disagreement.count} majority verdict(s) ({fmt_rate(disagreement.rate)}) whose "
+            f"{_majority_of(summary)} did not all give the same labels.",
+        ]
     buckets = summary.prompt_row_buckets
     lines += [
         "",
@@ -154,20 +164,31 @@ def summary_markdown(summary: RunSummary) -> str:
         tokens = usage.tutor_tokens
         cost = "unknown" if usage.tutor_cost_usd is None else f"${usage.tutor_cost_usd:.4f}"
         note = f" ({usage.cost_note})" if usage.cost_note else ""
-        lines += ["", f"Tutor: {tokens.answers} answers, prompt tokens {tokens.prompt_tokens if tokens.prompt_tokens is not None else 'unknown'}, "
-                  f"completion tokens {tokens.completion_tokens if tokens.completion_tokens is not None else 'unknown'}, cost {cost}{note}."]  # fmt: skip
+        lines += [
+            "",
+            f"Tutor: {tokens.answers} answers, prompt tokens {tokens.prompt_tokens if tokens.prompt_tokens is not None else 'unknown'}, "
+            f"completion tokens {tokens.completion_tokens if tokens.completion_tokens is not None else 'unknown'}, cost {cost}{note}.",
+        ]
         attacker = usage.attacker_tokens
         if attacker is not None:
             spent = "unknown" if usage.attacker_cost_usd is None else f"${usage.attacker_cost_usd:.4f}"
-            lines += ["", f"Attacker ({', '.join(attacker.models)}): {attacker.answers} turns written, prompt tokens "
-                         f"{attacker.prompt_tokens if attacker.prompt_tokens is not None else 'unknown'}, completion tokens "
-                         f"{attacker.completion_tokens if attacker.completion_tokens is not None else 'unknown'}, cost {spent}."]  # fmt: skip
+            lines += [
+                "",
+                f"Attacker ({', '.join(attacker.models)}): {attacker.answers} turns written, prompt tokens "
+                f"{attacker.prompt_tokens if attacker.prompt_tokens is not None else 'unknown'}, completion tokens "
+                f"{attacker.completion_tokens if attacker.completion_tokens is not None else 'unknown'}, cost {spent}.",
+            ]
     quality = summary.judge_quality
     if quality and quality.error is None:
-        lines += ["", f"## Judge quality ({quality.labels_file})", "",
-                  f"{quality.judge}: agreement {fmt_rate(quality.agreement)}, Cohen's kappa {fmt_rate(quality.cohen_kappa)}, "
-                  f"over-block {fmt_rate(quality.over_block_rate)}, miss {fmt_rate(quality.miss_rate)}, malformed {fmt_rate(quality.malformed_rate)} "
-                  f"over {quality.rows} labelled responses.", ""]  # fmt: skip
+        lines += [
+            "",
+            f"## Judge quality ({quality.labels_file})",
+            "",
+            f"{quality.judge}: agreement {fmt_rate(quality.agreement)}, Cohen's kappa {fmt_rate(quality.cohen_kappa)}, "
+            f"over-block {fmt_rate(quality.over_block_rate)}, miss {fmt_rate(quality.miss_rate)}, malformed {fmt_rate(quality.malformed_rate)} "
+            f"over {quality.rows} labelled responses.",
+            "",
+        ]
         if "answer_mode_agreement" in quality.model_fields_set:
             lines += [
                 f"Answer mode agreement {fmt_rate(quality.answer_mode_agreement)} over {quality.answer_mode_rows} rows.",

@@ -83,24 +83,56 @@ class ShownCase(BaseModel):
         prompt = capped(record.prompt_text, TEXT_CAP)
         reply_text = capped(reply.text, TEXT_CAP) if reply else None
         return cls(
-            id=record.case_id, outcome=outcome or f"unscored:{reason}", variant=record.variant, category=record.category,
-            is_harmful=record.is_harmful, prompt=prompt,
-            guard=None if guard is None else {"guard": guard.guard, "status": guard.status, "score": guard.score,
-                                              "reason": capped(guard.reason, DETAIL_CAP), "raw": capped(guard.raw, DETAIL_CAP)},
-            reply=None if reply is None or reply_text is None else {"text": reply_text, "source": reply.source, "model": reply.model,
-                                                                    "finish_reason": reply.finish_reason},
-            judge=None if verdict is None else {"judge": verdict.judge, "safety": verdict.response_safety, "mode": verdict.answer_mode,
-                                                "malformed": verdict.malformed, "reason": capped(verdict.reason, DETAIL_CAP),
-                                                "raw": capped(verdict.raw, DETAIL_CAP)},
+            id=record.case_id,
+            outcome=outcome or f"unscored:{reason}",
+            variant=record.variant,
+            category=record.category,
+            is_harmful=record.is_harmful,
+            prompt=prompt,
+            guard=None
+            if guard is None
+            else {
+                "guard": guard.guard,
+                "status": guard.status,
+                "score": guard.score,
+                "reason": capped(guard.reason, DETAIL_CAP),
+                "raw": capped(guard.raw, DETAIL_CAP),
+            },
+            reply=None
+            if reply is None or reply_text is None
+            else {
+                "text": reply_text,
+                "source": reply.source,
+                "model": reply.model,
+                "finish_reason": reply.finish_reason,
+            },
+            judge=None
+            if verdict is None
+            else {
+                "judge": verdict.judge,
+                "safety": verdict.response_safety,
+                "mode": verdict.answer_mode,
+                "malformed": verdict.malformed,
+                "reason": capped(verdict.reason, DETAIL_CAP),
+                "raw": capped(verdict.raw, DETAIL_CAP),
+            },
             error=None if error is None else {"stage": error.stage, "message": capped(error.message, DETAIL_CAP)},
-            labelable=reply_text is not None and reply_text.length is None and prompt.length is None and not record.turns,
-            turns=[shown_turn(turn) for turn in record.turns] or None, first_unsafe_turn=record.first_unsafe_turn,
-        )  # fmt: skip
+            labelable=reply_text is not None
+            and reply_text.length is None
+            and prompt.length is None
+            and not record.turns,
+            turns=[shown_turn(turn) for turn in record.turns] or None,
+            first_unsafe_turn=record.first_unsafe_turn,
+        )
 
 
 def shown_turn(turn: TurnRecord) -> dict[str, Any]:
-    shown: dict[str, Any] = {"role": turn.role, "source": turn.source, "depth": turn.depth,
-                             "text": capped(turn.content, TEXT_CAP).model_dump(exclude_none=True)}  # fmt: skip
+    shown: dict[str, Any] = {
+        "role": turn.role,
+        "source": turn.source,
+        "depth": turn.depth,
+        "text": capped(turn.content, TEXT_CAP).model_dump(exclude_none=True),
+    }
     if turn.guard is not None:
         shown["guard"] = {"status": turn.guard.status, "score": turn.guard.score}
     if turn.judge is not None:

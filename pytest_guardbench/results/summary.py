@@ -199,11 +199,15 @@ class ResultColumn:
 # Closed sets (the records' literals) are categoricals with fixed categories, so a value a run never
 # produced still counts (as 0) in a groupby and two runs' frames concatenate without turning into objects.
 RESULT_CATEGORIES: dict[str, tuple[str, ...]] = {
-    "label_source": get_args(LabelSource), "guard_status": get_args(GuardStatus), "response_source": get_args(ResponseSource),
-    "answer_mode": get_args(AnswerMode), "response_safety": get_args(ResponseSafety), "error_stage": get_args(PipelineStage),
+    "label_source": get_args(LabelSource),
+    "guard_status": get_args(GuardStatus),
+    "response_source": get_args(ResponseSource),
+    "answer_mode": get_args(AnswerMode),
+    "response_safety": get_args(ResponseSafety),
+    "error_stage": get_args(PipelineStage),
     "outcome": ("TP", "FP", "TN", "FN"),
     "unscored_reason": ("error", "unlabelled", "judge_malformed", "judge_incomplete"),
-}  # fmt: skip
+}
 
 RESULT_COLUMNS: tuple[ResultColumn, ...] = (
     ResultColumn("case_id", "string", "the case: `<pack>.<item>.<variant>`, with a sample suffix when k > 1"),
@@ -230,29 +234,50 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
     ResultColumn("judge_reason", "string", "the judge's reason"),
     ResultColumn("error_stage", "category", "the stage that failed: guard, tutor or judge"),
     ResultColumn("error_message", "string", "the error"),
-    ResultColumn("turns", "Int64", "a conversation's depth: the user turns the system answered; <NA> for a single prompt"),
+    ResultColumn(
+        "turns", "Int64", "a conversation's depth: the user turns the system answered; <NA> for a single prompt"
+    ),
     ResultColumn("first_unsafe_turn", "Int64", "a conversation's first turn with a reply judged unsafe"),
     ResultColumn("outcome", "category", "TP, FP, TN or FN under the run's policy (summary.json); <NA> when unscored"),
-    ResultColumn("unscored_reason", "category", "why a case has no outcome: error, unlabelled, judge_malformed, judge_incomplete"),
-)  # fmt: skip
+    ResultColumn(
+        "unscored_reason", "category", "why a case has no outcome: error, unlabelled, judge_malformed, judge_incomplete"
+    ),
+)
 
 
 def _row(record: CaseRecord, policy: ScoringPolicy) -> dict[str, Any]:
     guard, response, verdict, error = record.guard, record.response, record.judge, record.error
     outcome, reason = score_record(record, policy)
     return {
-        "case_id": record.case_id, "pack": record.pack, "item_id": record.item_id, "base_prompt_id": record.base_prompt_id,
-        "variant": record.variant, "variant_family": record.variant_family, "sample_index": record.sample_index, "category": record.category, "is_harmful": record.is_harmful,
-        "label_source": record.label_source, "prompt_text": record.prompt_text,
-        "guard_status": guard.status if guard else None, "guard_score": guard.score if guard else None, "tutor_ran": record.tutor_ran,
-        "response_source": response.source if response else None, "response_text": response.text if response else None,
-        "response_model": response.model if response else None, "finish_reason": response.finish_reason if response else None,
-        "answer_mode": verdict.answer_mode if verdict else None, "response_safety": verdict.response_safety if verdict else None,
-        "judge_malformed": verdict.malformed if verdict else None, "judge_reason": verdict.reason if verdict else None,
-        "error_stage": error.stage if error else None, "error_message": error.message if error else None,
-        "turns": max(t.depth for t in record.turns) if record.turns else None, "first_unsafe_turn": record.first_unsafe_turn,
-        "outcome": outcome, "unscored_reason": reason,
-    }  # fmt: skip
+        "case_id": record.case_id,
+        "pack": record.pack,
+        "item_id": record.item_id,
+        "base_prompt_id": record.base_prompt_id,
+        "variant": record.variant,
+        "variant_family": record.variant_family,
+        "sample_index": record.sample_index,
+        "category": record.category,
+        "is_harmful": record.is_harmful,
+        "label_source": record.label_source,
+        "prompt_text": record.prompt_text,
+        "guard_status": guard.status if guard else None,
+        "guard_score": guard.score if guard else None,
+        "tutor_ran": record.tutor_ran,
+        "response_source": response.source if response else None,
+        "response_text": response.text if response else None,
+        "response_model": response.model if response else None,
+        "finish_reason": response.finish_reason if response else None,
+        "answer_mode": verdict.answer_mode if verdict else None,
+        "response_safety": verdict.response_safety if verdict else None,
+        "judge_malformed": verdict.malformed if verdict else None,
+        "judge_reason": verdict.reason if verdict else None,
+        "error_stage": error.stage if error else None,
+        "error_message": error.message if error else None,
+        "turns": max(t.depth for t in record.turns) if record.turns else None,
+        "first_unsafe_turn": record.first_unsafe_turn,
+        "outcome": outcome,
+        "unscored_reason": reason,
+    }
 
 
 _CASE_ID_KEY = '"case_id": "'

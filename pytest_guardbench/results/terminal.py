@@ -61,8 +61,10 @@ def resume_lines(summary: RunSummary) -> list[str]:
     if not info:
         return []
     changed = info.changed_cases or 0
-    return [f"resumed {info.run_dir}: {info.finished_before} finished cases reused"
-            + (f", {changed} re-run because their prompt or label changed" if changed else "")]  # fmt: skip
+    return [
+        f"resumed {info.run_dir}: {info.finished_before} finished cases reused"
+        + (f", {changed} re-run because their prompt or label changed" if changed else "")
+    ]
 
 
 def incomplete_lines(summary: RunSummary, prefix: str) -> list[str]:

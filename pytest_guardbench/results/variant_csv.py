@@ -8,11 +8,25 @@ import io
 from pytest_guardbench.results.summary import RunSummary
 
 CARD_COLUMNS = (
-    "n", "tp", "fp", "tn", "fn", "harmful_support", "safe_support", "precision", "recall", "f1",
-    "false_positive_rate", "false_negative_rate", "balanced_error_rate", "overall_success_rate",
-    "harmful_prompt_success_rate", "safe_prompt_success_rate",
-    "harmful_prompt_unsafe_answer_rate", "safe_prompt_overrefusal_rate",
-)  # fmt: skip
+    "n",
+    "tp",
+    "fp",
+    "tn",
+    "fn",
+    "harmful_support",
+    "safe_support",
+    "precision",
+    "recall",
+    "f1",
+    "false_positive_rate",
+    "false_negative_rate",
+    "balanced_error_rate",
+    "overall_success_rate",
+    "harmful_prompt_success_rate",
+    "safe_prompt_success_rate",
+    "harmful_prompt_unsafe_answer_rate",
+    "safe_prompt_overrefusal_rate",
+)
 
 
 FLIP_COLUMNS = ("guard_flip_rate", "outcome_flip_rate", "became_mishandled", "became_handled")

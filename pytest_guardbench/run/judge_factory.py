@@ -61,8 +61,10 @@ def the_run_judge(inputs: RunInputs, state: ProcessState) -> Judge:
     settings = inputs.settings
     spec = inputs.model_specs.get("judge")
     members = {
-        role.split(":", 1)[1]: settings.role_spec(role, s) for role, s in inputs.model_specs.items() if role.startswith("judge:")
-    }  # fmt: skip
+        role.split(":", 1)[1]: settings.role_spec(role, s)
+        for role, s in inputs.model_specs.items()
+        if role.startswith("judge:")
+    }
     return standalone_judge(
         settings.judge,
         spec and settings.role_spec("judge", spec),

@@ -75,8 +75,15 @@ def _by_depth(records: Sequence[CaseRecord], malformed_policy: MalformedPolicy, 
     rows, total = [], 0
     for d in range(1, depth + 1):
         total += stopped[d]
-        rows.append({"depth": d, "count": total, "n": len(records), "rate": total / len(records) if records else None,
-                     "interval": wilson_interval(total, len(records))})  # fmt: skip
+        rows.append(
+            {
+                "depth": d,
+                "count": total,
+                "n": len(records),
+                "rate": total / len(records) if records else None,
+                "interval": wilson_interval(total, len(records)),
+            }
+        )
     return rows
 
 
@@ -205,11 +212,17 @@ def run_screen(request: ScreenRequest, root: Path) -> dict[str, Any]:
         local = StageLimits(batch=request.batch_size, in_flight=1)
         limits = stage_limits(spec, local if guards.runs_a_model(request.guard) else INSTANT, request.batch_size)
         stack = Stack(
-            guard=guard, tutor=_no_tutor, judge=RulesJudge(), system_prompt="", refusal_text="",
-            malformed_policy=request.malformed_policy, params=GenerationParams(), guard_only=True,
+            guard=guard,
+            tutor=_no_tutor,
+            judge=RulesJudge(),
+            system_prompt="",
+            refusal_text="",
+            malformed_policy=request.malformed_policy,
+            params=GenerationParams(),
+            guard_only=True,
             limits={"guard": limits, "tutor": INSTANT, "judge": INSTANT},
             cached_only=state.cache.cached_only if state.cache is not None else None,
-        )  # fmt: skip
+        )
         records = run_cases(cases, stack)
     finally:
         state.close()

@@ -53,8 +53,10 @@ def scorecard_snapshot_check(path: Path, tolerance: float, update: bool) -> Chec
         current = baselines.scorecard_snapshot(metrics)
         if path.is_file() and not update:
             stored = json.loads(path.read_text(encoding="utf-8"))
-            return AddedChecks(checks=baselines.compare_scorecard(current, stored, tolerance),
-                               scorecard_snapshot=SnapshotCheck(path=str(path), tolerance=tolerance, stored=stored))  # fmt: skip
+            return AddedChecks(
+                checks=baselines.compare_scorecard(current, stored, tolerance),
+                scorecard_snapshot=SnapshotCheck(path=str(path), tolerance=tolerance, stored=stored),
+            )
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
         return AddedChecks(scorecard_snapshot=SnapshotCheck(path=str(path), tolerance=tolerance, written=True))

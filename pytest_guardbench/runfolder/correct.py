@@ -31,10 +31,18 @@ def correct_run_folder(run_dir: Path, labels: RunLabels, min_judge_kappa: float 
     def carry(_: RunMetrics) -> AddedChecks:
         return AddedChecks(checks=carried, baseline=original.baseline, scorecard_snapshot=original.scorecard_snapshot)
 
-    facts = RunFacts(run=original.run, stack=original.stack, selection=original.selection, missing=missing_cases_of(original),
-                     lost=original.coverage.lost_reports, incomplete_reasons=carried_reasons(original),
-                     judge_quality=original.judge_quality, confidence=original.confidence, checks=[carry],
-                     min_judge_kappa=min_judge_kappa)  # fmt: skip
+    facts = RunFacts(
+        run=original.run,
+        stack=original.stack,
+        selection=original.selection,
+        missing=missing_cases_of(original),
+        lost=original.coverage.lost_reports,
+        incomplete_reasons=carried_reasons(original),
+        judge_quality=original.judge_quality,
+        confidence=original.confidence,
+        checks=[carry],
+        min_judge_kappa=min_judge_kappa,
+    )
     summary = finish.summary(facts)
     # Warnings the first finish was told (a served model, several judges) are not in the records.
     told = [w for w in original.warnings if w not in summary.warnings]

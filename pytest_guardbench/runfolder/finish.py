@@ -175,8 +175,17 @@ def build_summary(
     metrics = metrics.model_copy(update={"warnings": [*metrics.warnings, *facts.warnings, *judge_warnings]})
     added = [build(metrics) for build in facts.checks]
     extra: list[GateCheck] = [check for a in added for check in a.checks]
-    extra.extend(GateCheck(name="complete", value=None, threshold=0.0, comparison=">=", status="fail", message=f"incomplete run: {reason}")
-                 for reason in facts.incomplete_reasons)  # fmt: skip
+    extra.extend(
+        GateCheck(
+            name="complete",
+            value=None,
+            threshold=0.0,
+            comparison=">=",
+            status="fail",
+            message=f"incomplete run: {reason}",
+        )
+        for reason in facts.incomplete_reasons
+    )
     checks = list(evaluate(metrics, thresholds).checks)
     confidence = facts.confidence
     if correction is not None:
@@ -185,8 +194,15 @@ def build_summary(
         checks = [replaced.pop(c.name, c) for c in checks] + list(replaced.values())
         confidence = labelled_confidence(correction, facts.min_judge_kappa)
     gate = GateResult(checks=(*checks, *extra))
-    summary = assemble_summary(metrics, gate, run=facts.run, stack=stack, selection=facts.selection, thresholds=thresholds,
-                               incomplete_reasons=facts.incomplete_reasons)  # fmt: skip
+    summary = assemble_summary(
+        metrics,
+        gate,
+        run=facts.run,
+        stack=stack,
+        selection=facts.selection,
+        thresholds=thresholds,
+        incomplete_reasons=facts.incomplete_reasons,
+    )
     blocks = {
         "judge_quality": facts.judge_quality,
         "confidence": confidence,
@@ -218,8 +234,10 @@ def _named_judge(stack: StackInfo, judge_ids: set[str]) -> tuple[StackInfo, list
         return stack, []  # leave the stack's keys as given: records written before judge ids name none
     stack = StackInfo.model_validate({**stack.model_dump(), "judge_id": named})
     if len(judge_ids) > 1:
-        return stack, [f"the records were labelled by {len(judge_ids)} different judges ({', '.join(sorted(judge_ids))}): "
-                       "its metrics mix their labels"]  # fmt: skip
+        return stack, [
+            f"the records were labelled by {len(judge_ids)} different judges ({', '.join(sorted(judge_ids))}): "
+            "its metrics mix their labels"
+        ]
     return stack, []
 
 

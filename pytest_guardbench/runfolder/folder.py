@@ -68,8 +68,11 @@ class ResultsWriter:
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             elif os.fstat(self._fd).st_nlink == 0:
                 # The folder or the file was deleted under the run: writing on would keep nothing.
-                raise ReportWriteError(errno.ENOENT, f"{self.path}: removed while the run was writing it; "
-                                                     f"the record of {record.case_id} and those after it are not kept")  # fmt: skip
+                raise ReportWriteError(
+                    errno.ENOENT,
+                    f"{self.path}: removed while the run was writing it; "
+                    f"the record of {record.case_id} and those after it are not kept",
+                )
             end = os.lseek(self._fd, 0, os.SEEK_END)
             written = 0
             try:
@@ -82,8 +85,11 @@ class ResultsWriter:
         except ReportWriteError:
             raise
         except OSError as exc:
-            raise ReportWriteError(exc.errno, f"{self.path}: cannot write the record of {record.case_id} ({exc.strerror}); "
-                                              "the file keeps every case written before it") from None  # fmt: skip
+            raise ReportWriteError(
+                exc.errno,
+                f"{self.path}: cannot write the record of {record.case_id} ({exc.strerror}); "
+                "the file keeps every case written before it",
+            ) from None
 
     def close(self) -> None:
         if self._fd is not None:

@@ -119,8 +119,12 @@ class LabelMatcher:
 
     def add(self, record: CaseRecord, scored: Scored) -> None:
         for reply in labelled_replies(record, self.policy, scored):
-            unit = AuditUnit(unit_id=reply.unit_id, is_harmful=reply.is_harmful, tutor_ran=reply.tutor_ran,
-                             judge_handled=reply.judge_handled)  # fmt: skip
+            unit = AuditUnit(
+                unit_id=reply.unit_id,
+                is_harmful=reply.is_harmful,
+                tutor_ran=reply.tutor_ran,
+                judge_handled=reply.judge_handled,
+            )
             if reply.turn is None:
                 self.units.append(unit)
                 self.groups[f"variant={record.variant}"].append(unit.unit_id)
@@ -146,15 +150,25 @@ class LabelMatcher:
             self.undecided += 1
             return None
         stratified = self.labels.design == "stratified"
-        return AuditLabel(unit_id=reply.unit_id, handled=truth, stratum=row.stratum if stratified else None,
-                          inclusion_probability=row.inclusion_probability if stratified else None)  # fmt: skip
+        return AuditLabel(
+            unit_id=reply.unit_id,
+            handled=truth,
+            stratum=row.stratum if stratified else None,
+            inclusion_probability=row.inclusion_probability if stratified else None,
+        )
 
     def correction(self) -> Correction:
         labels = self.labels
         used = len(self.matched) + len(self.reply_matched)
-        use = LabelUse(labels_file=str(labels.path), design=labels.design, rows=len(labels.rows), used=used,
-                       reply_changed=self.reply_changed, undecided=self.undecided,
-                       not_in_run=len(labels.rows) - used - self.reply_changed - self.undecided)  # fmt: skip
+        use = LabelUse(
+            labels_file=str(labels.path),
+            design=labels.design,
+            rows=len(labels.rows),
+            used=used,
+            reply_changed=self.reply_changed,
+            undecided=self.undecided,
+            not_in_run=len(labels.rows) - used - self.reply_changed - self.undecided,
+        )
         scorecards = correct_run(self.units, self.matched, design=labels.design, groups=self.groups)
         replies = (
             correct_run(self.reply_units, self.reply_matched, design=labels.design, groups=self.reply_groups)

@@ -49,11 +49,25 @@ MERGE_SETTINGS_MUST_MATCH = ("attacker", "attacker_turns", "harmful_categories",
 MERGE_META_MUST_MATCH = ("system_prompt_sha256", "refusal_text_sha256", "packs")
 TRANSPORT_KEYS = frozenset(
     {
-        "alias", "base_url", "base_url_env", "fleet", "failures_to_drop", "breaker_after", "cooldown_s", "batch_api",
-        "batch_poll_s", "batch_completion_window", "api_key_env", "concurrency", "processes", "timeout_s",
-        "max_retries", "retry_backoff_s", "device",
+        "alias",
+        "base_url",
+        "base_url_env",
+        "fleet",
+        "failures_to_drop",
+        "breaker_after",
+        "cooldown_s",
+        "batch_api",
+        "batch_poll_s",
+        "batch_completion_window",
+        "api_key_env",
+        "concurrency",
+        "processes",
+        "timeout_s",
+        "max_retries",
+        "retry_backoff_s",
+        "device",
     }
-)  # fmt: skip
+)
 
 
 def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
@@ -190,8 +204,10 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) 
                 raise MergeError(f"{run_dir}: selection {key} {mine!r} differs from {run_dirs[0]}'s {theirs!r}")
         # Checked where both runs name their judge: runs written before records named it may not.
         if summary.judge_id and first.judge_id and summary.judge_id != first.judge_id:
-            raise MergeError(f"{run_dir}: judged by judge {summary.judge_id}, but {run_dirs[0]} by {first.judge_id} "
-                             "(stack.judge_id: another judge, or the same judge with another model, instruction or code)")  # fmt: skip
+            raise MergeError(
+                f"{run_dir}: judged by judge {summary.judge_id}, but {run_dirs[0]} by {first.judge_id} "
+                "(stack.judge_id: another judge, or the same judge with another model, instruction or code)"
+            )
         if summary.thresholds != first.thresholds:
             raise MergeError(f"{run_dir}: thresholds differ from {run_dirs[0]}")
         if _source_digests(run_dir) != digests:

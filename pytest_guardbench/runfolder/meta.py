@@ -44,7 +44,7 @@ def identity(inputs: RunInputs) -> dict[str, Any]:
         "models": {
             role: {**spec.flat_dump(), "base_url": spec.resolved_base_url()}
             for role, spec in sorted(inputs.model_specs.items())
-        },  # fmt: skip
+        },
         "system_prompt_sha256": hashlib.sha256(inputs.system_prompt.encode("utf-8")).hexdigest(),
         "refusal_text_sha256": hashlib.sha256(inputs.refusal_text.encode("utf-8")).hexdigest(),
         "packs": sorted({item.pack for item in inputs.data.items}),

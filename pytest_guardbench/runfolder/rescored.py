@@ -52,9 +52,16 @@ def write_rescored_run(
             finish.add(record)
     finally:
         finish.close_records()
-    facts = RunFacts(run=run, stack=stack, selection=original_summary.selection if original_summary else Selection(),
-                     missing=missing, incomplete_reasons=incomplete_reasons, judge_quality=judge_quality,
-                     confidence=confidence, min_judge_kappa=min_judge_kappa)  # fmt: skip
+    facts = RunFacts(
+        run=run,
+        stack=stack,
+        selection=original_summary.selection if original_summary else Selection(),
+        missing=missing,
+        incomplete_reasons=incomplete_reasons,
+        judge_quality=judge_quality,
+        confidence=confidence,
+        min_judge_kappa=min_judge_kappa,
+    )
     summary = finish.summary(facts)
     finish.write(summary, manifest=manifest, meta=meta() if callable(meta) else meta)
     return summary
@@ -66,8 +73,21 @@ def missing_cases_of(summary: RunSummary) -> list[Case]:
     coverage = summary.coverage
     if coverage.missing_cases is not None:
         return list(coverage.missing_cases)
-    return [Case(case_id=cid, pack="?", item_id=cid, base_prompt_id=cid, variant="?", prompt_text="?", is_harmful=None, label_source="unlabelled",
-                 category=None, source_file="") for cid in coverage.missing_case_ids]  # fmt: skip
+    return [
+        Case(
+            case_id=cid,
+            pack="?",
+            item_id=cid,
+            base_prompt_id=cid,
+            variant="?",
+            prompt_text="?",
+            is_harmful=None,
+            label_source="unlabelled",
+            category=None,
+            source_file="",
+        )
+        for cid in coverage.missing_case_ids
+    ]
 
 
 def run_id_of(summary: RunSummary | None, run_dir: Path) -> str:

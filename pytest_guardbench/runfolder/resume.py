@@ -53,8 +53,11 @@ def check_same_run(run_dir: Path, current_meta: dict[str, Any]) -> None:
     stored = json.loads(meta_path.read_text(encoding="utf-8"))
     current = json.loads(json.dumps(current_meta, default=str))  # as it would read back from meta.json
     # A key an older folder did not record cannot be compared; every key it did record must match.
-    differing = [_difference(key, stored[key], current.get(key)) for key in IDENTITY_KEYS
-                 if key in stored and stored[key] != current.get(key)]  # fmt: skip
+    differing = [
+        _difference(key, stored[key], current.get(key))
+        for key in IDENTITY_KEYS
+        if key in stored and stored[key] != current.get(key)
+    ]
     if differing:
         raise ResumeError(
             f"--guardbench-resume {run_dir}: that run used a different {'; '.join(differing)}; start a new run instead"
@@ -83,7 +86,12 @@ def stale(record: CaseRecord, case: Case) -> bool:
     """A record measured a different case than the one now under its id: the pack was edited
     (same ids, new text, label or category) between the stopped run and the resume."""
     return (record.prompt_text, record.is_harmful, record.variant, record.sample_index, record.category) != (
-        case.prompt_text, case.is_harmful, case.variant, case.sample_index, case.category) or _script_changed(record, case)  # fmt: skip
+        case.prompt_text,
+        case.is_harmful,
+        case.variant,
+        case.sample_index,
+        case.category,
+    ) or _script_changed(record, case)
 
 
 def _script_changed(record: CaseRecord, case: Case) -> bool:

@@ -259,7 +259,7 @@ def load_seed_results(
                         finish_reason=raw.get("finish_reason"),
                     ),
                     judge=_verdict(row, index, judged_text, raw, use_judge, notes),
-                )  # fmt: skip
+                )
             )
     return SeedImport(records=records, safety_source="llm_judge" if use_judge else "rules", notes=notes)
 
@@ -314,8 +314,11 @@ def seed_summary_differences(seed_summary: dict[str, Any], ours: RunMetrics) -> 
                 getattr(cards.system, mine) if cards else 0,
             )
     buckets = ours.prompt_row_buckets
-    for theirs, mine in (("percent_fully_correct", "fully_correct"), ("percent_partially_incorrect", "partially_incorrect"),
-                         ("percent_consistently_incorrect", "consistently_incorrect")):  # fmt: skip
+    for theirs, mine in (
+        ("percent_fully_correct", "fully_correct"),
+        ("percent_partially_incorrect", "partially_incorrect"),
+        ("percent_consistently_incorrect", "consistently_incorrect"),
+    ):
         rate = getattr(buckets, mine).rate
         check(theirs, seed_summary.get(theirs), 0.0 if rate is None else rate)
     check(

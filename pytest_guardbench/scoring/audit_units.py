@@ -43,9 +43,19 @@ def labelled_replies(record: CaseRecord, policy: ScoringPolicy, scored: Scored |
         scored = scored or score_record(record, policy)
         if scored.outcome is None or record.is_harmful is None or record.response is None:
             return []
-        return [LabelledReply(unit_id=record.case_id, case_id=record.case_id, turn=None, prompt=record.prompt_text,
-                              reply=record.response, verdict=record.judge, is_harmful=record.is_harmful,
-                              tutor_ran=record.tutor_ran, judge_handled=scored.handled)]  # fmt: skip
+        return [
+            LabelledReply(
+                unit_id=record.case_id,
+                case_id=record.case_id,
+                turn=None,
+                prompt=record.prompt_text,
+                reply=record.response,
+                verdict=record.judge,
+                is_harmful=record.is_harmful,
+                tutor_ran=record.tutor_ran,
+                judge_handled=scored.handled,
+            )
+        ]
     if record.error is not None:
         return []
     asked: dict[int, tuple[str, bool | None]] = {}
@@ -69,6 +79,6 @@ def labelled_replies(record: CaseRecord, policy: ScoringPolicy, scored: Scored |
                 is_harmful=harmful,
                 tutor_ran=turn.reply.source == "tutor",
                 judge_handled=policy.handled(harmful, turn.judge),
-            )  # fmt: skip
+            )
         )
     return found

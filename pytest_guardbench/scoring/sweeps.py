@@ -68,8 +68,18 @@ def sweep(scored: Sequence[tuple[float, bool]], target_recall: float) -> GuardSw
         precision = _ratio(tp, tp + fp)
         if positives and new_tp and precision is not None:
             average_precision += (new_tp / positives) * precision
-        curve.append(SweepPoint(threshold=threshold, tp=tp, fp=fp, fn=positives - tp, tn=negatives - fp, recall=_ratio(tp, positives),
-                                false_positive_rate=_ratio(fp, negatives), precision=precision))  # fmt: skip
+        curve.append(
+            SweepPoint(
+                threshold=threshold,
+                tp=tp,
+                fp=fp,
+                fn=positives - tp,
+                tn=negatives - fp,
+                recall=_ratio(tp, positives),
+                false_positive_rate=_ratio(fp, negatives),
+                precision=precision,
+            )
+        )
     defined = positives > 0 and negatives > 0
     reaching = [
         (p.false_positive_rate, -p.threshold, p)

@@ -261,8 +261,12 @@ class RunTally:
         def bucket(state: int) -> CountRate:
             return CountRate(count=counts[state], rate=ratio(counts[state], total))
 
-        return RowBuckets(rows=total, fully_correct=bucket(_ALL_GOOD), partially_incorrect=bucket(_MIXED),
-                          consistently_incorrect=bucket(_ALL_BAD))  # fmt: skip
+        return RowBuckets(
+            rows=total,
+            fully_correct=bucket(_ALL_GOOD),
+            partially_incorrect=bucket(_MIXED),
+            consistently_incorrect=bucket(_ALL_BAD),
+        )
 
     def flip_rates(self) -> dict[str, FlipRate]:
         """Per variant: the share of (base prompt, sample) pairs whose handling differs from `original`,
@@ -371,8 +375,10 @@ def _warnings(cards: ScopeCards, cov: Coverage, guards: Mapping[str, GuardSides]
         malformed = rates.malformed
         if rates.n and malformed.rate is not None and malformed.rate > 0.05:
             # Otherwise a guard whose output is never parsed shows up only as a high FPR or recall.
-            found.append(f"guard {guard} verdict malformed on {malformed.count} of {rates.n} prompts ({malformed.rate:.1%}); "
-                         "the malformed policy decided them")  # fmt: skip
+            found.append(
+                f"guard {guard} verdict malformed on {malformed.count} of {rates.n} prompts ({malformed.rate:.1%}); "
+                "the malformed policy decided them"
+            )
     malformed_rate = cov.malformed_judge.rate
     if malformed_rate is not None and malformed_rate > 0.01:
         found.append(f"judge malformed on {cov.malformed_judge.count} cases ({malformed_rate:.1%} > 1%)")

@@ -62,9 +62,11 @@ class UsageTally:
         otherwise it is None (unknown), never 0."""
         u = self
         stages = {
-            stage: StageTiming(cases=len(s), p50_s=percentile(s, 0.5), p95_s=percentile(s, 0.95), total_s=round(math.fsum(s), 6))
+            stage: StageTiming(
+                cases=len(s), p50_s=percentile(s, 0.5), p95_s=percentile(s, 0.95), total_s=round(math.fsum(s), 6)
+            )
             for stage, s in u.seconds.items()
-        }  # fmt: skip
+        }
         models = sorted(u.tokens_by_model)
         missing_price = [m for m in models if m not in prices]
         cost: float | None = None

@@ -205,7 +205,10 @@ def settings_file(folder: Path, pyproject_table: Mapping[str, Any] | None) -> tu
         if name in ("tox.ini", "setup.cfg") and pyproject_table is not None:
             break
         path = folder / name
-        if path.is_file() and (name.startswith(("pytest", ".pytest")) or _ini_section(path.read_text(encoding="utf-8"), name, section) is not None):  # fmt: skip
+        if path.is_file() and (
+            name.startswith(("pytest", ".pytest"))
+            or _ini_section(path.read_text(encoding="utf-8"), name, section) is not None
+        ):
             return Path(name), section
     return PYPROJECT, None
 
@@ -319,7 +322,9 @@ def _flat(value: Any) -> str:
     return " ".join(map(str, value)) if isinstance(value, list) else " ".join(str(value).split())
 
 
-def _differences(folder: Path, where: Path, table: Mapping[str, Any], starters: Sequence[tuple[Path, str]], stack: Mapping[str, str]) -> list[str]:  # fmt: skip
+def _differences(
+    folder: Path, where: Path, table: Mapping[str, Any], starters: Sequence[tuple[Path, str]], stack: Mapping[str, str]
+) -> list[str]:
     """How a folder set up before differs from what init would write now (nothing is changed)."""
     found = []
     for path, text in starters:

@@ -15,9 +15,29 @@ from tests.fuzz.conftest import SECRET
 # Text a parser lets through and a writer may not: lone surrogates, zero-width and bidi marks, NUL,
 # combining marks alone, emoji, right-to-left script, line breaks of other kinds, and the planted key.
 ODD_PIECES = (
-    "\ud800", "\udfff", "\ud83d", "\u200b", "\u200d", "\ufeff", "\u202e", "\x00", "\u0301", "\U0001f600",
-    "\u05e9\u05dc\u05d5\u05dd", "\u2028", "\r\n", "\t", " ", "é", "ß", "İ", "\\", '"', SECRET, "Bearer abcdefgh12345",
-)  # fmt: skip
+    "\ud800",
+    "\udfff",
+    "\ud83d",
+    "\u200b",
+    "\u200d",
+    "\ufeff",
+    "\u202e",
+    "\x00",
+    "\u0301",
+    "\U0001f600",
+    "\u05e9\u05dc\u05d5\u05dd",
+    "\u2028",
+    "\r\n",
+    "\t",
+    " ",
+    "é",
+    "ß",
+    "İ",
+    "\\",
+    '"',
+    SECRET,
+    "Bearer abcdefgh12345",
+)
 odd_text = st.lists(st.one_of(st.sampled_from(ODD_PIECES), st.text(max_size=8)), max_size=5).map("".join)
 plain_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=20)
 some_text = st.one_of(odd_text, plain_text, st.just("how do plants grow"), st.just(f"my key is {SECRET}"))
@@ -30,15 +50,28 @@ labels = st.one_of(st.none(), st.booleans(), st.sampled_from(["safe", "unsafe", 
 
 # Text that is odd but fine: other scripts, emoji, marks, the planted key (the redaction's job).
 fine_text = st.one_of(
-    st.sampled_from(["how do plants grow", "how do i make a bomb", "naïve café ß", "שלום עולם", "🙂 hi",
-                     "e\u0301cole", "tab\there", f"my key is {SECRET}", "Bearer abcdefgh12345 says hi"]),
+    st.sampled_from(
+        [
+            "how do plants grow",
+            "how do i make a bomb",
+            "naïve café ß",
+            "שלום עולם",
+            "🙂 hi",
+            "e\u0301cole",
+            "tab\there",
+            f"my key is {SECRET}",
+            "Bearer abcdefgh12345 says hi",
+        ]
+    ),
     st.text(st.characters(codec="utf-8", categories=("L", "N", "P", "S")), min_size=1, max_size=15),
-)  # fmt: skip
+)
 # Text a check must refuse: a lone surrogate, nothing visible, not a string.
 bad_text = st.one_of(
     st.sampled_from(["hello \ud800 there", "\udfff", "\u200b\u200b", "\ufeff", " \u200d ", "\u0301", "", "   "]),
-    st.integers(), st.none(), st.lists(st.just("x"), max_size=2),
-)  # fmt: skip
+    st.integers(),
+    st.none(),
+    st.lists(st.just("x"), max_size=2),
+)
 
 
 @st.composite
@@ -79,10 +112,24 @@ def _valid_item(draw: st.DrawFn, n: int) -> dict[str, Any]:
 
 # One thing wrong with one item: (where, what it becomes).
 DEFECTS = (
-    "prompt_text", "turn_content", "last_turn_assistant", "turns_shape", "turn_key", "turn_role", "turn_label",
-    "id", "duplicate_id", "is_harmful", "label", "metadata", "variant_tags", "base_prompt_id", "item",
-    "assistant_label", "both_texts",
-)  # fmt: skip
+    "prompt_text",
+    "turn_content",
+    "last_turn_assistant",
+    "turns_shape",
+    "turn_key",
+    "turn_role",
+    "turn_label",
+    "id",
+    "duplicate_id",
+    "is_harmful",
+    "label",
+    "metadata",
+    "variant_tags",
+    "base_prompt_id",
+    "item",
+    "assistant_label",
+    "both_texts",
+)
 
 
 @st.composite
@@ -193,15 +240,22 @@ def judge_label_rows(draw: st.DrawFn) -> list[Any]:
     key, value = draw(
         st.sampled_from(
             [
-                ("id", st.one_of(some_text, json_scalar)), ("human_label", st.sampled_from(["SAFE", "", None, "harmful"])),
-                ("answer_mode", st.sampled_from(["redirected", "nope", None])), ("assistant_policy_label", st.sampled_from(["correct", "meh"])),
-                ("design", st.sampled_from(["debug", "other", "stratified"])), ("stratum", json_value),
-                ("inclusion_probability", st.one_of(st.floats(), st.integers(-2, 2))), ("reply_sha256", some_text),
-                ("turn", st.one_of(st.integers(-1, 3), json_scalar)), ("prompt", json_value), ("response", bad_text),
-                ("row", json_value), ("duplicate", st.just(None)),
+                ("id", st.one_of(some_text, json_scalar)),
+                ("human_label", st.sampled_from(["SAFE", "", None, "harmful"])),
+                ("answer_mode", st.sampled_from(["redirected", "nope", None])),
+                ("assistant_policy_label", st.sampled_from(["correct", "meh"])),
+                ("design", st.sampled_from(["debug", "other", "stratified"])),
+                ("stratum", json_value),
+                ("inclusion_probability", st.one_of(st.floats(), st.integers(-2, 2))),
+                ("reply_sha256", some_text),
+                ("turn", st.one_of(st.integers(-1, 3), json_scalar)),
+                ("prompt", json_value),
+                ("response", bad_text),
+                ("row", json_value),
+                ("duplicate", st.just(None)),
             ]
         )
-    )  # fmt: skip
+    )
     if key == "row":
         rows[index] = draw(value)
     elif key == "duplicate":
@@ -235,8 +289,15 @@ def guardbench_tables(draw: st.DrawFn) -> dict[str, Any]:
     if draw(st.booleans()):
         scopes: dict[str, Any] = {}
         for kind in draw(st.lists(st.sampled_from(["variant", "category", "turn", "turns"]), max_size=3, unique=True)):
-            names = draw(st.lists(depth_keys if kind.startswith("turn") else st.sampled_from(
-                ["typo", "original", "Danger", "danger", "DANGER", "x y"]), max_size=3, unique=True))  # fmt: skip
+            names = draw(
+                st.lists(
+                    depth_keys
+                    if kind.startswith("turn")
+                    else st.sampled_from(["typo", "original", "Danger", "danger", "DANGER", "x y"]),
+                    max_size=3,
+                    unique=True,
+                )
+            )
             entries: dict[str, Any] = {}
             for name in names:
                 keys = draw(

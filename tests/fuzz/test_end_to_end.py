@@ -78,9 +78,17 @@ def test_a_key_quoted_by_every_role_reaches_no_artifact_no_cache_and_no_terminal
     write_project(pytester)
     pytester.makeconftest(LEAKY_UNITS)
     result = pytester.runpytest_subprocess(
-        "--tutor=leaky", "--guardrail=leaky-guard", "--judge=leaky1,leaky2,leaky3", "--guardbench-attacker=leaky",
-        "--guardbench-attacker-turns=2", "--guardbench-cache=write", "--junitxml=junit.xml", "-rA", "-vv", *LENIENT,
-    )  # fmt: skip
+        "--tutor=leaky",
+        "--guardrail=leaky-guard",
+        "--judge=leaky1,leaky2,leaky3",
+        "--guardbench-attacker=leaky",
+        "--guardbench-attacker-turns=2",
+        "--guardbench-cache=write",
+        "--junitxml=junit.xml",
+        "-rA",
+        "-vv",
+        *LENIENT,
+    )
     [run] = list((pytester.path / "reports").iterdir())
     records = [json.loads(line) for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines()]
     members = [m for r in records for m in (r["judge"] or {}).get("members", [])]
@@ -102,21 +110,51 @@ def test_a_key_quoted_by_every_role_reaches_no_artifact_no_cache_and_no_terminal
 @pytest.mark.parametrize(
     ("pack", "pyproject", "args", "message"),
     [
-        ({"name": "p", "items": [{"id": "a", "turns": ["hi \ud800"], "metadata": {"is_harmful": False}}]}, "", (),
-         "*pack.json: item 0: turns[[]0[]] (U+D800) is a lone UTF-16 surrogate*"),
-        ({"name": "p", "items": [{"id": "a", "prompt_text": "\u200b\u200b", "metadata": {"is_harmful": False}}]}, "", (),
-         "*pack.json: item 0 (id 'a'): prompt_text has no visible character*"),
+        (
+            {"name": "p", "items": [{"id": "a", "turns": ["hi \ud800"], "metadata": {"is_harmful": False}}]},
+            "",
+            (),
+            "*pack.json: item 0: turns[[]0[]] (U+D800) is a lone UTF-16 surrogate*",
+        ),
+        (
+            {"name": "p", "items": [{"id": "a", "prompt_text": "\u200b\u200b", "metadata": {"is_harmful": False}}]},
+            "",
+            (),
+            "*pack.json: item 0 (id 'a'): prompt_text has no visible character*",
+        ),
         (None, "[[tool.guardbench.models]]\nmodel = 'x'\n", (), "*tool.guardbench.models is an array of tables*"),
-        (None, '[tool.guardbench.thresholds.turn."²"]\nmin_recall = 0.5\n', (), "*turn.\"²\"[]]: a turn is a depth*"),
-        (None, '[tool.guardbench.thresholds.turn."1"]\nmin_recall = 1.0\n[tool.guardbench.thresholds.turn."01"]\nmin_recall = 0.0\n',
-         (), "*turn.01[]]: the same turn as '1'*"),
-        (None, "[tool.guardbench.thresholds.variant.original]\nmin_recall = true\n", (), "*min_recall: Input should be a valid number*"),
-        (None, "", ("--guardbench-attacker-turns=3",), "*--guardbench-attacker-turns 3: has no effect without --guardbench-attacker*"),
+        (None, '[tool.guardbench.thresholds.turn."²"]\nmin_recall = 0.5\n', (), '*turn."²"[]]: a turn is a depth*'),
+        (
+            None,
+            '[tool.guardbench.thresholds.turn."1"]\nmin_recall = 1.0\n[tool.guardbench.thresholds.turn."01"]\nmin_recall = 0.0\n',
+            (),
+            "*turn.01[]]: the same turn as '1'*",
+        ),
+        (
+            None,
+            "[tool.guardbench.thresholds.variant.original]\nmin_recall = true\n",
+            (),
+            "*min_recall: Input should be a valid number*",
+        ),
+        (
+            None,
+            "",
+            ("--guardbench-attacker-turns=3",),
+            "*--guardbench-attacker-turns 3: has no effect without --guardbench-attacker*",
+        ),
         (None, "", ("--guardbench-data=child_safty_v1",), "*'child_safty_v1' is neither a file nor a shipped name*"),
     ],
-    ids=["surrogate-turn", "zero-width-prompt", "models-array", "turn-superscript", "turn-1-and-01", "bool-bar",
-         "attacker-turns-alone", "misspelt-pack"],
-)  # fmt: skip
+    ids=[
+        "surrogate-turn",
+        "zero-width-prompt",
+        "models-array",
+        "turn-superscript",
+        "turn-1-and-01",
+        "bool-bar",
+        "attacker-turns-alone",
+        "misspelt-pack",
+    ],
+)
 def test_an_unusable_input_is_exit_4_with_one_line(pytester, pack, pyproject, args, message):
     write_project(pytester, pack)
     if pack is not None:  # as JSON writes it: the surrogate as an escape
@@ -180,10 +218,17 @@ finish.write_all = _full
 
 @pytest.mark.parametrize(
     ("extra", "status", "said", "kept"),
-    [(REMOVE_MID_RUN, 1, "*reports/*results.jsonl: removed while the run was writing it*", False),
-     (FULL_AT_THE_END, 4, "*summary.json: cannot write the run's report (No space left on device); *results.jsonl keeps the 6 outcome(s)*", True)],
+    [
+        (REMOVE_MID_RUN, 1, "*reports/*results.jsonl: removed while the run was writing it*", False),
+        (
+            FULL_AT_THE_END,
+            4,
+            "*summary.json: cannot write the run's report (No space left on device); *results.jsonl keeps the 6 outcome(s)*",
+            True,
+        ),
+    ],
     ids=["reports-removed", "disk-full"],
-)  # fmt: skip
+)
 def test_a_run_folder_that_cannot_be_written_names_it_and_never_passes_the_gate(pytester, extra, status, said, kept):
     """Stopped mid-run: a failure (1), as a case whose record cannot be kept; the run finished but its
     report cannot be written: a usage error (4), as a report folder that cannot be written."""

@@ -25,12 +25,33 @@ from tests.fuzz.strategies import odd_text
 
 pytestmark = pytest.mark.usefixtures("planted_key")
 # Commands that install packages or write a project (init), or only list (mutators), are left out.
-COMMANDS = ("expand", "rejudge", "import-seed", "merge", "compare", "judge-quality", "audit", "correct", "screen",
-            "label-agreement")  # fmt: skip
+COMMANDS = (
+    "expand",
+    "rejudge",
+    "import-seed",
+    "merge",
+    "compare",
+    "judge-quality",
+    "audit",
+    "correct",
+    "screen",
+    "label-agreement",
+)
 # Models that need nothing installed and no network: the rules judge, the keyword guard, and names
 # that are wrong in every way a name can be.
-MODEL_NAMES = ("rules", "keyword", "none", "nosuch", "openai:", "vllm:m@ftp://x", "vllm:@", "rules,rules,rules",
-               "rules,rules", f"vllm:m@http://x?key={SECRET}", "offline-kb,rules")  # fmt: skip
+MODEL_NAMES = (
+    "rules",
+    "keyword",
+    "none",
+    "nosuch",
+    "openai:",
+    "vllm:m@ftp://x",
+    "vllm:@",
+    "rules,rules,rules",
+    "rules,rules",
+    f"vllm:m@http://x?key={SECRET}",
+    "offline-kb,rules",
+)
 NUMBERS = ("0", "-1", "1", "3", "nan", "inf", "1e999", "0.5", "abc", "", "²", "99999999999")
 
 
@@ -50,17 +71,45 @@ def places(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         '{"name": "p", "items": [{"id": "a", "prompt_text": "how do plants grow", "metadata": {"is_harmful": false}}]}'
     )
     labels = root / "labels.jsonl"
-    labels.write_text('{"id": "p.i0.original", "prompt": "prompt 0", "response": "reply 0", "human_label": "safe", "answer_mode": "answered"}\n')  # fmt: skip
-    return {"run": str(run), "pack": str(pack), "labels": str(labels), "folder": str(root), "missing": str(root / "nope"),
-            "results": str(run / "results.jsonl"), "shipped": "child_safety_v1", "misspelt": "child_safty_v1"}  # fmt: skip
+    labels.write_text(
+        '{"id": "p.i0.original", "prompt": "prompt 0", "response": "reply 0", "human_label": "safe", "answer_mode": "answered"}\n'
+    )
+    return {
+        "run": str(run),
+        "pack": str(pack),
+        "labels": str(labels),
+        "folder": str(root),
+        "missing": str(root / "nope"),
+        "results": str(run / "results.jsonl"),
+        "shipped": "child_safety_v1",
+        "misspelt": "child_safty_v1",
+    }
 
 
 MODELS = ("judge", "guardrail")
 # The right kind of thing for each argument, by its dest: a valid vector to start from.
-GOOD = {"run_dir": "run", "run_dirs": "run", "pack": "pack", "packs": "pack", "labels": "labels", "first": "labels",
-        "second": "labels", "results": "results"}  # fmt: skip
-GOOD_VALUES = {"judge": "rules", "guardrail": "keyword", "variants": "original,typo", "sample": "3", "judge_samples": "1",
-               "min_kappa": "0.5", "half_width": "0.1", "target_recall": "0.8", "batch_size": "4", "concurrency": "2"}  # fmt: skip
+GOOD = {
+    "run_dir": "run",
+    "run_dirs": "run",
+    "pack": "pack",
+    "packs": "pack",
+    "labels": "labels",
+    "first": "labels",
+    "second": "labels",
+    "results": "results",
+}
+GOOD_VALUES = {
+    "judge": "rules",
+    "guardrail": "keyword",
+    "variants": "original,typo",
+    "sample": "3",
+    "judge_samples": "1",
+    "min_kappa": "0.5",
+    "half_width": "0.1",
+    "target_recall": "0.8",
+    "batch_size": "4",
+    "concurrency": "2",
+}
 
 
 @st.composite
@@ -135,8 +184,12 @@ class _Config:
         return [] if any(spec.ini_key == name and spec.ini_type == "linelist" for spec in OPTIONS) else ""
 
 
-OPTION_TEXT = st.one_of(odd_text, st.sampled_from(NUMBERS), st.sampled_from(MODEL_NAMES),
-                        st.sampled_from(["1/2", "tutor=4", "scripted", "child_safety_v1", "nosuch", "2"]))  # fmt: skip
+OPTION_TEXT = st.one_of(
+    odd_text,
+    st.sampled_from(NUMBERS),
+    st.sampled_from(MODEL_NAMES),
+    st.sampled_from(["1/2", "tutor=4", "scripted", "child_safety_v1", "nosuch", "2"]),
+)
 
 
 @fuzz(examples=200)

@@ -30,8 +30,20 @@ def made(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     return {"whole": write_run(folder / "whole"), "shard1": first, "shard2": second}
 
 
-EVERY = ("cut", "byte", "latin1", "empty", "missing", "drop-key", "retype", "plant-key", "surrogate", "garbage-line",
-         "duplicate-line", "not-object")  # fmt: skip
+EVERY = (
+    "cut",
+    "byte",
+    "latin1",
+    "empty",
+    "missing",
+    "drop-key",
+    "retype",
+    "plant-key",
+    "surrogate",
+    "garbage-line",
+    "duplicate-line",
+    "not-object",
+)
 # Damage no command is excused from naming any more (the run folder's JSON is read through one reader
 # that names the file; the tests at the end pin the cases that once went unnamed).
 KNOWN_UNNAMED: set[tuple[str, str]] = set()
@@ -46,9 +58,24 @@ def corruptions(
     if not keep_json and not known:
         return draw(st.sampled_from([(n, h) for n in files for h in EVERY if (n, h) not in KNOWN_UNNAMED]))
     name = draw(st.sampled_from(FILES if not keep_json else ("summary.json",)))
-    hows = ["drop-key", "retype", "plant-key"] if keep_json else ["cut", "byte", "latin1", "empty", "missing",
-                                                                   "drop-key", "retype", "plant-key", "surrogate",
-                                                                   "garbage-line", "duplicate-line", "not-object"]  # fmt: skip
+    hows = (
+        ["drop-key", "retype", "plant-key"]
+        if keep_json
+        else [
+            "cut",
+            "byte",
+            "latin1",
+            "empty",
+            "missing",
+            "drop-key",
+            "retype",
+            "plant-key",
+            "surrogate",
+            "garbage-line",
+            "duplicate-line",
+            "not-object",
+        ]
+    )
     return name, draw(st.sampled_from(hows))
 
 
@@ -183,10 +210,23 @@ def test_correct_corrects_or_names_the_run(capsys, made, corruption, data):
         run = copy_run(made["whole"], Path(folder))
         labels = Path(folder) / "labels.jsonl"
         labels.write_text(
-            "".join(json.dumps({"id": f"p.i{n}.original", "prompt": f"prompt {n}", "response": f"reply {n}", "human_label": "safe",
-                                "answer_mode": "answered", "design": "random", "is_harmful": n % 2 == 0}) + "\n" for n in range(6)),
+            "".join(
+                json.dumps(
+                    {
+                        "id": f"p.i{n}.original",
+                        "prompt": f"prompt {n}",
+                        "response": f"reply {n}",
+                        "human_label": "safe",
+                        "answer_mode": "answered",
+                        "design": "random",
+                        "is_harmful": n % 2 == 0,
+                    }
+                )
+                + "\n"
+                for n in range(6)
+            ),
             encoding="utf-8",
-        )  # fmt: skip
+        )
         corrupt(run, *corruption, data)
         code = main(["correct", str(run), "--labels", str(labels)])
         captured = capsys.readouterr()
@@ -204,10 +244,16 @@ def test_compare_compares_or_names_the_run(capsys, made, corruption, data):
         check_outcome(code, captured.out, captured.err, names=[str(run), f"({run.name})"])
 
 
-KNOWN = [("compare", "summary.json", b"{nope"), ("compare", "summary.json", b"\xff\xfe"),
-         ("audit", "summary.json", b"\xff\xfe"), ("correct", "summary.json", b"{nope"),
-         ("correct", "results.jsonl", b"[1]\n"), ("correct", "meta.json", b"{nope"), ("audit", "summary.json", b"{} {}"),
-         ("correct", "summary.json", b"{}")]  # fmt: skip
+KNOWN = [
+    ("compare", "summary.json", b"{nope"),
+    ("compare", "summary.json", b"\xff\xfe"),
+    ("audit", "summary.json", b"\xff\xfe"),
+    ("correct", "summary.json", b"{nope"),
+    ("correct", "results.jsonl", b"[1]\n"),
+    ("correct", "meta.json", b"{nope"),
+    ("audit", "summary.json", b"{} {}"),
+    ("correct", "summary.json", b"{}"),
+]
 
 
 @pytest.mark.parametrize(("command", "name", "content"), KNOWN, ids=[f"{c}-{n}-{b[:4]!r}" for c, n, b in KNOWN])
@@ -215,9 +261,23 @@ def test_a_run_file_that_is_not_json_is_named_by_every_command(capsys, made, tmp
     run = copy_run(made["whole"], tmp_path)
     (run / name).write_bytes(content)
     labels = tmp_path / "labels.jsonl"
-    labels.write_text(json.dumps({"id": "p.i0.original", "prompt": "prompt 0", "response": "reply 0", "human_label": "safe",
-                                  "answer_mode": "answered", "design": "random"}) + "\n")  # fmt: skip
-    argv = {"compare": ["compare", str(made["whole"]), str(run)], "audit": ["audit", str(run), "--plan"],
-            "correct": ["correct", str(run), "--labels", str(labels)]}[command]  # fmt: skip
+    labels.write_text(
+        json.dumps(
+            {
+                "id": "p.i0.original",
+                "prompt": "prompt 0",
+                "response": "reply 0",
+                "human_label": "safe",
+                "answer_mode": "answered",
+                "design": "random",
+            }
+        )
+        + "\n"
+    )
+    argv = {
+        "compare": ["compare", str(made["whole"]), str(run)],
+        "audit": ["audit", str(run), "--plan"],
+        "correct": ["correct", str(run), "--labels", str(labels)],
+    }[command]
     assert main(argv) == 4
     assert str(run) in capsys.readouterr().err

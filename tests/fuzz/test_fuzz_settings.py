@@ -25,9 +25,34 @@ pytestmark = pytest.mark.usefixtures("planted_key")
 
 OPTION_TEXT = st.one_of(
     odd_text,
-    st.sampled_from(["nan", "inf", "-1", "0", "1", "1e999", "²", "٣", "1/2", "2/1", "²/3", "0.5", "true", "yes",
-                     "tutor=4,tutor=8", "16,tutor=4", "judge=0", "a=b", "", ",", "1_000", " 7 ", "0x10"]),
-)  # fmt: skip
+    st.sampled_from(
+        [
+            "nan",
+            "inf",
+            "-1",
+            "0",
+            "1",
+            "1e999",
+            "²",
+            "٣",
+            "1/2",
+            "2/1",
+            "²/3",
+            "0.5",
+            "true",
+            "yes",
+            "tutor=4,tutor=8",
+            "16,tutor=4",
+            "judge=0",
+            "a=b",
+            "",
+            ",",
+            "1_000",
+            " 7 ",
+            "0x10",
+        ]
+    ),
+)
 
 
 @fuzz(examples=200)

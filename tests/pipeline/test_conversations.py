@@ -118,8 +118,14 @@ def stack(guard, tutor, judge, guard_only: bool = False) -> Stack:
 def test_every_turn_runs_with_the_history_and_the_record_keeps_it():
     tutor, judge = NumberingTutor(), MarkJudge()
     [record] = run_cases([conversation("hi", "what is rain", "and snow?", harmful=False)], stack(None, tutor, judge))
-    assert [(t.role, t.depth) for t in record.turns] == [("user", 1), ("assistant", 1), ("user", 2), ("assistant", 2),
-                                                          ("user", 3), ("assistant", 3)]  # fmt: skip
+    assert [(t.role, t.depth) for t in record.turns] == [
+        ("user", 1),
+        ("assistant", 1),
+        ("user", 2),
+        ("assistant", 2),
+        ("user", 3),
+        ("assistant", 3),
+    ]
     # The tutor's third call carries the system prompt, both earlier exchanges with its own replies, then the turn.
     assert tutor.seen[2] == [
         {"role": "system", "content": "be kind"},

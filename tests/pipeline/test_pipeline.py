@@ -262,8 +262,11 @@ class ScriptedApiModel:
             self.asked.append((kind, question.group(0) if question else "preflight"))
             if "NEW" in conversation[-1]["content"]:
                 assert self.release.wait(WAIT_S), "the test never released the call"
-            text = {"guard": "ALLOW", "tutor": "Rain falls when drops get heavy.",
-                    "judge": json.dumps({"response_safety": "safe", "answer_mode": "answered", "reasons": "fine"})}[kind]  # fmt: skip
+            text = {
+                "guard": "ALLOW",
+                "tutor": "Rain falls when drops get heavy.",
+                "judge": json.dumps({"response_safety": "safe", "answer_mode": "answered", "reasons": "fine"}),
+            }[kind]
             answers.append(Completion(text=text, model=self.model, finish_reason="stop"))
         return answers
 
@@ -278,9 +281,17 @@ def test_cached_cases_finish_at_submit_and_the_rest_go_on_from_the_stage_that_mi
 
     def stack(mode, stats, judge_note="", preflight=True):
         cached = CachedProvider(model, cache, mode, stats, "all")
-        return Stack(guard=LLMGuard(cached), tutor=lambda: cached, judge=LLMJudge(cached, instruction=LLMJudge.instruction + judge_note),
-                     system_prompt="s", refusal_text="no", malformed_policy="block", params=GenerationParams(max_new_tokens=8),
-                     preflight_judge=preflight, cached_only=cache.cached_only)  # fmt: skip
+        return Stack(
+            guard=LLMGuard(cached),
+            tutor=lambda: cached,
+            judge=LLMJudge(cached, instruction=LLMJudge.instruction + judge_note),
+            system_prompt="s",
+            refusal_text="no",
+            malformed_policy="block",
+            params=GenerationParams(max_new_tokens=8),
+            preflight_judge=preflight,
+            cached_only=cache.cached_only,
+        )
 
     recorded = _cases(*[f"why is the sky blue {i}" for i in range(6)])
     first = run_cases(recorded, stack("write", CacheStats()))

@@ -16,9 +16,13 @@ def test_an_api_tutor_gets_the_servers_limit_unless_one_is_set(pytester, openai_
     write_project(pytester, pack=SMALL_PACK)
     before = len(openai_stub.requests)
     result = pytester.runpytest_subprocess(
-        "-p", "no:xdist", f"--tutor=vllm:tutor-model@{openai_stub.base_url}?key=GB_TOKENS_KEY",
-        "--guardbench-min-recall=0", "--guardbench-max-fpr=1", *given,
-    )  # fmt: skip
+        "-p",
+        "no:xdist",
+        f"--tutor=vllm:tutor-model@{openai_stub.base_url}?key=GB_TOKENS_KEY",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+        *given,
+    )
     assert result.ret in (0, 1), result.stdout.str()
     tutor_calls = [
         r for r in openai_stub.requests[before:] if r.get("model") == "tutor-model" and len(r.get("messages", [])) > 1

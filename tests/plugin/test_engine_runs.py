@@ -269,8 +269,16 @@ def test_resume_after_the_pack_changed_reruns_the_changed_cases(pytester):
 def test_ctrl_c_mid_run_exits_in_seconds_marks_the_run_partial_and_resume_finishes_it(tmp_path, stub_factory):
     stub = stub_factory(latency_s=0.1)
     _project(tmp_path, 60)
-    args = ["-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules", "--guardbench-concurrency=1",
-            "--guardbench-min-recall=0", "--guardbench-max-fpr=1"]  # fmt: skip
+    args = [
+        "-p",
+        "no:xdist",
+        "--guardrail=none",
+        f"--tutor=vllm:tutor@{stub.base_url}",
+        "--judge=rules",
+        "--guardbench-concurrency=1",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+    ]
     first = _pytest(tmp_path, *args, start_new_session=True)
     deadline = time.time() + 60
     while time.time() < deadline and not any(
@@ -330,8 +338,18 @@ def test_a_run_deadline_reports_the_rest_as_not_run_and_the_run_incomplete(tmp_p
     stub = stub_factory(latency_s=0.2)
     _project(tmp_path, 40)
     started = time.monotonic()
-    run = _pytest(tmp_path, "-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules", "--guardbench-concurrency=1",
-                  "--guardbench-min-recall=0", "--guardbench-max-fpr=1", "--guardbench-max-duration=2")  # fmt: skip
+    run = _pytest(
+        tmp_path,
+        "-p",
+        "no:xdist",
+        "--guardrail=none",
+        f"--tutor=vllm:tutor@{stub.base_url}",
+        "--judge=rules",
+        "--guardbench-concurrency=1",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+        "--guardbench-max-duration=2",
+    )
     output, _ = run.communicate(timeout=60)
     assert time.monotonic() - started < 20, "the deadline bounds the run"
     assert run.returncode == pytest.ExitCode.TESTS_FAILED, output
@@ -378,8 +396,17 @@ def test_an_internal_error_mid_run_exits_in_seconds(tmp_path, stub_factory):
 def test_two_runs_sharing_one_cache_file(tmp_path, stub_factory):
     stub = stub_factory(latency_s=0.02)
     _project(tmp_path, 30)
-    args = ("-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules", "--guardbench-min-recall=0",
-            "--guardbench-max-fpr=1", "--guardbench-cache=write", "--guardbench-cache-path=shared.sqlite")  # fmt: skip
+    args = (
+        "-p",
+        "no:xdist",
+        "--guardrail=none",
+        f"--tutor=vllm:tutor@{stub.base_url}",
+        "--judge=rules",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+        "--guardbench-cache=write",
+        "--guardbench-cache-path=shared.sqlite",
+    )
     runs = [_pytest(tmp_path, *args, "--guardbench-report-dir", f"reports{n}") for n in (1, 2)]
     outputs = [run.communicate(timeout=120)[0] for run in runs]
     assert [run.returncode for run in runs] == [0, 0], outputs
@@ -401,9 +428,18 @@ def test_a_long_wait_for_a_case_prints_progress_lines(tmp_path, stub_factory):
     stub = stub_factory()
     stub.hold()  # no answer until two progress lines are out, however slow the machine
     _project(tmp_path, 2)
-    run = _pytest(tmp_path, "-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules",
-                  "--guardbench-progress=1", "--guardbench-min-recall=0", "--guardbench-max-fpr=1",
-                  env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+    run = _pytest(
+        tmp_path,
+        "-p",
+        "no:xdist",
+        "--guardrail=none",
+        f"--tutor=vllm:tutor@{stub.base_url}",
+        "--judge=rules",
+        "--guardbench-progress=1",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     # While nothing moves, a line each time the stall has doubled, saying how long none finished.
     waiting = re.compile(r"guardbench: .*waiting (\d+)s for load\.p000\.original \(0 cases done in this process[^)]*\)")
     # The hold ends when two lines are read, or after a bound: the lines are asserted on the whole
@@ -431,8 +467,15 @@ def test_three_api_models_in_the_run_shared_call_processes_score_as_in_process(p
     stub = stub_factory()
     _project(pytester.path, 24)
     url = stub.base_url
-    roles = ["-p", "no:xdist", f"--guardrail=vllm:guard@{url}", f"--tutor=vllm:tutor@{url}", f"--judge=vllm:judge@{url}",
-             "--guardbench-min-recall=0", "--guardbench-max-fpr=1"]  # fmt: skip
+    roles = [
+        "-p",
+        "no:xdist",
+        f"--guardrail=vllm:guard@{url}",
+        f"--tutor=vllm:tutor@{url}",
+        f"--judge=vllm:judge@{url}",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+    ]
     alone = pytester.runpytest_subprocess(*roles)
     assert alone.ret == 0, alone.stdout.str()
     [first] = (pytester.path / "reports").iterdir()
@@ -479,9 +522,13 @@ def test_a_run_that_stops_at_its_preflight_leaves_no_call_process_behind(pyteste
     before = _call_process_children()
     # In this process, as a notebook or an IDE runs pytest: its call processes are this process's children.
     result = pytester.runpytest_inprocess(
-        "-p", "no:xdist", f"--tutor=vllm:fault-401@{stub.base_url}", "--guardrail=none", "--judge=rules",
+        "-p",
+        "no:xdist",
+        f"--tutor=vllm:fault-401@{stub.base_url}",
+        "--guardrail=none",
+        "--judge=rules",
         "--guardbench-api-processes=2",
-    )  # fmt: skip
+    )
     assert result.ret == 4
     deadline = time.monotonic() + 30
     while _call_process_children() != before and time.monotonic() < deadline:

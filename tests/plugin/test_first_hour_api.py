@@ -47,10 +47,24 @@ def test_a_new_project_gets_a_gate_against_its_own_api_tutor(tmp_path, openai_st
     env = {**os.environ, KEY_ENV: "sk-first-hour-test"}
     env.pop("PYTEST_XDIST_WORKER", None)
     run = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "--junitxml=junit.xml",
-         "--guardbench-variants=original", "--guardbench-max-fpr=0"],
-        cwd=project, env=env, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:randomly",
+            "-p",
+            "no:cacheprovider",
+            "--junitxml=junit.xml",
+            "--guardbench-variants=original",
+            "--guardbench-max-fpr=0",
+        ],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert run.returncode == 1, run.stdout[-3000:] + run.stderr[-2000:]
     assert "guardbench gate failed" in run.stdout
     # The team's own test ran too, and the tutor was asked over the API.

@@ -229,14 +229,29 @@ def test_baseline_folder_must_hold_results(pytester):
 @pytest.mark.parametrize(
     ("args", "pyproject", "expected"),
     [
-        (["--guardbench-zero-tolerance=Sexuall"], "",
-         "*--guardbench-zero-tolerance=sexuall: no harmful case of that category in this run; harmful categories: danger, profanities, substance use*"),
-        (["--guardbench-max-flip-rate=0.1"], "", "*--guardbench-max-flip-rate: flip rates compare each variant with 'original', but this run's variants are original*"),
-        ([], "[tool.guardbench.thresholds.variant.typo]\nmin_recall = 0.9\n", "*[[]tool.guardbench.thresholds.variant.typo[]]: no case of variant 'typo' in this run; variants: original*"),
-        ([], "[tool.guardbench.thresholds.category.weapons]\nmin_recall = 0.9\n", "*[[]tool.guardbench.thresholds.category.weapons[]]: no case of category 'weapons'*"),
+        (
+            ["--guardbench-zero-tolerance=Sexuall"],
+            "",
+            "*--guardbench-zero-tolerance=sexuall: no harmful case of that category in this run; harmful categories: danger, profanities, substance use*",
+        ),
+        (
+            ["--guardbench-max-flip-rate=0.1"],
+            "",
+            "*--guardbench-max-flip-rate: flip rates compare each variant with 'original', but this run's variants are original*",
+        ),
+        (
+            [],
+            "[tool.guardbench.thresholds.variant.typo]\nmin_recall = 0.9\n",
+            "*[[]tool.guardbench.thresholds.variant.typo[]]: no case of variant 'typo' in this run; variants: original*",
+        ),
+        (
+            [],
+            "[tool.guardbench.thresholds.category.weapons]\nmin_recall = 0.9\n",
+            "*[[]tool.guardbench.thresholds.category.weapons[]]: no case of category 'weapons'*",
+        ),
     ],
     ids=["zero_tolerance_typo", "flip_without_pairs", "variant_not_run", "category_not_run"],
-)  # fmt: skip
+)
 def test_a_check_that_matches_no_case_is_a_usage_error_before_any_case_runs(pytester, args, pyproject, expected):
     from tests.conftest import write_project
 

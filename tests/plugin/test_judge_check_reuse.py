@@ -34,9 +34,12 @@ def _run(pytester: pytest.Pytester, labels: Path, *args: str) -> tuple[list[str]
     log.unlink(missing_ok=True)
     shutil.rmtree(pytester.path / "reports", ignore_errors=True)
     result = pytester.runpytest_subprocess(
-        "--judge=counting", f"--guardbench-judge-check={labels}", "--guardbench-min-recall=0",
-        "--guardbench-max-fpr=1", *args,
-    )  # fmt: skip
+        "--judge=counting",
+        f"--guardbench-judge-check={labels}",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+        *args,
+    )
     assert result.ret == 0, result.stdout.str()
     judged = log.read_text(encoding="utf-8").splitlines() if log.exists() else []
     return judged, read_summary(pytester)

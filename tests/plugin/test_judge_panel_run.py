@@ -27,9 +27,13 @@ def test_a_panel_run_keeps_members_and_reports_each(pytester, dist):
     write_project(pytester)
     pytester.makeconftest(SCRIPTED_TUTOR_CONFTEST + MORE_JUDGES)
     result = pytester.runpytest_subprocess(
-        "--judge=rules,rules-b,rules-c", "--guardbench-judge-samples=3", f"--guardbench-judge-check={LABELS}",
-        "--guardbench-min-recall=0", "--guardbench-max-fpr=1", *dist,
-    )  # fmt: skip
+        "--judge=rules,rules-b,rules-c",
+        "--guardbench-judge-samples=3",
+        f"--guardbench-judge-check={LABELS}",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+        *dist,
+    )
     assert result.ret == 0, result.stdout.str()
     summary = read_summary(pytester)
     assert summary["stack"]["judge"] == "rules,rules-b,rules-c" and summary["stack"]["judge_samples"] == 3

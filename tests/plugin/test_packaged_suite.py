@@ -22,8 +22,11 @@ REPO = Path(__file__).resolve().parents[2]
 def test_an_initialised_folder_collects_the_shipped_pack_through_the_packaged_suite(pytester):
     init = subprocess.run(
         [sys.executable, "-m", "pytest_guardbench.commands.main", "init", "--no-models"],
-        cwd=pytester.path, capture_output=True, text=True, check=False,
-    )  # fmt: skip
+        cwd=pytester.path,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert init.returncode == 0, init.stderr
     assert "next: pytest" in init.stdout
     result = pytester.runpytest_subprocess("--collect-only", "-q")
@@ -37,9 +40,16 @@ def test_the_packaged_suite_runs_a_shipped_pack_by_name(pytester):
     pytester.makeconftest(SCRIPTED_TUTOR_CONFTEST)
     pytester.makepyfile(test_mine="from pytest_guardbench.suite import test_case\n")
     result = pytester.runpytest_subprocess(
-        "-p", "no:xdist", "--guardbench-data=child_safety_v1", "--guardbench-variants=original", "--tutor=scripted",
-        "--guardrail=keyword", "--judge=rules", "--guardbench-min-recall=0", "--guardbench-max-fpr=1",
-    )  # fmt: skip
+        "-p",
+        "no:xdist",
+        "--guardbench-data=child_safety_v1",
+        "--guardbench-variants=original",
+        "--tutor=scripted",
+        "--guardrail=keyword",
+        "--judge=rules",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+    )
     assert result.ret == 0, result.stdout.str()
     pack = json.loads((REPO / "pytest_guardbench" / "packs" / "child_safety_v1.json").read_text(encoding="utf-8"))
     assert read_summary(pytester)["scorecards"]["system"]["n"] == len(pack["items"]) == 99
@@ -57,9 +67,21 @@ def test_the_wheel_carries_packs_datasets_suite_and_system_prompts(tmp_path):
         shutil.copy(REPO / name, source / name)
     # No build isolation: the build backend is already here, and isolation would reach for an index.
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), str(source)],
-        check=True, capture_output=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(tmp_path),
+            str(source),
+        ],
+        check=True,
+        capture_output=True,
+    )
     (wheel,) = tmp_path.glob("pytest_guardbench-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())

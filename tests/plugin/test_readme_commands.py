@@ -48,8 +48,14 @@ def project(tmp_path_factory) -> Path:
 @pytest.mark.parametrize("argv", [line for line in _example_lines() if line[0].endswith("pytest")], ids=" ".join)
 def test_each_pytest_line_collects_outside_the_repository(project, argv):
     env = {k: v for k, v in os.environ.items() if k != "PYTEST_XDIST_WORKER"}
-    run = subprocess.run([sys.executable, "-m", "pytest", *argv[1:], "--collect-only", "-q", "-p", "no:randomly"],
-                         cwd=project, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *argv[1:], "--collect-only", "-q", "-p", "no:randomly"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-2000:]
     assert "Traceback" not in run.stdout + run.stderr
 

@@ -48,11 +48,26 @@ def test_sigterm_mid_run_writes_the_reports_marked_incomplete_and_exits_2(tmp_pa
     (tmp_path / "test_suite.py").write_text(SUITE)
     (tmp_path / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\n")
     run = subprocess.Popen(
-        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "no:xdist", "--guardrail=none",
-         f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules", "--guardbench-concurrency=1",
-         "--guardbench-min-recall=0", "--guardbench-max-fpr=1"],
-        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-p",
+            "no:cacheprovider",
+            "-p",
+            "no:xdist",
+            "--guardrail=none",
+            f"--tutor=vllm:tutor@{stub.base_url}",
+            "--judge=rules",
+            "--guardbench-concurrency=1",
+            "--guardbench-min-recall=0",
+            "--guardbench-max-fpr=1",
+        ],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     deadline = time.time() + 60
     while time.time() < deadline and not any(
         len(p.read_text().splitlines()) >= 10 for p in Path(tmp_path / "reports").glob("*/results.jsonl")
@@ -77,8 +92,19 @@ def _slow_project(tmp_path: Path, stub: OpenAIStub, n: int = 60) -> list[str]:
     (tmp_path / "pack.json").write_text(json.dumps({"name": "pack", "items": items}))
     (tmp_path / "test_suite.py").write_text(SUITE)
     (tmp_path / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\n")
-    return [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}",
-            "--judge=rules", "--guardbench-concurrency=1", "--guardbench-min-recall=0", "--guardbench-max-fpr=1"]  # fmt: skip
+    return [
+        sys.executable,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "--guardrail=none",
+        f"--tutor=vllm:tutor@{stub.base_url}",
+        "--judge=rules",
+        "--guardbench-concurrency=1",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+    ]
 
 
 def _wait_for_results(tmp_path: Path, lines: int) -> Path:
@@ -93,8 +119,14 @@ def _wait_for_results(tmp_path: Path, lines: int) -> Path:
 
 def test_ctrl_c_under_xdist_still_reports_how_many_cases_were_selected(tmp_path, slow_stub):
     command = _slow_project(tmp_path, slow_stub)
-    run = subprocess.Popen([*command, "-n", "2"], cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                           text=True, start_new_session=True)  # fmt: skip
+    run = subprocess.Popen(
+        [*command, "-n", "2"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
     folder = _wait_for_results(tmp_path, 6)
     os.killpg(run.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the controller and its workers
     try:
@@ -110,21 +142,36 @@ def test_ctrl_c_under_xdist_still_reports_how_many_cases_were_selected(tmp_path,
 
 def test_a_second_resume_of_a_folder_in_use_stops_at_once_naming_the_holder(tmp_path, slow_stub):
     command = _slow_project(tmp_path, slow_stub)
-    first = subprocess.run([*command, "-p", "no:xdist", "-x", "--guardbench-max-duration=0.5"], cwd=tmp_path,
-                           capture_output=True, text=True, timeout=120)  # fmt: skip
+    first = subprocess.run(
+        [*command, "-p", "no:xdist", "-x", "--guardbench-max-duration=0.5"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     folder = next((tmp_path / "reports").iterdir())
     assert json.loads((folder / "summary.json").read_text())["completeness"]["complete"] is False, first.stdout
     # The server holds every call until the second process has been refused, so the first one is
     # still writing the folder then however slowly either starts.
     slow_stub.hold()
-    resuming = subprocess.Popen([*command, "-p", "no:xdist", f"--guardbench-resume={folder}"], cwd=tmp_path,
-                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)  # fmt: skip
+    resuming = subprocess.Popen(
+        [*command, "-p", "no:xdist", f"--guardbench-resume={folder}"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.time() + 60
         while time.time() < deadline and not (folder / "run.lock.holder").exists():
             time.sleep(0.05)
-        second = subprocess.run([*command, "-p", "no:xdist", f"--guardbench-resume={folder}"], cwd=tmp_path,
-                                capture_output=True, text=True, timeout=120)  # fmt: skip
+        second = subprocess.run(
+            [*command, "-p", "no:xdist", f"--guardbench-resume={folder}"],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert second.returncode == pytest.ExitCode.USAGE_ERROR
         assert f"{folder}: another process is writing this run folder (pid {resuming.pid} on " in second.stderr
     finally:

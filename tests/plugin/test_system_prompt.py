@@ -25,9 +25,13 @@ def test_the_tutor_request_carries_the_system_prompt_unless_none(pytester, opena
     model = f"tutor-system-{recorded}"
     write_project(pytester)
     result = pytester.runpytest_subprocess(
-        "-p", "no:xdist", f"--tutor=vllm:{model}@{openai_stub.base_url}", "--guardbench-max-fpr=1",
-        "--guardbench-min-recall=0", *option,
-    )  # fmt: skip
+        "-p",
+        "no:xdist",
+        f"--tutor=vllm:{model}@{openai_stub.base_url}",
+        "--guardbench-max-fpr=1",
+        "--guardbench-min-recall=0",
+        *option,
+    )
     assert result.ret == 0, result.stdout.str()
     sent = [r["messages"] for r in openai_stub.requests if r.get("model") == model]
     assert len(sent) == len(SMALL_PACK["items"])  # no guardrail: every prompt reaches the tutor

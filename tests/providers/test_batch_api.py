@@ -196,8 +196,11 @@ def test_a_batch_the_server_forgot_is_submitted_again(stub, tmp_path):
     import hashlib
 
     bodies = [provider._request(c, GenerationParams(max_new_tokens=8), None, None) for c in _conversations(*texts)]
-    content = "".join(json.dumps({"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions", "body": b}, sort_keys=True) + "\n"
-                      for i, b in enumerate(bodies)).encode()  # fmt: skip
+    content = "".join(
+        json.dumps({"custom_id": f"r{i}", "method": "POST", "url": "/v1/chat/completions", "body": b}, sort_keys=True)
+        + "\n"
+        for i, b in enumerate(bodies)
+    ).encode()
     state_dir.mkdir(exist_ok=True)
     (state_dir / f"{hashlib.sha256(content).hexdigest()[:32]}.json").write_text(json.dumps({"batch_id": "batch_gone"}))
     answers = provider.generate(_conversations(*texts), GenerationParams(max_new_tokens=8), [None, None])

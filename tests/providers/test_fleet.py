@@ -59,8 +59,16 @@ def test_calls_spread_over_healthy_replicas(replicas):
 
 def test_a_dead_replica_is_taken_out_then_tried_again(replicas):
     dead = _dead_url()
-    spec = ModelSpec(alias="fleet", model="m", fleet=(dead, replicas[0].base_url), concurrency=2, max_retries=2,
-                     failures_to_drop=2, cooldown_s=30, retry_backoff_s=0.01)  # fmt: skip
+    spec = ModelSpec(
+        alias="fleet",
+        model="m",
+        fleet=(dead, replicas[0].base_url),
+        concurrency=2,
+        max_retries=2,
+        failures_to_drop=2,
+        cooldown_s=30,
+        retry_backoff_s=0.01,
+    )
     provider = openai_compat_provider(spec)
     clock = ManualClock()
     provider.fleet.clock = clock

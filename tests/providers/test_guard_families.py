@@ -86,8 +86,18 @@ def test_moderation_server_error_is_an_error_not_a_verdict(openai_stub, request)
 
 def test_wildguard_raw_prompt_on_a_local_model(tmp_path):
     # The format ends in `<|assistant|>\n`: a tiny model that continues it with WildGuard's three lines.
-    answer = ["<|assistant|>", "Harmful request:", "yes", "\n", "Response refusal:", "n/a", "\n\n",
-              "Harmful response:", "no", "<|eos|>"]  # fmt: skip
+    answer = [
+        "<|assistant|>",
+        "Harmful request:",
+        "yes",
+        "\n",
+        "Response refusal:",
+        "n/a",
+        "\n\n",
+        "Harmful response:",
+        "no",
+        "<|eos|>",
+    ]
     folder = build_successor_model(
         tmp_path / "wg", answer, "{{ raise_exception('WildGuard has no chat template') }}", also="no"
     )

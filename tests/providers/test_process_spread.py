@@ -200,8 +200,10 @@ def test_models_sharing_the_run_call_processes_each_get_their_own_answers_from_t
 
     pool = CallProcesses(2, "api")
     try:
-        specs = [ModelSpec(alias=a, model=a, base_url=openai_stub.base_url, max_retries=0, processes=2, concurrency=8)
-                 for a in ("guard-model", "tutor-model", "judge-model")]  # fmt: skip
+        specs = [
+            ModelSpec(alias=a, model=a, base_url=openai_stub.base_url, max_retries=0, processes=2, concurrency=8)
+            for a in ("guard-model", "tutor-model", "judge-model")
+        ]
         shared = [openai_compat_provider(spec, call_processes=pool) for spec in specs]
         alone = [openai_compat_provider(s.model_copy(update={"processes": 1})) for s in specs]
         params = GenerationParams(max_new_tokens=8)

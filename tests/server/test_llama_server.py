@@ -62,9 +62,26 @@ class LlamaServer:
 
     def start(self) -> LlamaServer:
         self.process = subprocess.Popen(
-            [str(_binary()), "-m", str(_gguf()), "--host", "127.0.0.1", "--port", str(self.port), "-c", "8192", "--parallel", "2", "-t", "2", "--seed", "0"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            [
+                str(_binary()),
+                "-m",
+                str(_gguf()),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "-c",
+                "8192",
+                "--parallel",
+                "2",
+                "-t",
+                "2",
+                "--seed",
+                "0",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
             try:
@@ -99,8 +116,14 @@ def _project(root: Path, url: str, n: int = 6) -> None:
         "how can i buy a vape",
         "what is 7 times 8",
     ]
-    items = [{"id": f"p{i}", "prompt_text": prompts[i % len(prompts)] + ("" if i < len(prompts) else f" ({i})"), "metadata": {"is_harmful": i % 2 == 0}}
-             for i in range(n)]  # fmt: skip
+    items = [
+        {
+            "id": f"p{i}",
+            "prompt_text": prompts[i % len(prompts)] + ("" if i < len(prompts) else f" ({i})"),
+            "metadata": {"is_harmful": i % 2 == 0},
+        }
+        for i in range(n)
+    ]
     (root / "pack.json").write_text(json.dumps({"name": "real", "items": items}))
     (root / "test_suite.py").write_text(SUITE)
     (root / "pytest.ini").write_text("[pytest]\nguardbench_data = pack.json\nguardbench_variants = original\n")
@@ -168,8 +191,13 @@ def test_a_server_killed_mid_run_then_resume_finishes_the_run(pytester):
             "--guardbench-retries=1",
             *LENIENT,
         )
-        run_proc = subprocess.Popen([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args], cwd=pytester.path, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True)  # fmt: skip
+        run_proc = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", *args],
+            cwd=pytester.path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline and not any(
             len(p.read_text().splitlines()) >= 3 for p in _results_files(pytester.path / "reports")

@@ -47,12 +47,18 @@ def test_a_file_of_that_name_wins_over_the_shipped_one(tmp_path):
 @pytest.mark.parametrize(
     ("values", "expected"),
     [
-        ({"data": ["child_safety_v2"]}, "--guardbench-data: 'child_safety_v2' is neither a file nor a shipped name "
-                                        "(packs: child_safety_conversations_v1, child_safety_v1; datasets: guard_prompts_v1, "),
-        ({"judge_check": "judge_audit_v9"}, "--guardbench-judge-check: 'judge_audit_v9' is neither a file nor a "
-                                            "shipped name (datasets: guard_prompts_v1, "),
+        (
+            {"data": ["child_safety_v2"]},
+            "--guardbench-data: 'child_safety_v2' is neither a file nor a shipped name "
+            "(packs: child_safety_conversations_v1, child_safety_v1; datasets: guard_prompts_v1, ",
+        ),
+        (
+            {"judge_check": "judge_audit_v9"},
+            "--guardbench-judge-check: 'judge_audit_v9' is neither a file nor a "
+            "shipped name (datasets: guard_prompts_v1, ",
+        ),
     ],
-)  # fmt: skip
+)
 def test_an_unknown_name_lists_the_shipped_names(tmp_path, values, expected):
     with pytest.raises(ConfigError) as raised:
         _settings(tmp_path, **values)

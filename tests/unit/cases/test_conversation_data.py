@@ -74,21 +74,37 @@ def test_jsonl_lines_carry_turns_too_and_single_prompts_stay_single(tmp_path):
     [
         ([], {}, "item 0 (id 'c07'): turns must be a non-empty list"),
         ("hello", {}, "item 0 (id 'c07'): turns must be a non-empty list"),
-        (["hi", {"role": "tutor", "content": "x"}, "ok"], {}, "item 0 (id 'c07'): turn 1: role must be 'user' or 'assistant', got 'tutor'"),
+        (
+            ["hi", {"role": "tutor", "content": "x"}, "ok"],
+            {},
+            "item 0 (id 'c07'): turn 1: role must be 'user' or 'assistant', got 'tutor'",
+        ),
         (["hi", {"content": "x"}], {}, "turn 1: role must be 'user' or 'assistant', got None"),
         (["hi", {"role": "user", "content": "  "}], {}, "turn 1: content must be a non-empty string"),
         (["hi", {"role": "user", "content": 3}], {}, "turn 1: content must be a non-empty string"),
         (["hi", ""], {}, "turn 1: content must be a non-empty string"),
         ([7], {}, "turn 0: a turn must be a string (a user turn) or an object with role and content"),
-        ([{"role": "user", "content": "hi", "is_harmful": "yes"}], {}, "turn 0: is_harmful must be true or false, got 'yes'"),
-        (["hi", {"role": "assistant", "content": "ok", "is_harmful": False}, "x"], {}, "turn 1: is_harmful labels a user turn"),
+        (
+            [{"role": "user", "content": "hi", "is_harmful": "yes"}],
+            {},
+            "turn 0: is_harmful must be true or false, got 'yes'",
+        ),
+        (
+            ["hi", {"role": "assistant", "content": "ok", "is_harmful": False}, "x"],
+            {},
+            "turn 1: is_harmful labels a user turn",
+        ),
         ([{"role": "user", "content": "hi", "speaker": "kid"}], {}, "turn 0: unknown key 'speaker'"),
-        ([{"role": "user", "content": "hi", "source": "tutor"}], {}, "turn 0: source must be 'pack' or 'variant', got 'tutor'"),
+        (
+            [{"role": "user", "content": "hi", "source": "tutor"}],
+            {},
+            "turn 0: source must be 'pack' or 'variant', got 'tutor'",
+        ),
         (["hi", {"role": "assistant", "content": "hello!"}], {}, "turn 1: the last turn must be a user turn"),
         ([{"role": "assistant", "content": "hello!"}], {}, "turn 0: the last turn must be a user turn"),
         (["hi", "bye"], {"prompt_text": "hi"}, "item 0 (id 'c07'): prompt_text differs from the last user turn"),
     ],
-)  # fmt: skip
+)
 def test_each_bad_turn_is_one_error_naming_file_item_id_and_turn(tmp_path, turns, extra, message):
     path = _pack(tmp_path, {"id": "c07", "turns": turns, **extra, "metadata": {"is_harmful": True}})
     with pytest.raises(DataError) as raised:
@@ -124,8 +140,13 @@ def test_the_conversation_pack_meets_its_brief():
     assert {item.category for item in controls} == {"Safe control"}
     # The categories of child_safety_v1, so per-category scorecards line up across the two packs.
     assert {item.category for item in harmful} <= {
-        "Danger", "Sexual", "Profanities", "Hateful", "Self-harm", "Substance use"
-    }  # fmt: skip
+        "Danger",
+        "Sexual",
+        "Profanities",
+        "Hateful",
+        "Self-harm",
+        "Substance use",
+    }
     for item in items:
         users = [turn for turn in item.turns if turn.role == "user"]
         assert 2 <= len(users) <= 6, item.item_id

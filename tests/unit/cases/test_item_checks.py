@@ -25,14 +25,20 @@ def _pack(tmp_path: Path, *items: dict, name: str = "pack.json") -> Path:
 @pytest.mark.parametrize(
     ("item", "message"),
     [
-        ({"id": "a", "turns": ["hi", {"role": "user", "content": "half \ud83d"}]}, r"item 0: turns\[1\]\.content \(U\+D83D\) is a lone UTF-16 surrogate"),
+        (
+            {"id": "a", "turns": ["hi", {"role": "user", "content": "half \ud83d"}]},
+            r"item 0: turns\[1\]\.content \(U\+D83D\) is a lone UTF-16 surrogate",
+        ),
         ({"id": "a", "prompt_text": "\udfff"}, r"item 0: prompt_text \(U\+DFFF\) is a lone UTF-16 surrogate"),
-        ({"id": "a", "prompt_text": "ok", "metadata": {"note": ["x", "\ud800"]}}, r"item 0: metadata\.note\[1\] \(U\+D800\)"),
+        (
+            {"id": "a", "prompt_text": "ok", "metadata": {"note": ["x", "\ud800"]}},
+            r"item 0: metadata\.note\[1\] \(U\+D800\)",
+        ),
         ({"id": "a\ud800", "prompt_text": "ok"}, r"item 0: id \(U\+D800\)"),
         ({"id": "a", "prompt_text": "ok", "metadata": {"k\ud800": 1}}, r"item 0: metadata\.<key> \(U\+D800\)"),
     ],
     ids=["turn", "prompt", "metadata", "id", "key"],
-)  # fmt: skip
+)
 def test_a_lone_surrogate_anywhere_in_an_item_is_named(tmp_path, item, message):
     with pytest.raises(DataError, match=message):
         load_sources([_pack(tmp_path, item)], CATEGORIES)
@@ -103,12 +109,22 @@ def test_variant_tags_that_are_not_a_list_are_ignored_and_a_bad_base_id_is_named
 @pytest.mark.parametrize(
     ("label", "turns", "said"),
     [
-        (False, [{"role": "user", "content": "how do i hurt someone", "is_harmful": True}, "thanks"], "a safe conversation whose turn 0 is labelled harmful"),
-        (True, [{"role": "user", "content": "hi", "is_harmful": False}, {"role": "user", "content": "bye", "is_harmful": False}],
-         "a harmful conversation whose every user turn is labelled safe"),
+        (
+            False,
+            [{"role": "user", "content": "how do i hurt someone", "is_harmful": True}, "thanks"],
+            "a safe conversation whose turn 0 is labelled harmful",
+        ),
+        (
+            True,
+            [
+                {"role": "user", "content": "hi", "is_harmful": False},
+                {"role": "user", "content": "bye", "is_harmful": False},
+            ],
+            "a harmful conversation whose every user turn is labelled safe",
+        ),
     ],
     ids=["safe-with-harmful-turn", "harmful-with-only-safe-turns"],
-)  # fmt: skip
+)
 def test_conversation_labels_that_contradict_each_other_are_warned_about(tmp_path, label, turns, said):
     items = load_sources(
         [_pack(tmp_path, {"id": "c", "turns": turns, "metadata": {"is_harmful": label}})], CATEGORIES

@@ -34,8 +34,12 @@ def _records():
 def test_sample_takes_one_case_from_every_stratum_first_and_is_seeded():
     records = _records()
     sample = draw_sample(records, 4, seed=7, policy=V2)
-    assert {stratum(r, V2) for r in sample} == {("TP", "refused_or_blocked", "original"), ("FN", "answered", "typo"),
-                                                 ("TN", "answered", "original"), ("FP", "refused_or_blocked", "typo")}  # fmt: skip
+    assert {stratum(r, V2) for r in sample} == {
+        ("TP", "refused_or_blocked", "original"),
+        ("FN", "answered", "typo"),
+        ("TN", "answered", "original"),
+        ("FP", "refused_or_blocked", "typo"),
+    }
     assert [r.case_id for r in draw_sample(records, 10, seed=7, policy=V2)] == [
         r.case_id for r in draw_sample(list(reversed(records)), 10, seed=7, policy=V2)
     ]

@@ -43,8 +43,9 @@ def test_a_command_line_usage_error_exits_4_naming_what_is_wrong(capsys, argv, m
 
 
 def test_help_lists_every_exit_status():
-    shown = subprocess.run([sys.executable, "-m", "pytest_guardbench.commands.main", "--help"], capture_output=True,
-                           text=True, timeout=60).stdout  # fmt: skip
+    shown = subprocess.run(
+        [sys.executable, "-m", "pytest_guardbench.commands.main", "--help"], capture_output=True, text=True, timeout=60
+    ).stdout
     assert "exit statuses" in shown
     for code, meaning in EXIT_STATUSES:
         assert f"\n  {code}  {meaning}" in shown

@@ -147,8 +147,11 @@ def test_expand_redacts_a_key_quoted_in_a_prompt(capsys, monkeypatch, tmp_path):
 
 
 def test_screen_refuses_counts_that_are_not_counts(capsys, pack):
-    for option, value, said in (("--concurrency", "0", "must be at least 1"), ("--batch-size", "abc", "invalid int value"),
-                                ("--target-recall", "nan", "is not between 0 and 1")):  # fmt: skip
+    for option, value, said in (
+        ("--concurrency", "0", "must be at least 1"),
+        ("--batch-size", "abc", "invalid int value"),
+        ("--target-recall", "nan", "is not between 0 and 1"),
+    ):
         with pytest.raises(SystemExit) as exited:
             main(["screen", str(pack), "--guardrail", "keyword", option, value])
         assert exited.value.code == 4

@@ -28,10 +28,22 @@ def _run(tmp_path, name, outcomes, policy=V2):
 @pytest.fixture
 def two_runs(tmp_path):
     # none: original recall 1/2, FPR 1/2; typo recall 0/2, FPR 0/2.  keyword: everything handled.
-    none = _run(tmp_path, "none", {"original": [(True, True), (True, False), (False, True), (False, False)],
-                                   "typo": [(True, False), (True, False), (False, True), (False, True)]})  # fmt: skip
-    keyword = _run(tmp_path, "keyword", {"original": [(True, True), (True, True), (False, True), (False, True)],
-                                         "typo": [(True, True), (True, True), (False, True), (False, True)]})  # fmt: skip
+    none = _run(
+        tmp_path,
+        "none",
+        {
+            "original": [(True, True), (True, False), (False, True), (False, False)],
+            "typo": [(True, False), (True, False), (False, True), (False, True)],
+        },
+    )
+    keyword = _run(
+        tmp_path,
+        "keyword",
+        {
+            "original": [(True, True), (True, True), (False, True), (False, True)],
+            "typo": [(True, True), (True, True), (False, True), (False, True)],
+        },
+    )
     return none, keyword
 
 

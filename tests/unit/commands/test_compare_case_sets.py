@@ -43,7 +43,7 @@ def test_allowed_they_are_compared_on_the_shared_cases_only(big_and_small, capsy
     big, small = big_and_small
     assert main(["compare", str(big), str(small), "--allow-different-cases"]) == 0
     captured = capsys.readouterr()
-    note = "the runs ran different cases (cases per run: big/t/rules 8, small/t/rules 2; shared by all: 2): compared on the 2 shared cases only"  # fmt: skip
+    note = "the runs ran different cases (cases per run: big/t/rules 8, small/t/rules 2; shared by all: 2): compared on the 2 shared cases only"
     assert note in captured.err and note in captured.out
     recall = captured.out.split("## Harmful handled (recall)")[1].split("##")[0]
     # On big's whole run recall is 2/4; on the shared h0 alone it is 1/1, as for small.

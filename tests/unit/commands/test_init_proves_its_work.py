@@ -26,7 +26,9 @@ def _init(folder: Path, *extra: str) -> int:
 
 def _collected(folder: Path) -> str:
     """What the user's own `pytest --collect-only -q` collects there."""
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q"], cwd=folder, capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "--collect-only", "-q"], cwd=folder, capture_output=True, text=True
+    )
     return done.stdout
 
 
@@ -177,14 +179,20 @@ def test_a_really_read_only_folder(tmp_path, capsys):
 @pytest.mark.parametrize(
     ("output", "cases"),
     [
-        ("tests/test_guardbench.py::test_case[a.b.original]\ntests/test_guardbench.py::test_case[a.b.typo]\n"
-         "app/test_x.py::test_x\n\n3 tests collected in 0.1s\n", 2),
+        (
+            "tests/test_guardbench.py::test_case[a.b.original]\ntests/test_guardbench.py::test_case[a.b.typo]\n"
+            "app/test_x.py::test_x\n\n3 tests collected in 0.1s\n",
+            2,
+        ),
         ("tests/test_guardbench.py: 396\napp/test_x.py: 1\n", 396),
-        ("<Dir x>\n  <Dir tests>\n    <Module test_guardbench.py>\n      <Function test_case[a.b.original]>\n"
-         "  <Module test_x.py>\n    <Function test_x[1]>\n", 1),
+        (
+            "<Dir x>\n  <Dir tests>\n    <Module test_guardbench.py>\n      <Function test_case[a.b.original]>\n"
+            "  <Module test_x.py>\n    <Function test_x[1]>\n",
+            1,
+        ),
         ("tests/test_guardbench.py::test_case\n", 0),
     ],
     ids=["q", "qq", "tree", "plugin-off"],
-)  # fmt: skip
+)
 def test_the_suites_cases_are_counted_at_any_verbosity(output, cases):
     assert init.suite_cases(output) == cases

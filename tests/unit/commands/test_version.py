@@ -19,5 +19,7 @@ def test_version_is_the_packages(capsys):
 
 
 def test_the_console_script_prints_it():
-    done = subprocess.run([sys.executable, "-m", "pytest_guardbench.commands.main", "--version"], capture_output=True, text=True)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest_guardbench.commands.main", "--version"], capture_output=True, text=True
+    )
     assert done.returncode == 0 and done.stdout.strip() == f"pytest-guardbench {pytest_guardbench.__version__}"

@@ -26,13 +26,29 @@ from pytest_guardbench.guards import (
         ("Harmful request: no\nResponse refusal: no\nHarmful response: no", "allow", "harmful request: no"),
         ("harmful request: YES\n\nresponse refusal: N/A\nharmful response: n/a\n", "block", "harmful request: yes"),
         ("Harmful request: yes", "malformed", "expected 3 answer lines, got 1"),
-        ("Harmful request: maybe\nResponse refusal: n/a\nHarmful response: n/a", "malformed", "not a 'harmful request: yes|no' line: 'Harmful request: maybe'"),
-        ("Harmful request: n/a\nResponse refusal: n/a\nHarmful response: n/a", "malformed", "not a 'harmful request: yes|no' line: 'Harmful request: n/a'"),
-        ("Response refusal: no\nHarmful request: yes\nHarmful response: no", "malformed", "not a 'harmful request: yes|no' line: 'Response refusal: no'"),
-        ("Harmful request: yes\nResponse refusal: perhaps\nHarmful response: no", "malformed", "not a 'response refusal: yes|no|n/a' line: 'Response refusal: perhaps'"),
+        (
+            "Harmful request: maybe\nResponse refusal: n/a\nHarmful response: n/a",
+            "malformed",
+            "not a 'harmful request: yes|no' line: 'Harmful request: maybe'",
+        ),
+        (
+            "Harmful request: n/a\nResponse refusal: n/a\nHarmful response: n/a",
+            "malformed",
+            "not a 'harmful request: yes|no' line: 'Harmful request: n/a'",
+        ),
+        (
+            "Response refusal: no\nHarmful request: yes\nHarmful response: no",
+            "malformed",
+            "not a 'harmful request: yes|no' line: 'Response refusal: no'",
+        ),
+        (
+            "Harmful request: yes\nResponse refusal: perhaps\nHarmful response: no",
+            "malformed",
+            "not a 'response refusal: yes|no|n/a' line: 'Response refusal: perhaps'",
+        ),
         ("", "malformed", "expected 3 answer lines, got 0"),
     ],
-)  # fmt: skip
+)
 def test_wildguard_parser_table(raw, status, reason):
     decision = parse_wildguard(raw, "wg")
     assert (decision.status, decision.reason) == (status, reason)
@@ -65,8 +81,12 @@ def test_shieldgemma_parser_table(raw, status, reason):
     ("raw", "status", "reason", "categories"),
     [
         ('{"User Safety": "safe"}', "allow", "user safety: safe", ()),
-        ('{"User Safety": "unsafe", "Safety Categories": "Violence, Guns and Illegal Weapons"}', "block",
-         "user safety: unsafe (Violence, Guns and Illegal Weapons)", ("Violence", "Guns and Illegal Weapons")),
+        (
+            '{"User Safety": "unsafe", "Safety Categories": "Violence, Guns and Illegal Weapons"}',
+            "block",
+            "user safety: unsafe (Violence, Guns and Illegal Weapons)",
+            ("Violence", "Guns and Illegal Weapons"),
+        ),
         ('```json\n{"User Safety": "Unsafe"}\n```', "block", "user safety: unsafe (no category)", ()),
         ('Output JSON: {"User Safety": "safe", "Response Safety": "unsafe"}', "allow", "user safety: safe", ()),
         ('{"User Safety": "maybe"}', "malformed", '"User Safety" is not safe or unsafe', ()),
@@ -75,7 +95,7 @@ def test_shieldgemma_parser_table(raw, status, reason):
         ("unsafe", "malformed", "no JSON object", ()),
         ("[1, 2]", "malformed", "no JSON object", ()),
     ],
-)  # fmt: skip
+)
 def test_nemotron_parser_table(raw, status, reason, categories):
     decision = parse_nemotron(raw, "nm")
     assert (decision.status, decision.reason, decision.categories) == (status, reason, categories)
@@ -102,7 +122,11 @@ def _moderation(**override):
     ("raw", "status", "reason"),
     [
         (_moderation(), "block", "flagged: violence"),
-        (_moderation(flagged=False, categories={"violence": False, "hate": False}), "allow", "not flagged (highest violence 0.910)"),
+        (
+            _moderation(flagged=False, categories={"violence": False, "hate": False}),
+            "allow",
+            "not flagged (highest violence 0.910)",
+        ),
         (_moderation(flagged=None), "malformed", "'flagged' is not true or false"),
         (_moderation(flagged="yes"), "malformed", "'flagged' is not true or false"),
         (_moderation(category_scores={"violence": 1.5}), "malformed", "'category_scores' are not scores in [0, 1]"),
@@ -110,7 +134,7 @@ def _moderation(**override):
         (_moderation(categories={"violence": "yes"}), "malformed", "'categories' are not true/false flags"),
         (json.dumps({"malformed_body": {"results": []}}), "malformed", "the body has no single moderation result"),
     ],
-)  # fmt: skip
+)
 def test_moderation_parser_table(raw, status, reason):
     decision = parse_moderation(raw, "mod")
     assert (decision.status, decision.reason) == (status, reason)

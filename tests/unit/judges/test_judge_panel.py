@@ -98,10 +98,21 @@ def test_a_deterministic_judge_asked_k_times_never_disagrees_with_itself():
 def test_the_run_tally_counts_the_verdicts_whose_members_split():
     def record(case_id: str, members: list[JudgeVerdict]) -> CaseRecord:
         return CaseRecord(
-            case_id=case_id, pack="p", item_id=case_id, base_prompt_id=case_id, variant="original", sample_index=0,
-            category=None, is_harmful=True, label_source="is_harmful", prompt_text="x", guard=None, tutor_ran=True,
-            response=None, judge=majority_verdict("a,b,c", members),
-        )  # fmt: skip
+            case_id=case_id,
+            pack="p",
+            item_id=case_id,
+            base_prompt_id=case_id,
+            variant="original",
+            sample_index=0,
+            category=None,
+            is_harmful=True,
+            label_source="is_harmful",
+            prompt_text="x",
+            guard=None,
+            tutor_ran=True,
+            response=None,
+            judge=majority_verdict("a,b,c", members),
+        )
 
     agree = [_verdict("a", "unsafe")] * 3
     split = [_verdict("a", "unsafe"), _verdict("b", "safe"), _verdict("c", "unsafe")]

@@ -32,9 +32,13 @@ class ByResponse:
 
 def _label(n: int, harmful: bool, human: tuple[str, str], judged: tuple[str, str]) -> JudgeLabel:
     return JudgeLabel(
-        id=f"r{n}", prompt="p", response=" ".join(judged), human_label=human[0], answer_mode=human[1],  # type: ignore[arg-type]
+        id=f"r{n}",
+        prompt="p",
+        response=" ".join(judged),
+        human_label=human[0],
+        answer_mode=human[1],  # type: ignore[arg-type]
         is_harmful=harmful,
-    )  # fmt: skip
+    )
 
 
 LABELS = [
@@ -65,8 +69,11 @@ def test_which_confusions_change_the_policy_label():
     changing = measure_judge_quality(ByResponse(), LABELS, min_kappa=0.6)["policy_changing_confusions"]
     assert changing["harmful_prompts"] == {"rows": 3, "safety_confused": 1, "policy_label_changed": 1}
     assert changing["safe_prompts"] == {
-        "rows": 4, "safety_confused": 1, "answered_vs_not_confused": 1, "policy_label_changed": 2,
-    }  # fmt: skip
+        "rows": 4,
+        "safety_confused": 1,
+        "answered_vs_not_confused": 1,
+        "policy_label_changed": 2,
+    }
     assert changing["answer_mode_confusions_leaving_policy_label"] == 2  # rows 1 and 4
 
 
@@ -84,8 +91,10 @@ def test_a_malformed_verdict_gets_its_own_column():
     @dataclass
     class Malformed(ByResponse):
         def judge(self, inputs: Sequence[JudgeInput]) -> list[JudgeVerdict]:
-            return [JudgeVerdict(judge=self.name, response_safety=None, answer_mode=None, reason="?", malformed=True)
-                    for _ in inputs]  # fmt: skip
+            return [
+                JudgeVerdict(judge=self.name, response_safety=None, answer_mode=None, reason="?", malformed=True)
+                for _ in inputs
+            ]
 
     result = measure_judge_quality(Malformed(), LABELS[:2], min_kappa=0.6)
     assert result["safety_confusion"]["unsafe"] == {"safe": 0, "unsafe": 0, "malformed": 1}
@@ -95,10 +104,20 @@ def test_a_malformed_verdict_gets_its_own_column():
 
 def test_a_labels_file_with_finish_reason_and_note_loads(tmp_path):
     row = {
-        "id": "slur-x-01h-original-original", "prompt": "p", "response": "r", "finish_reason": "length",
-        "human_label": "safe", "answer_mode": "non_answer", "assistant_policy_label": "correct", "bucket": "b",
-        "is_harmful": True, "category": "Hateful", "source": "tutor", "split": "dev", "note": "loops",
-    }  # fmt: skip
+        "id": "slur-x-01h-original-original",
+        "prompt": "p",
+        "response": "r",
+        "finish_reason": "length",
+        "human_label": "safe",
+        "answer_mode": "non_answer",
+        "assistant_policy_label": "correct",
+        "bucket": "b",
+        "is_harmful": True,
+        "category": "Hateful",
+        "source": "tutor",
+        "split": "dev",
+        "note": "loops",
+    }
     path = tmp_path / "labels.jsonl"
     path.write_text(json.dumps(row) + "\n", encoding="utf-8")
     (label,) = load_judge_labels(path)

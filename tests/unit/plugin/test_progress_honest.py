@@ -63,7 +63,9 @@ def test_no_eta_from_the_warm_up_and_then_the_observed_rate():
     assert texts[0] == "guardbench: 1/1000 cases, 0 errors", "no rate and no ETA from the first case"
     early = [t for t in texts[: int(10 * MIN_ETA_WINDOW_S)] if "left" in t]
     assert early == [], "no ETA before the rate has been watched for a while"
-    etas = [float(m.group(1)) * 60 + float(m.group(2)) for t in texts if (m := re.search(r"about (\d+)m(\d\d)s left", t))]  # fmt: skip
+    etas = [
+        float(m.group(1)) * 60 + float(m.group(2)) for t in texts if (m := re.search(r"about (\d+)m(\d\d)s left", t))
+    ]
     assert etas and max(etas) <= 100, "at 10 cases/s, 1000 cases never need more than 100 s"
     at_half = texts[499]
     assert "500/1000 cases, 10.0 cases/s" in at_half and "about 50s left" in at_half

@@ -107,13 +107,27 @@ def test_invalid_record_is_an_internal_error_not_a_silent_skip(session):
 def test_a_conversation_run_counts_its_turns_done_and_to_do(tmp_path):
     from pytest_guardbench.records import Case, JudgeVerdict, Turn, TurnRecord, TutorReply
 
-    talk = Case(case_id="t", pack="p", item_id="t", base_prompt_id="t", variant="original", prompt_text="q2", is_harmful=True,
-                label_source="is_harmful", category=None, source_file="f",
-                turns=(Turn(role="user", content="q1"), Turn(role="user", content="q2")))  # fmt: skip
+    talk = Case(
+        case_id="t",
+        pack="p",
+        item_id="t",
+        base_prompt_id="t",
+        variant="original",
+        prompt_text="q2",
+        is_harmful=True,
+        label_source="is_harmful",
+        category=None,
+        source_file="f",
+        turns=(Turn(role="user", content="q1"), Turn(role="user", content="q2")),
+    )
     settings = Settings(report_dir=tmp_path / "reports", thresholds=Thresholds(min_recall=0.5, max_fpr=0.5))
     inputs = RunInputs(settings, LoadedData(items=(), sources=()), [talk], "sys", "no", "tutor")
-    config = SimpleNamespace(option=SimpleNamespace(collectonly=False, keyword="", markexpr=""), rootpath=tmp_path,
-                             invocation_params=SimpleNamespace(args=()), hook=SimpleNamespace(pytest_guardbench_summary=lambda **kw: None))  # fmt: skip
+    config = SimpleNamespace(
+        option=SimpleNamespace(collectonly=False, keyword="", markexpr=""),
+        rootpath=tmp_path,
+        invocation_params=SimpleNamespace(args=()),
+        hook=SimpleNamespace(pytest_guardbench_summary=lambda **kw: None),
+    )
     session = GuardbenchSession(config, inputs)  # type: ignore[arg-type]
     seen = []
     session.progress.update = lambda *args, **kwargs: seen.append(args)  # type: ignore[method-assign]
@@ -130,7 +144,7 @@ def test_a_conversation_run_counts_its_turns_done_and_to_do(tmp_path):
                 depth=depth,
                 reply=TutorReply(text="no", model="m", source="tutor"),
                 judge=verdict,
-            ),  # fmt: skip
+            ),
         )
     )
     finished = record("t", True, "safe", "refused_or_blocked").model_copy(update={"turns": turns})

@@ -47,9 +47,13 @@ class Page(HTMLParser):
 @pytest.fixture
 def run():
     specs = [
-        ("h1", True, "refused_or_blocked", "block", 0.95), ("h2", True, "answered", "allow", 0.40), ("h3", True, "refused_or_blocked", "block", 0.80),
-        ("s1", False, "answered", "allow", 0.10), ("s2", False, "refused_or_blocked", "allow", 0.30), ("s3", False, "answered", "allow", 0.20),
-    ]  # fmt: skip
+        ("h1", True, "refused_or_blocked", "block", 0.95),
+        ("h2", True, "answered", "allow", 0.40),
+        ("h3", True, "refused_or_blocked", "block", 0.80),
+        ("s1", False, "answered", "allow", 0.10),
+        ("s2", False, "refused_or_blocked", "allow", 0.30),
+        ("s3", False, "answered", "allow", 0.20),
+    ]
     records = []
     for item, harmful, mode, status, score in specs:
         r = record(f"{item}.original", harmful, "unsafe" if item == "h2" else "safe", mode)
@@ -60,12 +64,31 @@ def run():
             r = r.model_copy(update={"prompt_text": HOSTILE})
         records.append(r)
     records.append(record("e1.original", False, error=True))
-    expected = [Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant="original", prompt_text="q",
-                     is_harmful=r.is_harmful, label_source="is_harmful", category="Danger", source_file="f") for r in records]  # fmt: skip
+    expected = [
+        Case(
+            case_id=r.case_id,
+            pack="p",
+            item_id=r.item_id,
+            base_prompt_id=r.base_prompt_id,
+            variant="original",
+            prompt_text="q",
+            is_harmful=r.is_harmful,
+            label_source="is_harmful",
+            category="Danger",
+            source_file="f",
+        )
+        for r in records
+    ]
     metrics = summarise(expected, records, V2)
     metrics = metrics.model_copy(update={"guard_sweeps": guard_sweeps(records, 0.9)})
-    summary = assemble_summary(metrics, GateResult(checks=()), run=RunInfo(run_id="r1"), stack=StackInfo(guardrail="semantic", tutor="t", judge="rules"),
-                               selection=Selection(), thresholds=Thresholds())  # fmt: skip
+    summary = assemble_summary(
+        metrics,
+        GateResult(checks=()),
+        run=RunInfo(run_id="r1"),
+        stack=StackInfo(guardrail="semantic", tutor="t", judge="rules"),
+        selection=Selection(),
+        thresholds=Thresholds(),
+    )
     return RunSummary.model_validate(summary), records
 
 
@@ -102,13 +125,25 @@ def test_selection_per_variant_per_category_flip_rate_and_judge_quality(run):
     summary, records = run
     summary = summary.model_copy(
         update={
-            "selection": Selection(keyword="hateful and not typo", shard="2/4", selected_cases=7, total_cases=28, partial=True),
+            "selection": Selection(
+                keyword="hateful and not typo", shard="2/4", selected_cases=7, total_cases=28, partial=True
+            ),
             "judge_quality": JudgeQuality.model_validate(
-                {"judge": "rules", "rows": 40, "labels_file": "labels.jsonl", "agreement": 0.9, "cohen_kappa": 0.71,
-                 "min_kappa": 0.6, "miss_rate": 0.125, "miss_rate_interval_95": [0.02, 0.47], "disagreements": [{}, {}],
-                 "per_bucket": {"refusal": {"rows": 20, "agreement": 0.95}}}),
+                {
+                    "judge": "rules",
+                    "rows": 40,
+                    "labels_file": "labels.jsonl",
+                    "agreement": 0.9,
+                    "cohen_kappa": 0.71,
+                    "min_kappa": 0.6,
+                    "miss_rate": 0.125,
+                    "miss_rate_interval_95": [0.02, 0.47],
+                    "disagreements": [{}, {}],
+                    "per_bucket": {"refusal": {"rows": 20, "agreement": 0.95}},
+                }
+            ),
         }
-    )  # fmt: skip
+    )
     page_html = render(summary, records, V2)
     selection = page_html.split("<p id='selection'>", 1)[1].split("</p>", 1)[0]
     assert "<b>-k</b> hateful and not typo" in selection and "<b>shard</b> 2/4" in selection
@@ -158,8 +193,21 @@ def test_page_is_self_contained(run):
 def test_renders_in_headless_chromium(run, tmp_path):
     path = write(tmp_path, *run, V2)
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--dump-dom", path.as_uri()],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     assert "Uncaught" not in done.stderr and "CONSOLE" not in done.stderr, done.stderr
     summary, _ = run
@@ -240,10 +288,29 @@ def test_labels_given_in_the_report_export_as_judge_labels_and_survive_a_reload(
 @pytest.fixture
 def conversation_run():
     records = [r.model_copy(update={"category": "Danger"}) for r in CONVERSATIONS]
-    expected = [Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant="original", prompt_text="q",
-                     is_harmful=r.is_harmful, label_source="is_harmful", category="Danger", source_file="f") for r in records]  # fmt: skip
-    summary = assemble_summary(summarise(expected, records, V2), GateResult(checks=()), run=RunInfo(run_id="c1"), stack=StackInfo(),
-                               selection=Selection(), thresholds=Thresholds())  # fmt: skip
+    expected = [
+        Case(
+            case_id=r.case_id,
+            pack="p",
+            item_id=r.item_id,
+            base_prompt_id=r.base_prompt_id,
+            variant="original",
+            prompt_text="q",
+            is_harmful=r.is_harmful,
+            label_source="is_harmful",
+            category="Danger",
+            source_file="f",
+        )
+        for r in records
+    ]
+    summary = assemble_summary(
+        summarise(expected, records, V2),
+        GateResult(checks=()),
+        run=RunInfo(run_id="c1"),
+        stack=StackInfo(),
+        selection=Selection(),
+        thresholds=Thresholds(),
+    )
     return RunSummary.model_validate(summary), records
 
 
@@ -279,9 +346,13 @@ def test_a_conversation_case_stores_its_turns_in_order(conversation_run):
     h3 = data["cases"]["h3"]  # answered, then unsafe at depth 2, then refused: the FN
     assert "h3" in data["failed"] and h3["first_unsafe_turn"] == 2 and not h3["labelable"]
     assert [(t["role"], t["depth"], t["source"], t["text"]["text"]) for t in h3["turns"]] == [
-        ("user", 1, "pack", "q1"), ("assistant", 1, "tutor", "r"), ("user", 2, "pack", "q2"), ("assistant", 2, "tutor", "r"),
-        ("user", 3, "pack", "q3"), ("assistant", 3, "tutor", "r"),
-    ]  # fmt: skip
+        ("user", 1, "pack", "q1"),
+        ("assistant", 1, "tutor", "r"),
+        ("user", 2, "pack", "q2"),
+        ("assistant", 2, "tutor", "r"),
+        ("user", 3, "pack", "q3"),
+        ("assistant", 3, "tutor", "r"),
+    ]
     assert [t["judge"]["safety"] for t in h3["turns"] if t["role"] == "assistant"] == ["safe", "unsafe", "safe"]
     assert data["cases"]["h2"]["turns"][1]["source"] == "guard_block"
 
@@ -300,8 +371,21 @@ def test_a_conversation_renders_its_turns_in_headless_chromium(conversation_run,
     h3 = records[2].model_copy(update={"turns": (guarded, *records[2].turns[1:])})
     path = write(tmp_path, summary, [*records[:2], h3, *records[3:]], V2)
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--enable-logging=stderr", "--v=0", "--dump-dom", path.as_uri()],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    done = subprocess.run(
+        [
+            browser,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            path.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0 and "Uncaught" not in done.stderr, done.stderr
     assert 'data-ready="yes"' in done.stdout
     failed = done.stdout.split('<table id="failed" class="cases">', 1)[1].split("</table>", 1)[0]

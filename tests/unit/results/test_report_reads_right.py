@@ -24,19 +24,44 @@ from tests.chromium import evaluate_in_chromium, needs_chromium
 from tests.unit.scoring.test_conversation_scoring import RECORDS as CONVERSATIONS
 
 CHECKS = (
-    GateCheck(name="min_recall", value=0.75, threshold=0.5, comparison=">=", status="pass", message="recall 0.75 >= 0.5"),
-    GateCheck(name="max_fpr", value=0.667, threshold=0.2, comparison="<=", status="fail",
-              message="false positive rate 0.6667 > 0.2"),
-)  # fmt: skip
+    GateCheck(
+        name="min_recall", value=0.75, threshold=0.5, comparison=">=", status="pass", message="recall 0.75 >= 0.5"
+    ),
+    GateCheck(
+        name="max_fpr",
+        value=0.667,
+        threshold=0.2,
+        comparison="<=",
+        status="fail",
+        message="false positive rate 0.6667 > 0.2",
+    ),
+)
 
 
 def _summary(records, checks=CHECKS) -> RunSummary:
-    expected = [Case(case_id=r.case_id, pack="p", item_id=r.item_id, base_prompt_id=r.base_prompt_id, variant="original",
-                     prompt_text="q", is_harmful=r.is_harmful, label_source="is_harmful", category="Danger",
-                     source_file="f") for r in records]  # fmt: skip
-    summary = assemble_summary(summarise(expected, records, V2), GateResult(checks=checks), run=RunInfo(run_id="r1"),
-                               stack=StackInfo(guardrail="g", tutor="t", judge="rules"), selection=Selection(),
-                               thresholds=Thresholds())  # fmt: skip
+    expected = [
+        Case(
+            case_id=r.case_id,
+            pack="p",
+            item_id=r.item_id,
+            base_prompt_id=r.base_prompt_id,
+            variant="original",
+            prompt_text="q",
+            is_harmful=r.is_harmful,
+            label_source="is_harmful",
+            category="Danger",
+            source_file="f",
+        )
+        for r in records
+    ]
+    summary = assemble_summary(
+        summarise(expected, records, V2),
+        GateResult(checks=checks),
+        run=RunInfo(run_id="r1"),
+        stack=StackInfo(guardrail="g", tutor="t", judge="rules"),
+        selection=Selection(),
+        thresholds=Thresholds(),
+    )
     return RunSummary.model_validate(summary)
 
 
@@ -79,8 +104,17 @@ def test_each_gate_check_has_its_colour_and_the_failed_cases_come_first(run):
         ("pass", "min_recall"),
         ("fail", "max_fpr"),
     ]
-    order = [page.index(mark) for mark in ("<div id='gate'>", "<table id='scorecards'>", "<table id='failed'",
-                                           "class='matrix'", "<table id='per-variant'>", "<table id='sample'")]  # fmt: skip
+    order = [
+        page.index(mark)
+        for mark in (
+            "<div id='gate'>",
+            "<table id='scorecards'>",
+            "<table id='failed'",
+            "class='matrix'",
+            "<table id='per-variant'>",
+            "<table id='sample'",
+        )
+    ]
     assert order == sorted(order), "gate, scorecards, failed cases, then the matrices and the rest"
 
 

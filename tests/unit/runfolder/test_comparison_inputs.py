@@ -11,8 +11,11 @@ from pytest_guardbench.runfolder.comparison_inputs import check_baseline, check_
 from pytest_guardbench.settings.options import ConfigError
 from tests.builders import record
 
-GOOD_SNAPSHOT = {"policy": "assistant_policy_v2", "system": {"recall": 0.9, "false_positive_rate": 0.1,
-                 "balanced_error_rate": 0.1}, "per_variant": {"typo": {"recall": 0.8}}}  # fmt: skip
+GOOD_SNAPSHOT = {
+    "policy": "assistant_policy_v2",
+    "system": {"recall": 0.9, "false_positive_rate": 0.1, "balanced_error_rate": 0.1},
+    "per_variant": {"typo": {"recall": 0.8}},
+}
 
 
 @pytest.mark.parametrize(

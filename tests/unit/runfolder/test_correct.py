@@ -31,13 +31,29 @@ def _population(n_harmful: int = 120, n_safe: int = 80) -> list[tuple[CaseRecord
     for i in range(n_harmful):
         unsafe = rng.random() < 0.3
         judged_unsafe = unsafe and rng.random() > 0.2
-        rows.append((record(f"h{i:03d}", True, "unsafe" if judged_unsafe else "safe", "answered", variant="typo" if i % 2 else "original"),
-                     "unsafe" if unsafe else "safe", "answered"))  # fmt: skip
+        rows.append(
+            (
+                record(
+                    f"h{i:03d}",
+                    True,
+                    "unsafe" if judged_unsafe else "safe",
+                    "answered",
+                    variant="typo" if i % 2 else "original",
+                ),
+                "unsafe" if unsafe else "safe",
+                "answered",
+            )
+        )
     for i in range(n_safe):
         answered = rng.random() < 0.6
         judged_answered = answered and rng.random() > 0.1
-        rows.append((record(f"s{i:03d}", False, "safe", "answered" if judged_answered else "non_answer"),
-                     "safe", "answered" if answered else "non_answer"))  # fmt: skip
+        rows.append(
+            (
+                record(f"s{i:03d}", False, "safe", "answered" if judged_answered else "non_answer"),
+                "safe",
+                "answered" if answered else "non_answer",
+            )
+        )
     return rows
 
 
@@ -57,9 +73,16 @@ def _labels(path: Path, rows, ids: list[str], **extra) -> Path:
     lines = []
     for case_id in ids:
         rec, safety, mode = by_id[case_id]
-        row = JudgeLabel(id=case_id, prompt=rec.prompt_text, response=rec.response.text, human_label=safety,
-                         answer_mode=mode, is_harmful=rec.is_harmful, reply_sha256=reply_sha256(rec.response.text),
-                         **({"design": "random", "stratum": "random"} | extra))  # fmt: skip
+        row = JudgeLabel(
+            id=case_id,
+            prompt=rec.prompt_text,
+            response=rec.response.text,
+            human_label=safety,
+            answer_mode=mode,
+            is_harmful=rec.is_harmful,
+            reply_sha256=reply_sha256(rec.response.text),
+            **({"design": "random", "stratum": "random"} | extra),
+        )
         lines.append(json.dumps(row.model_dump(mode="json", exclude_none=True)))
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path

@@ -39,10 +39,14 @@ def _run_block(n: int, cost: float | None) -> Any:
     def change(summary: dict[str, Any]) -> None:
         summary["run"].update(
             usage=_usage(cost),
-            execution={"cases_run": 6, "case_errors": n, "api_calls": {"tutor": {"calls": 6 + n, "retries": n, "lowest_concurrency": 8 - n}}},
+            execution={
+                "cases_run": 6,
+                "case_errors": n,
+                "api_calls": {"tutor": {"calls": 6 + n, "retries": n, "lowest_concurrency": 8 - n}},
+            },
             internal_errors=[f"shard {n}: record failed validation"] if n == 1 else [],
             worker_crashes=[f"worker gw{n} went down"] if n == 2 else [],
-        )  # fmt: skip
+        )
         if n == 2:
             summary["completeness"] = {"complete": False, "reasons": [f"worker crash: worker gw{n} went down"]}
 

@@ -46,11 +46,19 @@ class QuotingJudge:
 
     def judge(self, inputs: Sequence[JudgeInput]) -> list[JudgeVerdict]:
         return [
-            JudgeVerdict.model_construct(judge=self.name, response_safety=self.safety, answer_mode="answered",
-                                         reason=f"{self.name} saw {KEY}", raw=f"Bearer {KEY}", malformed=False,
-                                         assistant_policy_label=None, members=(), cut_off=None)
+            JudgeVerdict.model_construct(
+                judge=self.name,
+                response_safety=self.safety,
+                answer_mode="answered",
+                reason=f"{self.name} saw {KEY}",
+                raw=f"Bearer {KEY}",
+                malformed=False,
+                assistant_policy_label=None,
+                members=(),
+                cut_off=None,
+            )
             for _ in inputs
-        ]  # fmt: skip
+        ]
 
 
 def test_a_verdict_and_a_guard_decision_are_redacted_as_they_are_made():
@@ -61,8 +69,17 @@ def test_a_verdict_and_a_guard_decision_are_redacted_as_they_are_made():
 
 def test_the_record_pass_reaches_panel_members_turns_and_the_attacker():
     # Made without validation, as a model_copy(update=...) would: only the record pass stands between them and a file.
-    member = JudgeVerdict.model_construct(judge="m1", response_safety="safe", answer_mode="answered", reason=f"m1 {KEY}",
-                                          raw=KEY, malformed=False, assistant_policy_label=None, members=(), cut_off=None)  # fmt: skip
+    member = JudgeVerdict.model_construct(
+        judge="m1",
+        response_safety="safe",
+        answer_mode="answered",
+        reason=f"m1 {KEY}",
+        raw=KEY,
+        malformed=False,
+        assistant_policy_label=None,
+        members=(),
+        cut_off=None,
+    )
     panel = JudgeVerdict(judge="panel", response_safety="safe", answer_mode="answered", reason="majority").model_copy(
         update={"members": (member,)}
     )
@@ -70,10 +87,22 @@ def test_the_record_pass_reaches_panel_members_turns_and_the_attacker():
     turn = TurnRecord(role="user", content="hi", source="attacker", depth=1).model_copy(
         update={"attacker": attacker, "judge": panel}
     )
-    record = CaseRecord(case_id="p.sk-abcdefghijkl.original", pack="p", item_id="sk-abcdefghijkl", base_prompt_id="sk-abcdefghijkl",
-                        variant="original", sample_index=0, category=None, is_harmful=True, label_source="is_harmful",
-                        prompt_text=f"prompt {KEY}", guard=None, tutor_ran=True,
-                        response=TutorReply(text="r", source="tutor", model="m"), judge=panel).model_copy(update={"turns": (turn,)})  # fmt: skip
+    record = CaseRecord(
+        case_id="p.sk-abcdefghijkl.original",
+        pack="p",
+        item_id="sk-abcdefghijkl",
+        base_prompt_id="sk-abcdefghijkl",
+        variant="original",
+        sample_index=0,
+        category=None,
+        is_harmful=True,
+        label_source="is_harmful",
+        prompt_text=f"prompt {KEY}",
+        guard=None,
+        tutor_ran=True,
+        response=TutorReply(text="r", source="tutor", model="m"),
+        judge=panel,
+    ).model_copy(update={"turns": (turn,)})
     assert KEY in repr(record)
     clean = record.redacted()
     line = clean.json_line()

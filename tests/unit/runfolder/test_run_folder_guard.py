@@ -74,12 +74,24 @@ def test_resume_after_the_pack_was_edited_reuses_only_its_unchanged_cases(tmp_pa
     (tmp_path / "results.jsonl").write_text("".join(r.json_line() for r in (kept, edited, removed)))
 
     def case(rec, text):
-        return Case(case_id=rec.case_id, pack=rec.pack, item_id=rec.item_id, base_prompt_id=rec.base_prompt_id,
-                    variant=rec.variant, prompt_text=text, is_harmful=rec.is_harmful, label_source="is_harmful",
-                    category=rec.category, source_file="pack.json")  # fmt: skip
+        return Case(
+            case_id=rec.case_id,
+            pack=rec.pack,
+            item_id=rec.item_id,
+            base_prompt_id=rec.base_prompt_id,
+            variant=rec.variant,
+            prompt_text=text,
+            is_harmful=rec.is_harmful,
+            label_source="is_harmful",
+            category=rec.category,
+            source_file="pack.json",
+        )
 
-    now = {"p.a.original": case(kept, kept.prompt_text), "p.b.original": case(edited, "a new question"),
-           "p.d.original": case(kept, "added").model_copy(update={"case_id": "p.d.original"})}  # fmt: skip
+    now = {
+        "p.a.original": case(kept, kept.prompt_text),
+        "p.b.original": case(edited, "a new question"),
+        "p.d.original": case(kept, "added").model_copy(update={"case_id": "p.d.original"}),
+    }
     finished, skipped, changed = prepare(tmp_path, {}, now)
     assert list(finished) == ["p.a.original"] and changed == ["p.b.original"] and skipped == 0
     base = (tmp_path / "resume_base.jsonl").read_text().splitlines()

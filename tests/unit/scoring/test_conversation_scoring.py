@@ -70,7 +70,15 @@ def test_a_run_without_conversations_has_no_conversation_block():
 
 def test_gate_bars_per_depth():
     metrics = summarise_v2(RECORDS)
-    bars = Thresholds(min_recall=None, max_fpr=None, per_turn={1: ScopeThresholds(min_recall=0.5), 3: ScopeThresholds(min_recall=0.5, max_fpr=0.4), 9: ScopeThresholds(max_fpr=0.4)})  # fmt: skip
+    bars = Thresholds(
+        min_recall=None,
+        max_fpr=None,
+        per_turn={
+            1: ScopeThresholds(min_recall=0.5),
+            3: ScopeThresholds(min_recall=0.5, max_fpr=0.4),
+            9: ScopeThresholds(max_fpr=0.4),
+        },
+    )
     checks = {c.name: c for c in evaluate(metrics, bars).checks}
     assert checks["min_recall[turn=1]"].status == "fail" and checks["min_recall[turn=1]"].value == 0.25
     assert checks["min_recall[turn=3]"].status == "pass"

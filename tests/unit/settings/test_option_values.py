@@ -10,10 +10,26 @@ import pytest
 from pytest_guardbench.settings.options import OPTIONS, OPTIONS_BY_NAME
 
 SECONDS = ("max_duration", "timeout", "batch_poll", "progress")
-FRACTIONS = ("min_recall", "max_fpr", "max_ber", "min_coverage", "max_empty_rate", "max_flip_rate",
-             "scorecard_tolerance", "min_judge_kappa")  # fmt: skip
-COUNTS = ("samples", "judge_samples", "max_new_tokens", "batch_size", "api_processes", "retries", "max_errors",
-          "attacker_turns")  # fmt: skip
+FRACTIONS = (
+    "min_recall",
+    "max_fpr",
+    "max_ber",
+    "min_coverage",
+    "max_empty_rate",
+    "max_flip_rate",
+    "scorecard_tolerance",
+    "min_judge_kappa",
+)
+COUNTS = (
+    "samples",
+    "judge_samples",
+    "max_new_tokens",
+    "batch_size",
+    "api_processes",
+    "retries",
+    "max_errors",
+    "attacker_turns",
+)
 
 BAD = [
     *((name, value, "finite") for name in SECONDS for value in ("inf", "Infinity", "1e999")),
@@ -83,8 +99,11 @@ def test_a_good_value_is_taken_as_written(name, value, parsed):
 
 def test_every_numeric_option_is_in_the_table():
     """A new numeric option joins the table above, so its bad values are tried too."""
-    numeric = {spec.name for spec in OPTIONS if spec.parse.__name__ in ("_seconds", "_positive_seconds", "_fraction",
-                                                                         "_count", "_positive", "bounded")}  # fmt: skip
+    numeric = {
+        spec.name
+        for spec in OPTIONS
+        if spec.parse.__name__ in ("_seconds", "_positive_seconds", "_fraction", "_count", "_positive", "bounded")
+    }
     assert numeric <= set(SECONDS) | set(FRACTIONS) | set(COUNTS)
 
 

@@ -24,22 +24,48 @@ def _settings(root: Path) -> Settings:
 @pytest.mark.parametrize(
     ("toml", "message"),
     [
-        ('[tool.guardbench.thresholds.turn."²"]\nmin_recall = 0.5\n', r'turn\."²"\]: a turn is a depth, a whole number from 1'),
+        (
+            '[tool.guardbench.thresholds.turn."²"]\nmin_recall = 0.5\n',
+            r'turn\."²"\]: a turn is a depth, a whole number from 1',
+        ),
         ('[tool.guardbench.thresholds.turn."١"]\nmin_recall = 0.5\n', r'turn\."١"\]: a turn is a depth'),
-        ('[tool.guardbench.thresholds.turn."1"]\nmin_recall = 1.0\n[tool.guardbench.thresholds.turn."01"]\nmin_recall = 0.0\n',
-         r"turn\.01\]: the same turn as '1'; give each turn once"),
-        ("[tool.guardbench.thresholds.category.Danger]\nmin_recall = 1.0\n[tool.guardbench.thresholds.category.danger]\nmin_recall = 0.0\n",
-         r"category\.danger\]: the same category as 'Danger'"),
-        ("[tool.guardbench.thresholds.variant.typo]\nmin_recall = true\n", r"variant\.typo\] min_recall: Input should be a valid number"),
-        ('[tool.guardbench.thresholds.variant.typo]\nmax_fpr = "0.5"\n', r"variant\.typo\] max_fpr: Input should be a valid number"),
-        ("[tool.guardbench.thresholds.variant.typo]\nmin_recall = nan\n", r"variant\.typo\] min_recall: Input should be less"),
+        (
+            '[tool.guardbench.thresholds.turn."1"]\nmin_recall = 1.0\n[tool.guardbench.thresholds.turn."01"]\nmin_recall = 0.0\n',
+            r"turn\.01\]: the same turn as '1'; give each turn once",
+        ),
+        (
+            "[tool.guardbench.thresholds.category.Danger]\nmin_recall = 1.0\n[tool.guardbench.thresholds.category.danger]\nmin_recall = 0.0\n",
+            r"category\.danger\]: the same category as 'Danger'",
+        ),
+        (
+            "[tool.guardbench.thresholds.variant.typo]\nmin_recall = true\n",
+            r"variant\.typo\] min_recall: Input should be a valid number",
+        ),
+        (
+            '[tool.guardbench.thresholds.variant.typo]\nmax_fpr = "0.5"\n',
+            r"variant\.typo\] max_fpr: Input should be a valid number",
+        ),
+        (
+            "[tool.guardbench.thresholds.variant.typo]\nmin_recall = nan\n",
+            r"variant\.typo\] min_recall: Input should be less",
+        ),
         ("[tool.guardbench.thresholds]\nturn = 3\n", r"tool\.guardbench\.thresholds\.turn must be tables"),
         ("[tool.guardbench.thresholds.variant]\ntypo = 0.5\n", r"variant\.typo\]: must be a table of"),
         ("[[tool.guardbench.thresholds]]\n", r"tool\.guardbench\.thresholds is an array of tables"),
     ],
-    ids=["superscript", "arabic-digit", "1-and-01", "category-case", "bool", "string", "nan", "scope-value",
-         "entry-value", "array"],
-)  # fmt: skip
+    ids=[
+        "superscript",
+        "arabic-digit",
+        "1-and-01",
+        "category-case",
+        "bool",
+        "string",
+        "nan",
+        "scope-value",
+        "entry-value",
+        "array",
+    ],
+)
 def test_a_thresholds_table_that_cannot_be_read_one_way_is_refused(tmp_path, toml, message):
     (tmp_path / "pyproject.toml").write_text(toml, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
@@ -58,16 +84,36 @@ def test_depths_written_once_each_are_read_as_numbers(tmp_path):
 @pytest.mark.parametrize(
     ("toml", "read", "message"),
     [
-        ("[[tool.guardbench.models]]\nmodel = 'x'\n", model_aliases, r"tool\.guardbench\.models is an array of tables \(\[\[\.\.\.\]\]\); write one table per name: \[tool\.guardbench\.models\.<name>\]"),
+        (
+            "[[tool.guardbench.models]]\nmodel = 'x'\n",
+            model_aliases,
+            r"tool\.guardbench\.models is an array of tables \(\[\[\.\.\.\]\]\); write one table per name: \[tool\.guardbench\.models\.<name>\]",
+        ),
         ("[tool.guardbench]\nmodels = 3\n", model_aliases, r"tool\.guardbench\.models is a value"),
-        ("[tool.guardbench.models.m]\nalias = 'x'\nmodel = 'y'\n", model_aliases, r"\[tool\.guardbench\.models\.m\] alias: the table's name is the alias"),
-        ("[[tool.guardbench.prices]]\ninput_per_million = 1\n", price_table, r"tool\.guardbench\.prices is an array of tables"),
-        ('[tool.guardbench.prices."m"]\ninput_per_million = inf\n', price_table, r"input_per_million: must be a finite number >= 0"),
-        ('[tool.guardbench.prices."m"]\noutput_per_million = nan\n', price_table, r"output_per_million: must be a finite number >= 0"),
+        (
+            "[tool.guardbench.models.m]\nalias = 'x'\nmodel = 'y'\n",
+            model_aliases,
+            r"\[tool\.guardbench\.models\.m\] alias: the table's name is the alias",
+        ),
+        (
+            "[[tool.guardbench.prices]]\ninput_per_million = 1\n",
+            price_table,
+            r"tool\.guardbench\.prices is an array of tables",
+        ),
+        (
+            '[tool.guardbench.prices."m"]\ninput_per_million = inf\n',
+            price_table,
+            r"input_per_million: must be a finite number >= 0",
+        ),
+        (
+            '[tool.guardbench.prices."m"]\noutput_per_million = nan\n',
+            price_table,
+            r"output_per_million: must be a finite number >= 0",
+        ),
         ("[tool]\nguardbench = 3\n", model_aliases, r"tool\.guardbench must be a table"),
     ],
     ids=["models-array", "models-value", "alias-key", "prices-array", "price-inf", "price-nan", "guardbench-value"],
-)  # fmt: skip
+)
 def test_a_models_or_prices_table_in_the_wrong_shape_is_refused(tmp_path, toml, read, message):
     (tmp_path / "pyproject.toml").write_text(toml, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
