@@ -13,8 +13,9 @@ if _TYPE_CHECKING:
     from pytest_guardbench.errors import DataError, GuardbenchError, RunFolderError, UsageError
     from pytest_guardbench.providers.base import ChatProvider, ProviderError
     from pytest_guardbench.records import CaseRecord, GuardDecision, JudgeVerdict
-    from pytest_guardbench.results.summary import RunSummary, load_results, load_run
-    from pytest_guardbench.scoring.scorecard import Scorecard
+    from pytest_guardbench.document.summary import RunSummary
+    from pytest_guardbench.results.summary import load_results, load_run
+    from pytest_guardbench.document.scorecards import Scorecard
 
 __version__ = "0.1.0"
 
@@ -28,10 +29,10 @@ _WHERE = {
     "CaseRecord": "pytest_guardbench.records",
     "GuardDecision": "pytest_guardbench.records",
     "JudgeVerdict": "pytest_guardbench.records",
-    "RunSummary": "pytest_guardbench.results.summary",
+    "RunSummary": "pytest_guardbench.document.summary",
     "load_results": "pytest_guardbench.results.summary",
     "load_run": "pytest_guardbench.results.summary",
-    "Scorecard": "pytest_guardbench.scoring.scorecard",
+    "Scorecard": "pytest_guardbench.document.scorecards",
 }
 
 

@@ -15,7 +15,7 @@ from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.providers import Completion, GenerationParams
 from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, PipelineError, TutorReply
 from pytest_guardbench.run.stages import Stack
-from pytest_guardbench.scoring.blocks import RunMetrics
+from pytest_guardbench.document.metrics import RunMetrics
 from pytest_guardbench.scoring.metrics import summarise
 from pytest_guardbench.scoring.policies import policy_named
 
@@ -182,9 +182,9 @@ def run_folder(
     """A finished run folder made from hand-made records: summary.json (scored under `policy`, V2 by
     default, with a passed gate) and, with `results`, results.jsonl. Each record's case is its own
     (pack "p", category "Danger"), as a loaded pack would have made it."""
-    from pytest_guardbench.results.summary import RunInfo, Selection, StackInfo
+    from pytest_guardbench.document.summary import RunInfo, Selection, StackInfo
     from pytest_guardbench.runfolder.finish import assemble_summary
-    from pytest_guardbench.scoring.gates import GateResult
+    from pytest_guardbench.document.gate import GateResult
     from pytest_guardbench.settings.config import Thresholds
 
     expected = [

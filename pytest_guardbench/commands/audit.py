@@ -13,9 +13,12 @@ from pytest_guardbench.commands.audit_tui import run_audit
 from pytest_guardbench.commands.exit_status import OK, USAGE_ERROR
 from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.results.audit import audit_units, draw_design, judge_probability, read_labels
+from pytest_guardbench.audit.units import audit_units
+from pytest_guardbench.audit.designs import draw_design
+from pytest_guardbench.audit.plan import judge_probability
+from pytest_guardbench.audit.labels import read_labels
 from pytest_guardbench.results.summary import load_records, run_policy
-from pytest_guardbench.scoring.audit_plan import plan_audit
+from pytest_guardbench.audit.plan import plan_audit
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.settings.option_values import positive
 

@@ -18,8 +18,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import IO
 
-from pytest_guardbench.results.audit import HumanLabel, label_row, read_labels, write_labels
-from pytest_guardbench.scoring.audit_design import DrawnUnit
+from pytest_guardbench.audit.labels import HumanLabel, label_row, read_labels, write_labels
+from pytest_guardbench.audit.designs import DrawnUnit
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.records import CaseRecord, JudgeVerdict
 

@@ -13,7 +13,7 @@ from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.results.corrected import correction_lines
 from pytest_guardbench.runfolder.correct import correct_run_folder
 from pytest_guardbench.runfolder.finish import corrected_document
-from pytest_guardbench.runfolder.labels import load_run_labels
+from pytest_guardbench.audit.labels import load_run_labels
 from pytest_guardbench.settings.option_values import kappa
 
 

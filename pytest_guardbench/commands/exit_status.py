@@ -4,7 +4,7 @@ lives in `pytest_guardbench.exit_status`."""
 from __future__ import annotations
 
 from pytest_guardbench.exit_status import EXIT_STATUSES, ExitStatus, exit_status_table
-from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.document.summary import RunSummary
 
 OK = ExitStatus.OK
 FAILED = ExitStatus.FAILED

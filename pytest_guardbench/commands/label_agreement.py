@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
-from pytest_guardbench.judges.labeller_agreement import LabellingMismatch, labeller_agreement
+from pytest_guardbench.audit.agreement import LabellingMismatch, labeller_agreement
 from pytest_guardbench.scoring.scorecard import fmt_rate
 
 

@@ -9,10 +9,10 @@ from pathlib import Path
 from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_names
 from pytest_guardbench.cases.sources import NO_SYSTEM_PROMPT, shipped_system_prompts
 from pytest_guardbench.run.inputs import RunInputs
-from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.results.terminal import terminal_lines
 from pytest_guardbench.run.units import Units
-from pytest_guardbench.scoring.blocks import StoredCheck
+from pytest_guardbench.document.judging import StoredCheck
 from pytest_guardbench.settings.model_specs import model_aliases
 
 

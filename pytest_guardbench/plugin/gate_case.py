@@ -15,7 +15,7 @@ import pytest
 from _pytest._code.code import ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 
-from pytest_guardbench.scoring.gates import GateCheck, GateResult
+from pytest_guardbench.document.gate import GateCheck, GateResult
 
 GATE_TEST_NAME = "guardbench_gate"
 # Set on the gate case's reports so our pytest_report_teststatus can tell them apart.

@@ -18,7 +18,7 @@ from pytest_guardbench.cases.sources import DataError, label_conflict_warning
 from pytest_guardbench.plugin.interrupts import InterruptHandler
 from pytest_guardbench.runfolder.comparison_inputs import check_comparison_inputs
 from pytest_guardbench.runfolder.folder import writable_problem
-from pytest_guardbench.runfolder.labels import LabelsError, load_run_labels
+from pytest_guardbench.audit.labels import LabelsError, load_run_labels
 from pytest_guardbench.runfolder.resume import ResumeError, load_base
 from pytest_guardbench.records import Case
 from pytest_guardbench.run.inputs import load_inputs

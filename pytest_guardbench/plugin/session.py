@@ -22,7 +22,7 @@ from pytest_guardbench.plugin.wire import RECORD_ATTR, SCORE_ATTR, SLOT_FIXTURE,
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.results.artifacts import write_meta
 from pytest_guardbench.results.github_summary import append_step_summary
-from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, StackInfo
+from pytest_guardbench.document.summary import RunInfo, RunSummary, Selection, StackInfo
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.judge_quality import RunJudgeQuality, run_judge_quality
 from pytest_guardbench.run.preflight import PreflightInBackground
@@ -32,10 +32,11 @@ from pytest_guardbench.runfolder import folder as run_folder, meta as run_meta, 
 from pytest_guardbench.runfolder.checks import baseline_check, scorecard_snapshot_check
 from pytest_guardbench.runfolder.execution import merged_execution
 from pytest_guardbench.runfolder.finish import CheckBuilder, RunFacts, RunFinish
-from pytest_guardbench.runfolder.labels import RunLabels
+from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.runfolder.lock import RunFolderLock
-from pytest_guardbench.scoring.blocks import LostReport, ResumeFacts
-from pytest_guardbench.scoring.gates import GateResult
+from pytest_guardbench.document.metrics import LostReport
+from pytest_guardbench.document.execution import ResumeFacts
+from pytest_guardbench.document.gate import GateResult
 from pytest_guardbench.scoring.scorecard import Scored
 from pytest_guardbench.settings.config import Settings
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.results.markdown import summary_markdown
-from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.results.variant_csv import variant_csv
 
 

@@ -11,9 +11,10 @@ from dataclasses import dataclass
 
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.scoring.policies import policy_named
-from pytest_guardbench.scoring.scorecard import CardTally, Scorecard, answer_flags, fmt_rate, score_record
+from pytest_guardbench.scoring.scorecard import CardTally, answer_flags, fmt_rate, score_record
+from pytest_guardbench.document.scorecards import Scorecard
 
 # metric key -> (title, how to read it from a system card, higher is better)
 METRICS: dict[str, tuple[str, str, bool]] = {

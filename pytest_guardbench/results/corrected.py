@@ -4,9 +4,9 @@ beside the corrected one, so a reader sees how far the judge was off."""
 
 from __future__ import annotations
 
-from pytest_guardbench.scoring.blocks import Correction
-from pytest_guardbench.scoring.correction import CorrectedMetric
-from pytest_guardbench.scoring.audit_correction import CorrectedPair, Rate
+from pytest_guardbench.document.correction import Correction
+from pytest_guardbench.document.correction import CorrectedMetric
+from pytest_guardbench.document.correction import CorrectedPair, Rate
 from pytest_guardbench.scoring.scorecard import fmt_rate
 
 

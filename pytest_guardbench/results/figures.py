@@ -7,9 +7,10 @@ import html
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_guardbench.scoring.blocks import DepthRate
-from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
-from pytest_guardbench.scoring.sweeps import GuardSweep
+from pytest_guardbench.document.scorecards import DepthRate
+from pytest_guardbench.document.scorecards import Scorecard
+from pytest_guardbench.scoring.scorecard import fmt_rate
+from pytest_guardbench.document.scorecards import GuardSweep
 
 
 def _e(value: Any) -> str:

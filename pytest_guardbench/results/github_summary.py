@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from pytest_guardbench.results.markdown import summary_markdown
-from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.document.summary import RunSummary
 
 
 def append_step_summary(summary: RunSummary) -> None:

@@ -31,13 +31,16 @@ from pytest_guardbench.results.shown_cases import (
     CasePicks,
     ShownCase,
 )
-from pytest_guardbench.results.summary import RunSummary, records_with_ids
+from pytest_guardbench.document.summary import RunSummary
+from pytest_guardbench.results.summary import records_with_ids
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.scoring.blocks import ConversationMetrics, DepthRate, FlipRate, ScopeCards
+from pytest_guardbench.document.scorecards import ConversationMetrics, DepthRate, FlipRate, ScopeCards
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.results.corrected import judge_lines
-from pytest_guardbench.scoring.blocks import Correction, JudgeQuality
-from pytest_guardbench.scoring.scorecard import Scorecard, score_record, fmt_rate
+from pytest_guardbench.document.correction import Correction
+from pytest_guardbench.document.judging import JudgeQuality
+from pytest_guardbench.document.scorecards import Scorecard
+from pytest_guardbench.scoring.scorecard import score_record, fmt_rate
 
 
 def _e(value: Any) -> str:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 
 from pytest_guardbench.results.corrected import correction_markdown
-from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.results.terminal import incomplete_lines, resume_lines
-from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
+from pytest_guardbench.document.scorecards import Scorecard
+from pytest_guardbench.scoring.scorecard import fmt_rate
 
 
 def _md_table(rows: list[tuple[str, Scorecard]]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from pytest_guardbench.results.audit import classified_stratum, draw_ids
+from pytest_guardbench.audit.designs import classified_stratum, draw_ids
 from pytest_guardbench.records import CaseRecord, Outcome, TurnRecord
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import UnscoredReason

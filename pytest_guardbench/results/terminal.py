@@ -4,9 +4,10 @@ from __future__ import annotations
 
 
 from pytest_guardbench.results.corrected import correction_lines
-from pytest_guardbench.results.summary import RunSummary
-from pytest_guardbench.scoring.blocks import ConversationMetrics
-from pytest_guardbench.scoring.scorecard import Scorecard, fmt_rate
+from pytest_guardbench.document.summary import RunSummary
+from pytest_guardbench.document.scorecards import ConversationMetrics
+from pytest_guardbench.document.scorecards import Scorecard
+from pytest_guardbench.scoring.scorecard import fmt_rate
 
 
 def terminal_lines(summary: RunSummary) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 import io
 
-from pytest_guardbench.results.summary import RunSummary
+from pytest_guardbench.document.summary import RunSummary
 
 CARD_COLUMNS = (
     "n",

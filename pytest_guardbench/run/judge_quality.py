@@ -27,7 +27,8 @@ from pytest_guardbench.run.judge_factory import named_judge_spec, the_run_judge
 from pytest_guardbench.run.pipeline import preflight_error
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.scoring import agreement
-from pytest_guardbench.scoring.blocks import Confidence, JudgeQuality, StoredCheck
+from pytest_guardbench.document.gate import Confidence
+from pytest_guardbench.document.judging import JudgeQuality, StoredCheck
 from pytest_guardbench.settings.model_specs import ModelSpec
 
 STORE_FOLDER = "judge_checks"

@@ -9,10 +9,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.results.summary import SnapshotCheck, iter_records
+from pytest_guardbench.document.gate import SnapshotCheck
+from pytest_guardbench.results.summary import iter_records
 from pytest_guardbench.runfolder.finish import AddedChecks, CheckBuilder
 from pytest_guardbench.scoring import baselines
-from pytest_guardbench.scoring.blocks import RunMetrics
+from pytest_guardbench.document.metrics import RunMetrics
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import score_record
 

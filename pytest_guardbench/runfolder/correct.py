@@ -7,11 +7,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_guardbench.results.summary import RunSummary, iter_records, load_run
+from pytest_guardbench.document.summary import RunSummary
+from pytest_guardbench.results.summary import iter_records, load_run
 from pytest_guardbench.runfolder.finish import AddedChecks, RunFacts, RunFinish, carried_reasons
-from pytest_guardbench.runfolder.labels import RunLabels
+from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.runfolder.rescored import missing_cases_of, read_json
-from pytest_guardbench.scoring.blocks import RunMetrics
+from pytest_guardbench.document.metrics import RunMetrics
 from pytest_guardbench.scoring.policies import policy_named
 
 # Checks a finish adds from outside the records (a baseline folder, a committed scorecard): carried as

@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from pytest_guardbench.scoring.blocks import Execution, ResumeFacts, StoredCheck
+from pytest_guardbench.document.execution import Execution, ResumeFacts
+from pytest_guardbench.document.judging import StoredCheck
 
 
 def merged_execution(

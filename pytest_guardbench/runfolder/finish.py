@@ -15,22 +15,27 @@ from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.results import html as html_report
 from pytest_guardbench.results.artifacts import write_all
 from pytest_guardbench.results.shown_cases import CasePicks
-from pytest_guardbench.results.summary import (
+from pytest_guardbench.document.summary import (
     SUMMARY_SCHEMA_VERSION,
     Completeness,
     RunInfo,
     RunSummary,
     Selection,
-    SnapshotCheck,
     StackInfo,
-    iter_records,
 )
+from pytest_guardbench.document.gate import SnapshotCheck
+from pytest_guardbench.results.summary import iter_records
 from pytest_guardbench.results.artifacts import write_json
 from pytest_guardbench.runfolder.folder import ResultsWriter
-from pytest_guardbench.runfolder.labels import LabelMatcher, RunLabels
-from pytest_guardbench.scoring.baselines import BaselineComparison
-from pytest_guardbench.scoring.blocks import Confidence, Correction, JudgeQuality, LostReport, RunMetrics
-from pytest_guardbench.scoring.gates import GateCheck, GateResult, corrected_checks, evaluate
+from pytest_guardbench.audit.matching import LabelMatcher
+from pytest_guardbench.audit.labels import RunLabels
+from pytest_guardbench.document.gate import BaselineComparison
+from pytest_guardbench.document.gate import Confidence
+from pytest_guardbench.document.correction import Correction
+from pytest_guardbench.document.judging import JudgeQuality
+from pytest_guardbench.document.metrics import LostReport, RunMetrics
+from pytest_guardbench.document.gate import GateCheck, GateResult
+from pytest_guardbench.scoring.gates import corrected_checks, evaluate
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import Scored
 from pytest_guardbench.scoring.tally import RunTally

@@ -18,7 +18,8 @@ from pydantic import ValidationError
 from pytest_guardbench.errors import DataError, RunFolderError
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench._util.redact import redact_json, writable
-from pytest_guardbench.results.summary import RunSummary, iter_records, load_run, record_ids
+from pytest_guardbench.document.summary import RunSummary
+from pytest_guardbench.results.summary import iter_records, load_run, record_ids
 
 
 def utc_now() -> datetime:

@@ -16,12 +16,12 @@ from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.runfolder.execution import merged_execution
 from pytest_guardbench.runfolder.finish import carried_reasons
 from pytest_guardbench.runfolder.folder import read_record_ids, read_records, read_summary
-from pytest_guardbench.runfolder.labels import carried_labels
+from pytest_guardbench.audit.labels import carried_labels
 from pytest_guardbench.runfolder.rescored import missing_cases_of, write_rescored_run, read_json
-from pytest_guardbench.scoring.blocks import Usage
+from pytest_guardbench.document.metrics import Usage
 from pytest_guardbench.scoring.policies import policy_named
 from pytest_guardbench.scoring.usage_tally import UsageTally
-from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection
+from pytest_guardbench.document.summary import RunInfo, RunSummary, Selection
 
 
 class MergeError(UsageError):

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pytest_guardbench._util.redact import redact_json
 from pytest_guardbench.errors import DataError
-from pytest_guardbench.runfolder.labels import carried_labels
+from pytest_guardbench.audit.labels import carried_labels
 from pytest_guardbench.runfolder.rescored import missing_cases_of, run_id_of, write_rescored_run, read_json
 from pytest_guardbench.run import judge_quality
 from pytest_guardbench.run.judge_factory import opened_judge
@@ -18,7 +18,7 @@ from pytest_guardbench.cases.sources import slug
 from pytest_guardbench.runfolder.finish import carried_reasons
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.scoring.policies import policy_named
-from pytest_guardbench.results.summary import RunInfo, RunSummary, StackInfo
+from pytest_guardbench.document.summary import RunInfo, RunSummary, StackInfo
 from pytest_guardbench.runfolder.folder import read_record_ids, read_records, read_summary, removed_on_failure
 from pytest_guardbench.records import CaseRecord, JudgeVerdict
 from pytest_guardbench.run.conversation import replies_to_judge, with_turn_verdicts

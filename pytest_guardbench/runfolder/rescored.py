@@ -9,10 +9,12 @@ from typing import Any
 
 from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.errors import DataError
-from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, StackInfo, read_json_file
+from pytest_guardbench.document.summary import RunInfo, RunSummary, Selection, StackInfo
+from pytest_guardbench.results.summary import read_json_file
 from pytest_guardbench.runfolder.finish import RunFacts, RunFinish
-from pytest_guardbench.runfolder.labels import RunLabels
-from pytest_guardbench.scoring.blocks import Confidence, JudgeQuality
+from pytest_guardbench.audit.labels import RunLabels
+from pytest_guardbench.document.gate import Confidence
+from pytest_guardbench.document.judging import JudgeQuality
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.settings.config import Thresholds
 

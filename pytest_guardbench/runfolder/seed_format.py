@@ -32,7 +32,7 @@ from typing import Any, cast
 
 from pytest_guardbench.cases.sources import DataError, category_of, read_jsonl, resolve_label, slug, variant_slug
 from pytest_guardbench.records import ANSWER_MODES, CaseRecord, GuardDecision, GuardStatus, JudgeVerdict, TutorReply
-from pytest_guardbench.scoring.blocks import RunMetrics
+from pytest_guardbench.document.metrics import RunMetrics
 
 _SAFETY = ("safe", "unsafe")
 _POLICY_LABELS = ("correct", "incorrect")

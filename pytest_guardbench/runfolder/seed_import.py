@@ -12,7 +12,7 @@ from pytest_guardbench.run import judge_quality
 from pytest_guardbench.run.judge_factory import opened_judge
 from pytest_guardbench.runfolder.rejudge import rejudged
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
-from pytest_guardbench.results.summary import RunInfo
+from pytest_guardbench.document.summary import RunInfo
 from pytest_guardbench.runfolder.seed_format import load_seed_results
 
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
 
-from pytest_guardbench.scoring.blocks import RunMetrics
-from pytest_guardbench.scoring.scorecard import Scorecard
-from pytest_guardbench.scoring.gates import GateCheck
+from pytest_guardbench.document.metrics import RunMetrics
+from pytest_guardbench.document.scorecards import Scorecard
+from pytest_guardbench.document.gate import GateCheck
+from pytest_guardbench.document.gate import BaselineComparison
 
 
 def mcnemar_exact_p(regressions: int, improvements: int) -> float:
@@ -20,26 +20,6 @@ def mcnemar_exact_p(regressions: int, improvements: int) -> float:
         return 1.0
     tail = sum(math.comb(n, i) for i in range(min(regressions, improvements) + 1)) / 2**n
     return round(min(1.0, 2 * tail), 6)
-
-
-class BaselineComparison(BaseModel):
-    """Per-case correctness paired with a previous run: the regressions, the improvements and
-    whether the regressions are significant (summary.json's `baseline` block, with the run's folder)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    run_dir: str | None = None
-    paired: int
-    only_in_baseline: int
-    only_in_current: int
-    regressions: list[str]
-    improvements: list[str]
-    mcnemar_p: float
-    alpha: float
-    significant_regression: bool
-    # The judges the two runs' records name: a difference between them is not a change of the system.
-    judge_ids: list[str] = Field(default_factory=list)
-    baseline_judge_ids: list[str] = Field(default_factory=list)
 
 
 def compare_with_baseline(

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from pytest_guardbench.records import CaseRecord, Outcome, TurnRecord
-from pytest_guardbench.scoring.blocks import ConversationMetrics, DepthRate, ScopeCards
+from pytest_guardbench.document.scorecards import ConversationMetrics, DepthRate, ScopeCards
 from pytest_guardbench.scoring.intervals import wilson_interval
 from pytest_guardbench.scoring.scorecard import CardTally, ratio
 

@@ -10,66 +10,15 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, computed_field
 
 from pytest_guardbench.scoring.agreement import wilson_interval
-from pytest_guardbench.scoring.blocks import RunMetrics
-from pytest_guardbench.scoring.correction import CorrectedMetric
-from pytest_guardbench.scoring.audit_correction import CorrectedRun
-from pytest_guardbench.scoring.scorecard import Scorecard
+from pytest_guardbench.document.metrics import RunMetrics
+from pytest_guardbench.document.correction import CorrectedMetric
+from pytest_guardbench.document.correction import CorrectedRun
+from pytest_guardbench.document.scorecards import Scorecard
 from pytest_guardbench.settings.config import ScopeThresholds, Thresholds
 from pytest_guardbench.records import Case
-
-CheckStatus = Literal["pass", "fail", "inconclusive"]
-
-
-class GateCheck(BaseModel):
-    """One threshold, limit or comparison the run is held to; `passed` is written with it."""
-
-    model_config = ConfigDict(frozen=True)
-
-    name: str
-    value: float | None
-    threshold: float
-    comparison: Literal[">=", "<="]
-    status: CheckStatus
-    message: str
-    interval: tuple[float, float] | None = None
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def passed(self) -> bool:
-        return self.status == "pass"
-
-
-class GateResult(BaseModel):
-    """Every check of a run; summary.json's `gate` block (with `passed` and `verdict`)."""
-
-    model_config = ConfigDict(frozen=True)
-
-    checks: tuple[GateCheck, ...]
-
-    @property
-    def failures(self) -> list[GateCheck]:
-        return [c for c in self.checks if c.status == "fail"]
-
-    @property
-    def undecided(self) -> list[GateCheck]:
-        return [c for c in self.checks if c.status == "inconclusive"]
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def passed(self) -> bool:
-        return all(c.status == "pass" for c in self.checks)
-
-    @property
-    def inconclusive(self) -> bool:
-        return not self.failures and bool(self.undecided)
-
-    @computed_field  # type: ignore[prop-decorator]
-    @property
-    def verdict(self) -> Literal["passed", "failed", "inconclusive"]:
-        return "failed" if self.failures else "inconclusive" if self.undecided else "passed"
+from pytest_guardbench.document.gate import CheckStatus, GateCheck, GateResult
 
 
 def _rate_check(

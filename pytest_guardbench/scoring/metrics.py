@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from pytest_guardbench.records import Case, CaseRecord
-from pytest_guardbench.scoring.blocks import Coverage, FlipRate, GuardSides, LostReport, RowBuckets, RunMetrics, Usage
+from pytest_guardbench.document.metrics import Coverage, LostReport, RunMetrics, Usage
+from pytest_guardbench.document.scorecards import FlipRate, GuardSides, RowBuckets
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named
-from pytest_guardbench.scoring.sweeps import GuardSweep
+from pytest_guardbench.document.scorecards import GuardSweep
 from pytest_guardbench.scoring.tally import RunTally
 
 

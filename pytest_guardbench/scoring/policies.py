@@ -14,10 +14,10 @@ from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
 
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.records import JudgeVerdict, PolicyName
+from pytest_guardbench.document.scorecards import MetricDefinitions
 
 DEFAULT_POLICY: PolicyName = "assistant_policy_v2"
 
@@ -39,29 +39,6 @@ def assistant_policy_v2_label(is_harmful: bool | None, safety: str | None, mode:
     if is_harmful is None or safety is None or mode is None:
         return None
     return "correct" if correct_under(is_harmful, safety, mode) else "incorrect"
-
-
-class MetricDefinitions(BaseModel):
-    """What the numbers of a summary mean under its policy (summary.json's `metric_definitions`).
-    Summaries written before policies existed carry none of the policy keys and were refusal-scored."""
-
-    model_config = ConfigDict(frozen=True)
-
-    policy: str = "refusal"
-    policy_version: int | None = None
-    positive: str | None = None
-    harmful_prompt_correct_when: str | None = None
-    safe_prompt_correct_when: str | None = None
-    judge_policy_label: str | None = None
-    tp_fn: str | None = None
-    fp_tn: str | None = None
-    recall: str | None = None
-    false_positive_rate: str | None = None
-    safe_prompt_overrefusal_rate: str | None = None
-    harmful_prompt_unsafe_answer_rate: str | None = None
-    overall_success_rate: str | None = None
-    balanced_error_rate: str | None = None
-    unscored: str | None = None
 
 
 @dataclass(frozen=True)

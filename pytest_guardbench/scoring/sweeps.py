@@ -12,38 +12,7 @@ import math
 from collections import defaultdict
 from collections.abc import Sequence
 
-from pydantic import BaseModel, ConfigDict
-
-
-class SweepPoint(BaseModel):
-    """The confusion counts and rates when every score >= `threshold` is flagged."""
-
-    model_config = ConfigDict(frozen=True)
-
-    threshold: float
-    tp: int
-    fp: int
-    fn: int
-    tn: int
-    recall: float | None
-    false_positive_rate: float | None
-    precision: float | None
-
-
-class GuardSweep(BaseModel):
-    """One guard swept over every distinct score of a run."""
-
-    model_config = ConfigDict(frozen=True)
-
-    n: int
-    positives: int
-    negatives: int
-    roc_auc: float | None
-    average_precision: float | None
-    target_recall: float
-    operating_point: SweepPoint | None
-    operating_point_note: str | None
-    curve: list[SweepPoint]
+from pytest_guardbench.document.scorecards import GuardSweep, SweepPoint
 
 
 def _ratio(num: float, den: float) -> float | None:

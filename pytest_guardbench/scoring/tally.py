@@ -20,19 +20,9 @@ from typing import NamedTuple
 
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import Case, CaseRecord, Outcome
-from pytest_guardbench.scoring.blocks import (
-    CountRate,
-    Coverage,
-    FlipRate,
-    GuardRates,
-    GuardSides,
-    LostReport,
-    RowBuckets,
-    RunMetrics,
-    ScopeCards,
-    TruncatedShare,
-    Usage,
-)
+from pytest_guardbench.document.base import CountRate
+from pytest_guardbench.document.metrics import Coverage, LostReport, RunMetrics, TruncatedShare, Usage
+from pytest_guardbench.document.scorecards import FlipRate, GuardRates, GuardSides, RowBuckets, ScopeCards
 from pytest_guardbench.scoring.conversation_tally import ConversationTally
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import (
@@ -43,7 +33,8 @@ from pytest_guardbench.scoring.scorecard import (
     judge_flagged_malformed,
     ratio,
 )
-from pytest_guardbench.scoring.sweeps import GuardSweep, sweep
+from pytest_guardbench.document.scorecards import GuardSweep
+from pytest_guardbench.scoring.sweeps import sweep
 from pytest_guardbench.scoring.usage_tally import UsageTally
 
 GUARD_STATUSES = ("allow", "block", "malformed")

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.scoring.blocks import StageTiming, TutorTokens, Usage
+from pytest_guardbench.document.metrics import StageTiming, TutorTokens, Usage
 from pytest_guardbench.scoring.sweeps import percentile
 
 STAGES = ("guard", "tutor", "judge")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.records import CaseRecord, TutorReply
-from pytest_guardbench.results.summary import RunInfo
+from pytest_guardbench.document.summary import RunInfo
 from pytest_guardbench.runfolder.rescored import write_rescored_run
 from pytest_guardbench.scoring.policies import policy_named
 from tests.builders import record

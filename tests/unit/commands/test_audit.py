@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pytest_guardbench.results.audit import draw_sample, stratum
+from pytest_guardbench.audit.designs import draw_sample, stratum
 from pytest_guardbench.scoring.policies import assistant_policy_v2_label as policy_label
 from pytest_guardbench.commands.main import main
 from pytest_guardbench.cases.sources import load_judge_labels

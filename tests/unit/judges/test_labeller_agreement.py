@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_guardbench.commands.main import main
-from pytest_guardbench.judges.labeller_agreement import LabellingMismatch, labeller_agreement
+from pytest_guardbench.audit.agreement import LabellingMismatch, labeller_agreement
 from pytest_guardbench.records import JudgeLabel
 
 DATASETS = Path(__file__).resolve().parents[3] / "pytest_guardbench" / "datasets"

@@ -13,14 +13,14 @@ import pytest
 
 from pytest_guardbench.cases.sources import load_judge_labels
 
-from pytest_guardbench.scoring.gates import GateResult
+from pytest_guardbench.document.gate import GateResult
 from pytest_guardbench.results.html import render, write
 from pytest_guardbench.results.shown_cases import TEXT_CAP
 from pytest_guardbench.runfolder.finish import assemble_summary
 from pytest_guardbench.records import Case, GuardDecision
 from pytest_guardbench.scoring.metrics import summarise
-from pytest_guardbench.scoring.blocks import JudgeQuality
-from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, StackInfo
+from pytest_guardbench.document.judging import JudgeQuality
+from pytest_guardbench.document.summary import RunInfo, RunSummary, Selection, StackInfo
 from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.scoring.metrics import guard_sweeps
 from tests.chromium import evaluate_in_chromium

@@ -12,12 +12,12 @@ import pytest
 
 from pytest_guardbench.records import Case
 from pytest_guardbench.results.figures import confusion_matrix
+from pytest_guardbench.scoring.scorecard import scorecard_from_counts
 from pytest_guardbench.results.html import render, write
-from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, StackInfo
+from pytest_guardbench.document.summary import RunInfo, RunSummary, Selection, StackInfo
 from pytest_guardbench.runfolder.finish import assemble_summary
-from pytest_guardbench.scoring.gates import GateCheck, GateResult
+from pytest_guardbench.document.gate import GateCheck, GateResult
 from pytest_guardbench.scoring.metrics import summarise
-from pytest_guardbench.scoring.scorecard import Scorecard
 from pytest_guardbench.settings.config import Thresholds
 from tests.builders import V2, record
 from tests.chromium import evaluate_in_chromium, needs_chromium
@@ -86,7 +86,7 @@ def _cells(svg: str) -> dict[str, tuple[str, str, str]]:
 
 
 def test_matrix_rows_are_the_label_and_columns_how_it_was_handled():
-    svg = confusion_matrix(Scorecard.from_counts(tp=3, fp=4, tn=2, fn=1, harmful_unsafe=1, safe_overrefused=4), "S")
+    svg = confusion_matrix(scorecard_from_counts(tp=3, fp=4, tn=2, fn=1, harmful_unsafe=1, safe_overrefused=4), "S")
     assert _cells(svg) == {
         "TP": ("harmful prompt", "handled correctly", "3"),
         "FN": ("harmful prompt", "mishandled", "1"),

@@ -14,7 +14,7 @@ from pytest_guardbench.results.terminal import terminal_lines
 from pytest_guardbench.results.variant_csv import variant_csv
 from pytest_guardbench.runfolder.folder import make_run_dir
 from pytest_guardbench.scoring.metrics import summarise
-from pytest_guardbench.results.summary import RunInfo, RunSummary, Selection, StackInfo
+from pytest_guardbench.document.summary import RunInfo, RunSummary, Selection, StackInfo
 from tests.builders import V2, table
 
 

@@ -12,9 +12,10 @@ import pytest
 from pytest_guardbench.commands.main import main
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import CaseRecord, JudgeLabel
-from pytest_guardbench.results.summary import RunInfo, load_run
+from pytest_guardbench.document.summary import RunInfo
+from pytest_guardbench.results.summary import load_run
 from pytest_guardbench.runfolder.correct import correct_run_folder
-from pytest_guardbench.runfolder.labels import LabelsError, load_run_labels, reply_sha256
+from pytest_guardbench.audit.labels import LabelsError, load_run_labels, reply_sha256
 from pytest_guardbench.runfolder.rejudge import rejudge_run
 from pytest_guardbench.runfolder.rescored import write_rescored_run
 from pytest_guardbench.settings.config import Thresholds
@@ -250,7 +251,7 @@ def test_no_fitting_script_reads_the_main_jobs_audit():
 
 
 def test_a_merge_of_corrected_shards_is_corrected_by_the_same_labels_over_all_cases(tmp_path):
-    from pytest_guardbench.results.summary import Selection
+    from pytest_guardbench.document.summary import Selection
     from pytest_guardbench.runfolder.merge import merge_runs
 
     rows = _population(40, 40)
@@ -291,7 +292,9 @@ def _conversation(case_id: str, harmful: bool, replies: list[tuple[str, str, str
 
 
 def test_a_conversations_replies_are_units_labelled_by_turn_and_corrected_per_depth(tmp_path, capsys):
-    from pytest_guardbench.results.audit import audit_units, draw_design, label_row, HumanLabel
+    from pytest_guardbench.audit.units import audit_units
+    from pytest_guardbench.audit.designs import draw_design
+    from pytest_guardbench.audit.labels import label_row, HumanLabel
 
     rng = random.Random(3)
     talks = []

@@ -15,7 +15,7 @@ from pytest_guardbench.errors import InternalError
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_guardbench.scoring.audit_design import (
+from pytest_guardbench.audit.designs import (
     MIN_PER_STRATUM,
     default_allocation,
     draw_random,
@@ -69,7 +69,7 @@ def test_the_sample_does_not_depend_on_the_hash_seed():
     # Sets and hash() would make the draw differ between machines; two interpreters with different
     # PYTHONHASHSEED must draw the same cases.
     code = (
-        "import json; from pytest_guardbench.scoring.audit_design import draw_random, draw_stratified\n"
+        "import json; from pytest_guardbench.audit.designs import draw_random, draw_stratified\n"
         "ids = [f'c{i}' for i in range(40)]\n"
         "units = [(c, 'harmful:handled' if i % 4 else 'safe:no_verdict') for i, c in enumerate(ids)]\n"
         "print(json.dumps([[d.unit_id for d in draw_random(ids, 9, 5)],"

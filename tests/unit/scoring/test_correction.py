@@ -12,24 +12,24 @@ import pytest
 from pytest_guardbench.errors import InternalError
 
 from pytest_guardbench.scoring.agreement import cohen_kappa
-from pytest_guardbench.scoring.audit_design import draw_random, draw_stratified, stratum_of
-from pytest_guardbench.scoring.correction import (
+from pytest_guardbench.audit.designs import draw_random, draw_stratified, stratum_of
+from pytest_guardbench.audit.estimator import (
     COLLAPSED,
     MIN_LABELS,
     TOO_FEW_LABELS,
-    CorrectedMetric,
     LabelledValue,
     complement,
     corrected_mean,
 )
-from pytest_guardbench.scoring.audit_correction import (
+from pytest_guardbench.document.correction import CorrectedMetric
+from pytest_guardbench.audit.correction import (
     AuditLabel,
     AuditUnit,
     correct_run,
     inclusion_probabilities,
     judge_on_this_run,
 )
-from pytest_guardbench.scoring.audit_plan import plan_audit
+from pytest_guardbench.audit.plan import plan_audit
 from pytest_guardbench.scoring.intervals import Z_95, wilson_interval
 
 FIELDS = {"judge_only", "labels_only", "estimate", "ci_low", "ci_high", "n_labelled", "n_total", "method", "note"}

@@ -23,15 +23,10 @@ import pytest
 from pytest_guardbench.cases.sources import load_judge_labels
 from pytest_guardbench.judges.base import JudgeInput
 from pytest_guardbench.judges.rules import RulesJudge
-from pytest_guardbench.scoring.audit_design import (
-    Design,
-    DrawnUnit,
-    default_allocation,
-    draw_random,
-    draw_stratified,
-    stratum_of,
-)
-from pytest_guardbench.scoring.correction import MIN_LABELS, CorrectedMetric, LabelledValue, corrected_mean
+from pytest_guardbench.document.correction import Design
+from pytest_guardbench.audit.designs import DrawnUnit, default_allocation, draw_random, draw_stratified, stratum_of
+from pytest_guardbench.audit.estimator import MIN_LABELS, LabelledValue, corrected_mean
+from pytest_guardbench.document.correction import CorrectedMetric
 from pytest_guardbench.scoring.intervals import Z_95
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
 

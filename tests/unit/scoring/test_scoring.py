@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_guardbench.records import GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.scoring.blocks import Coverage
+from pytest_guardbench.document.metrics import Coverage
 from pytest_guardbench.scoring.metrics import prompt_row_buckets, summarise
 from pytest_guardbench.scoring.metrics import coverage, guard_decision_rates
 from pytest_guardbench.scoring.scorecard import score_record, scorecard

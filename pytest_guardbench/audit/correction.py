@@ -4,16 +4,18 @@ with the judge measured on the labelled units (`judge_on_this_run`)."""
 
 from __future__ import annotations
 
+from pytest_guardbench.audit.units import AuditLabel
+from pytest_guardbench.audit.units import AuditUnit
+
 import math
 from collections.abc import Mapping, Sequence
 
-from pydantic import BaseModel, ConfigDict
 
 from pytest_guardbench.errors import DataError
-from pytest_guardbench.scoring.audit_design import Design, stratum_of
-from pytest_guardbench.scoring.correction import (
+from pytest_guardbench.document.correction import Design
+from pytest_guardbench.audit.designs import stratum_of
+from pytest_guardbench.audit.estimator import (
     MIN_LABELS,
-    CorrectedMetric,
     LabelledValue,
     complement,
     corrected_mean,
@@ -21,83 +23,9 @@ from pytest_guardbench.scoring.correction import (
     weighted_mean,
     wilson_bounds,
 )
+from pytest_guardbench.document.correction import CorrectedMetric
 from pytest_guardbench.scoring.intervals import Z_95
-
-
-class AuditUnit(BaseModel):
-    """One scored case of a run, as the correction sees it: whether the judge's verdict makes it
-    handled correctly (None: no usable verdict), and whether the tutor ran (tutor_conditional card)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    unit_id: str
-    is_harmful: bool
-    tutor_ran: bool = True
-    judge_handled: bool | None
-
-
-class AuditLabel(BaseModel):
-    """A person's blind label of one case: whether it was truly handled correctly. Under the
-    stratified design it carries its stratum and inclusion probability (`audit_design.DrawnUnit`);
-    when they are missing they are worked out from the run (random: n / N; stratified: n_h / N_h)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    unit_id: str
-    handled: bool
-    stratum: str | None = None
-    inclusion_probability: float | None = None
-
-
-class CorrectedPair(BaseModel):
-    """The two corrected rates of one scorecard or group."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    recall: CorrectedMetric
-    false_positive_rate: CorrectedMetric
-
-
-class Rate(BaseModel):
-    """A (weighted) rate over `n` labelled units with its 95% interval; all None when n is 0."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    value: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n: int
-
-
-class JudgeOnRun(BaseModel):
-    """How the judge did on this run's labelled units with a verdict (see `judge_on_this_run`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    n_labelled: int
-    n_no_verdict: int
-    weighted: bool
-    agreement: Rate
-    cohen_kappa: float | None
-    kappa_ci_low: float | None
-    kappa_ci_high: float | None
-    miss_rate: Rate
-    over_block_rate: Rate
-
-
-class CorrectedRun(BaseModel):
-    """The JSON-ready correction block of a run (`model_dump(mode="json")`)."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    design: Design
-    min_labels: int
-    n_units: int
-    n_labelled: int
-    system: CorrectedPair
-    tutor_conditional: CorrectedPair
-    groups: dict[str, CorrectedPair]
-    judge_on_this_run: JudgeOnRun
+from pytest_guardbench.document.correction import CorrectedPair, CorrectedRun, JudgeOnRun, Rate
 
 
 def inclusion_probabilities(

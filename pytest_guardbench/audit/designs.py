@@ -13,18 +13,25 @@ verdict) from its place in the list.
 
 from __future__ import annotations
 
+from pytest_guardbench.records import AuditDesign
+from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.records import Outcome
+from pytest_guardbench.scoring.policies import ScoringPolicy
+from pytest_guardbench.scoring.scorecard import UnscoredReason
+from pytest_guardbench.audit.units import audit_units
+from collections import defaultdict
+import itertools
+from pytest_guardbench.scoring.scorecard import score_record
+
 import heapq
 import math
 import random
 from collections.abc import Mapping, Sequence
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
 
 from pytest_guardbench.errors import InternalError, UsageError
 
-Design = Literal["random", "stratified"]
-DESIGNS: tuple[Design, ...] = ("random", "stratified")
 
 # The judge's three verdicts as a stratum suffix: handled correctly, mishandled, no usable verdict.
 HANDLED, MISHANDLED, NO_VERDICT = "handled", "mishandled", "no_verdict"
@@ -176,3 +183,73 @@ def draw_stratified(
             drawn.append(DrawnUnit(unit_id=unit_id, stratum=name, inclusion_probability=probability))
     rng.shuffle(drawn)
     return drawn
+
+
+def stratum(record: CaseRecord, policy: ScoringPolicy) -> tuple[str, str, str]:
+    """(outcome or why unscored, the judge's answer mode, variant)."""
+    return classified_stratum(record, *score_record(record, policy))
+
+
+def classified_stratum(
+    record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason | None
+) -> tuple[str, str, str]:
+    """`stratum` of a record already classified."""
+    mode = record.judge.answer_mode if record.judge is not None and record.judge.answer_mode else "none"
+    return (outcome or f"unscored:{reason}", mode, record.variant)
+
+
+def draw_sample(records: Sequence[CaseRecord], n: int, seed: int, policy: ScoringPolicy) -> list[CaseRecord]:
+    """Up to `n` cases with a response, stratified: the outcomes (TP, FP, TN, FN, and each reason a
+    case went unscored) take turns, and within an outcome its (answer mode, variant) groups take turns,
+    cases shuffled within each group by `seed`. So a small sample holds every outcome, and rare modes
+    and variants come before common ones fill the rest. The same records, n and seed give the same sample."""
+    groups: dict[tuple[str, str, str], list[str]] = defaultdict(list)
+    by_id = {}
+    for record in records:
+        if record.response is not None:
+            groups[stratum(record, policy)].append(record.case_id)
+            by_id[record.case_id] = record
+    return [by_id[case_id] for case_id in draw_ids(groups, n, seed)]
+
+
+def _turns(queues: list[list[str]]) -> list[str]:
+    """The queues' members, one from each queue in turn until all are empty."""
+    merged: list[str] = []
+    for round_ in itertools.zip_longest(*queues):
+        merged.extend(case_id for case_id in round_ if case_id is not None)
+    return merged
+
+
+def draw_ids(groups: Mapping[tuple[str, str, str], Sequence[str]], n: int, seed: int) -> list[str]:
+    """`draw_sample` over case ids grouped by stratum (in any order), for callers that keep ids, not records."""
+    rng = random.Random(seed)
+    by_outcome: dict[str, list[list[str]]] = defaultdict(list)
+    for key in sorted(groups):
+        members = sorted(groups[key])
+        rng.shuffle(members)
+        by_outcome[key[0]].append(members)
+    # Turns by outcome first: with turns over every (outcome, mode, variant) group, the outcomes with
+    # many groups (the failures: several modes x every variant) would fill a small sample alone.
+    return _turns([_turns(by_outcome[outcome]) for outcome in sorted(by_outcome, key=_outcome_order)])[:n]
+
+
+def _outcome_order(outcome: str) -> tuple[int, str]:
+    return (OUTCOME_ORDER.index(outcome), "") if outcome in OUTCOME_ORDER else (len(OUTCOME_ORDER), outcome)
+
+
+OUTCOME_ORDER = ("FN", "FP", "TN", "TP")
+
+
+def draw_design(
+    records: Sequence[CaseRecord], design: AuditDesign, n: int, seed: int, policy: ScoringPolicy
+) -> list[tuple[CaseRecord, DrawnUnit | None]]:
+    """`n` cases to label under `design`, each with how it was drawn (None under `debug`)."""
+    if design == "debug":
+        return [(record, None) for record in draw_sample(records, n, seed, policy)]
+    units = audit_units(records, policy)
+    by_id = {unit.unit_id: record for record, unit in units}
+    if design == "random":
+        drawn = draw_random(sorted(by_id), n, seed)
+    else:
+        drawn = draw_stratified([(u.unit_id, stratum_of(u.is_harmful, u.judge_handled)) for _, u in units], n, seed)
+    return [(by_id[unit.unit_id], unit) for unit in drawn]

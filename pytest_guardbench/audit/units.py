@@ -4,6 +4,10 @@ labelled in its context and corrected per depth."""
 
 from __future__ import annotations
 
+from pydantic import BaseModel
+from pydantic import ConfigDict
+from collections.abc import Sequence
+
 from dataclasses import dataclass
 
 from pytest_guardbench.records import CaseRecord, JudgeVerdict, TutorReply
@@ -82,3 +86,60 @@ def labelled_replies(record: CaseRecord, policy: ScoringPolicy, scored: Scored |
             )
         )
     return found
+
+
+class AuditUnit(BaseModel):
+    """One scored case of a run, as the correction sees it: whether the judge's verdict makes it
+    handled correctly (None: no usable verdict), and whether the tutor ran (tutor_conditional card)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    unit_id: str
+    is_harmful: bool
+    tutor_ran: bool = True
+    judge_handled: bool | None
+
+
+class AuditLabel(BaseModel):
+    """A person's blind label of one case: whether it was truly handled correctly. Under the
+    stratified design it carries its stratum and inclusion probability (`audit_design.DrawnUnit`);
+    when they are missing they are worked out from the run (random: n / N; stratified: n_h / N_h)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    unit_id: str
+    handled: bool
+    stratum: str | None = None
+    inclusion_probability: float | None = None
+
+
+def audit_units(records: Sequence[CaseRecord], policy: ScoringPolicy) -> list[tuple[CaseRecord, AuditUnit]]:
+    """The replies a design draws from (`scoring.audit_units`), each with the judge's verdict under
+    `policy`, as a record a person can label: a conversation's reply is shown as the child's message at
+    its turn and the reply to it, under the unit id `<case id>@<turn>`."""
+    units = []
+    for record in records:
+        for reply in labelled_replies(record, policy):
+            unit = AuditUnit(
+                unit_id=reply.unit_id,
+                is_harmful=reply.is_harmful,
+                tutor_ran=reply.tutor_ran,
+                judge_handled=reply.judge_handled,
+            )
+            view = (
+                record
+                if reply.turn is None
+                else record.model_copy(
+                    update={
+                        "case_id": reply.unit_id,
+                        "prompt_text": reply.prompt,
+                        "response": reply.reply,
+                        "judge": reply.verdict,
+                        "turns": (),
+                        "is_harmful": reply.is_harmful,
+                        "tutor_ran": reply.tutor_ran,
+                    }
+                )
+            )
+            units.append((view, unit))
+    return units

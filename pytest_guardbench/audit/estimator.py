@@ -29,11 +29,11 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-from pydantic import BaseModel, ConfigDict
 
 from pytest_guardbench.errors import InternalError
-from pytest_guardbench.scoring.audit_design import Design
+from pytest_guardbench.document.correction import Design
 from pytest_guardbench.scoring.intervals import Z_95
+from pytest_guardbench.document.correction import CorrectedMetric
 
 # Below this many labelled units in a domain no corrected estimate is given: the interval would
 # span most of [0, 1], and the per-cell shares it rests on are mostly empty.
@@ -46,24 +46,6 @@ METHOD_COLLAPSED = "labels-only-wilson"
 PRIOR_DISAGREEMENT = 0.1
 
 _DIGITS = 6
-
-
-class CorrectedMetric(BaseModel):
-    """One corrected rate of one domain (e.g. system recall). `judge_only`: the judge's own rate
-    over the whole domain; `labels_only`: the labelled units' (weighted) rate; `estimate` and the
-    95% interval `ci_low`..`ci_high`: corrected, None when too few units of the domain are labelled."""
-
-    model_config = ConfigDict(frozen=True, extra="forbid")
-
-    judge_only: float | None
-    labels_only: float | None
-    estimate: float | None
-    ci_low: float | None
-    ci_high: float | None
-    n_labelled: int
-    n_total: int
-    method: str
-    note: str | None = None
 
 
 class LabelledValue(NamedTuple):

@@ -1,0 +1,105 @@
+"""summary.json's `corrected` block (and corrected.json): the scorecards corrected by a person's
+labels of the run's own replies, with the judge measured on those labels and what became of each
+label row. `audit` computes them."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from pytest_guardbench.document.base import Block
+
+# How the labelled replies were drawn: each with a known inclusion probability.
+Design = Literal["random", "stratified"]
+DESIGNS: tuple[Design, ...] = ("random", "stratified")
+
+
+class CorrectedMetric(BaseModel):
+    """One corrected rate of one domain (e.g. system recall). `judge_only`: the judge's own rate
+    over the whole domain; `labels_only`: the labelled units' (weighted) rate; `estimate` and the
+    95% interval `ci_low`..`ci_high`: corrected, None when too few units of the domain are labelled."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    judge_only: float | None
+    labels_only: float | None
+    estimate: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n_labelled: int
+    n_total: int
+    method: str
+    note: str | None = None
+
+
+class CorrectedPair(BaseModel):
+    """The two corrected rates of one scorecard or group."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    recall: CorrectedMetric
+    false_positive_rate: CorrectedMetric
+
+
+class Rate(BaseModel):
+    """A (weighted) rate over `n` labelled units with its 95% interval; all None when n is 0."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    value: float | None
+    ci_low: float | None
+    ci_high: float | None
+    n: int
+
+
+class JudgeOnRun(BaseModel):
+    """How the judge did on this run's labelled units with a verdict (see `judge_on_this_run`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n_labelled: int
+    n_no_verdict: int
+    weighted: bool
+    agreement: Rate
+    cohen_kappa: float | None
+    kappa_ci_low: float | None
+    kappa_ci_high: float | None
+    miss_rate: Rate
+    over_block_rate: Rate
+
+
+class CorrectedRun(BaseModel):
+    """The JSON-ready correction block of a run (`model_dump(mode="json")`)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    design: Design
+    min_labels: int
+    n_units: int
+    n_labelled: int
+    system: CorrectedPair
+    tutor_conditional: CorrectedPair
+    groups: dict[str, CorrectedPair]
+    judge_on_this_run: JudgeOnRun
+
+
+class LabelUse(Block):
+    """What became of a labels file's rows on this run."""
+
+    labels_file: str
+    design: Design
+    rows: int
+    used: int
+    reply_changed: int  # the run's reply differs from the labelled one
+    not_in_run: int  # no scored single-reply case of this run has the row's id
+    undecided: int  # the row's labels cannot decide the case under the run's policy
+
+
+class Correction(Block):
+    """summary.json's `corrected` block: the labels used and the corrected scorecards; a run with
+    conversations also has its conversations' replies corrected as replies, per depth."""
+
+    labels: LabelUse
+    scorecards: CorrectedRun
+    conversation_replies: CorrectedRun | None = None
