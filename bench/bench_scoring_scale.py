@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pytest_guardbench.records import AnswerMode, Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
 from pytest_guardbench.runfolder.finish import RunFacts, RunFinish
 from pytest_guardbench.document.summary import RunInfo, Selection, StackInfo
-from pytest_guardbench.results.summary import iter_records
+from pytest_guardbench.document.read import iter_records
 from pytest_guardbench.runfolder.folder import ResultsWriter
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, policy_named
 from pytest_guardbench.settings.config import Thresholds

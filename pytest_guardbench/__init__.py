@@ -14,7 +14,8 @@ if _TYPE_CHECKING:
     from pytest_guardbench.providers.base import ChatProvider, ProviderError
     from pytest_guardbench.records import CaseRecord, GuardDecision, JudgeVerdict
     from pytest_guardbench.document.summary import RunSummary
-    from pytest_guardbench.results.summary import load_results, load_run
+    from pytest_guardbench.results.frame import load_results
+    from pytest_guardbench.document.read import load_run
     from pytest_guardbench.document.scorecards import Scorecard
 
 __version__ = "0.1.0"
@@ -30,8 +31,8 @@ _WHERE = {
     "GuardDecision": "pytest_guardbench.records",
     "JudgeVerdict": "pytest_guardbench.records",
     "RunSummary": "pytest_guardbench.document.summary",
-    "load_results": "pytest_guardbench.results.summary",
-    "load_run": "pytest_guardbench.results.summary",
+    "load_results": "pytest_guardbench.results.frame",
+    "load_run": "pytest_guardbench.document.read",
     "Scorecard": "pytest_guardbench.document.scorecards",
 }
 

@@ -10,7 +10,7 @@ Directives:
 - ``guardbench-aliases``: the built-in model aliases.
 - ``guardbench-model-keys``: the keys of a ``[tool.guardbench.models.<alias>]`` table.
 - ``guardbench-modules``: every module of the package with the first paragraph of its docstring.
-- ``guardbench-result-columns``: the columns and dtypes of ``load_results`` (``results.summary.RESULT_COLUMNS``).
+- ``guardbench-result-columns``: the columns and dtypes of ``load_results`` (``results.frame.RESULT_COLUMNS``).
 - ``guardbench-exit-statuses``: the exit statuses of runs and commands (``commands.exit_status.EXIT_STATUSES``).
 """
 
@@ -294,7 +294,7 @@ class ModulesDirective(SphinxDirective):
 
 class ResultColumnsDirective(SphinxDirective):
     def run(self) -> list[nodes.Node]:
-        from pytest_guardbench.results.summary import RESULT_CATEGORIES, RESULT_COLUMNS
+        from pytest_guardbench.results.frame import RESULT_CATEGORIES, RESULT_COLUMNS
 
         rows: list[list[Cell]] = []
         for column in RESULT_COLUMNS:

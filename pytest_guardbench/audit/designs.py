@@ -1,5 +1,5 @@
 """Which of a run's cases a person labels: two audit designs, each drawn with a known inclusion
-probability per case, so that `scoring.correction` can weight the labels back to the whole run.
+probability per case, so that `audit.estimator` can weight the labels back to the whole run.
 
 - `random`: `draw_random`, uniform without replacement over every case of the run.
 - `stratified`: `draw_stratified`, strata = the prompt's label x the judge's verdict (handled,

@@ -29,7 +29,7 @@ from pytest_guardbench.scoring.scorecard import Scored
 @dataclass
 class LabelMatcher:
     """The finish's view of a labels file: every reply the judge scored becomes a unit of the
-    correction (`scoring.audit_units`), and a labelled one its truth. Single-prompt cases correct the
+    correction (`audit.units`), and a labelled one its truth. Single-prompt cases correct the
     scorecards; a conversation's replies are corrected as replies, per depth. Holds one small unit per
     reply (no text)."""
 

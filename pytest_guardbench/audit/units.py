@@ -114,7 +114,7 @@ class AuditLabel(BaseModel):
 
 
 def audit_units(records: Sequence[CaseRecord], policy: ScoringPolicy) -> list[tuple[CaseRecord, AuditUnit]]:
-    """The replies a design draws from (`scoring.audit_units`), each with the judge's verdict under
+    """The replies a design draws from (`audit.units`), each with the judge's verdict under
     `policy`, as a record a person can label: a conversation's reply is shown as the child's message at
     its turn and the reply to it, under the unit id `<case id>@<turn>`."""
     units = []

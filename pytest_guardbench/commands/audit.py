@@ -1,6 +1,6 @@
 """`guardbench audit`: label a sample of a finished run by hand, drawn by a design with known
 inclusion probabilities (so `guardbench correct` can use the labels), or plan how many labels a
-design needs. The sample is drawn by `results.audit`, the labelling screen is `commands.audit_tui`."""
+design needs. The sample is drawn by `audit.designs`, the labelling screen is `commands.audit_tui`."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ from pytest_guardbench.audit.units import audit_units
 from pytest_guardbench.audit.designs import draw_design
 from pytest_guardbench.audit.plan import judge_probability
 from pytest_guardbench.audit.labels import read_labels
-from pytest_guardbench.results.summary import load_records, run_policy
+from pytest_guardbench.document.read import load_records
+from pytest_guardbench.results.frame import run_policy
 from pytest_guardbench.audit.plan import plan_audit
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.settings.option_values import positive

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pytest_guardbench.results.compare import CompareError, compare, heatmap_html, long_csv, markdown
 from pytest_guardbench.errors import DataError
-from pytest_guardbench.results.summary import SummaryInvalid, iter_records, load_run, record_ids
+from pytest_guardbench.document.read import SummaryInvalid, iter_records, load_run, record_ids
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -10,12 +10,12 @@ from typing import Any
 
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.errors import DataError
-from pytest_guardbench.results.summary import read_json_file
+from pytest_guardbench.document.read import read_json
 from pytest_guardbench.runfolder.folder import removed_on_failure
 
 from pytest_guardbench.runfolder.seed_import import import_seed_run
 from pytest_guardbench.runfolder.seed_format import seed_summary_differences
-from pytest_guardbench.results.summary import load_run
+from pytest_guardbench.document.read import load_run
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, POLICIES
 from pytest_guardbench.settings.config import MINORBENCH_HARMFUL_CATEGORIES
 
@@ -50,7 +50,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _seed_summary(path: Path) -> dict[str, Any]:
-    document = read_json_file(path)
+    document = read_json(path)
     if not isinstance(document, dict):
         raise DataError("a summary.json must be a JSON object", path=path)
     return document

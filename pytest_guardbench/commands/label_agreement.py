@@ -1,5 +1,5 @@
 """`guardbench label-agreement`: how far two labellings of the same responses agree; the work is
-`judges.labeller_agreement`."""
+`audit.agreement`."""
 
 from __future__ import annotations
 

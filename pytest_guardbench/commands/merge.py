@@ -11,7 +11,7 @@ from pytest_guardbench._util.redact import redact
 from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
 from pytest_guardbench.runfolder.folder import removed_on_failure
 from pytest_guardbench.runfolder.merge import merge_runs
-from pytest_guardbench.results.summary import load_run
+from pytest_guardbench.document.read import load_run
 from pytest_guardbench.results.terminal import incomplete_lines
 
 

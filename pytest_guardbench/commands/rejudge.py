@@ -11,7 +11,7 @@ from pytest_guardbench._util.redact import redact
 from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
 from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.runfolder.rejudge import rejudge_run
-from pytest_guardbench.results.summary import load_run
+from pytest_guardbench.document.read import load_run
 from pytest_guardbench.scoring.policies import POLICIES
 from pytest_guardbench.scoring.scorecard import fmt_rate
 from pytest_guardbench.settings.options import OPTIONS_BY_NAME

@@ -65,7 +65,7 @@ def pytest_guardbench_register_mutators(registry: Any) -> None:
 def pytest_guardbench_summary(config: pytest.Config, summary: Any, extensions: dict[str, Any]) -> None:
     """Add blocks of your own to the run summary before it is written.
 
-    :param summary: the finished ``pytest_guardbench.results.summary.RunSummary`` (frozen: read it).
+    :param summary: the finished ``pytest_guardbench.results.frame.RunSummary`` (frozen: read it).
     :param extensions: put your blocks here, by name (JSON-ready values); they are written under
         ``extensions`` in summary.json and kept as they are by every reader.
 

@@ -32,7 +32,7 @@ from pytest_guardbench.results.shown_cases import (
     ShownCase,
 )
 from pytest_guardbench.document.summary import RunSummary
-from pytest_guardbench.results.summary import records_with_ids
+from pytest_guardbench.document.read import records_with_ids
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.document.scorecards import ConversationMetrics, DepthRate, FlipRate, ScopeCards
 from pytest_guardbench.scoring.policies import ScoringPolicy

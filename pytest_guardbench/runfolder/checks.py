@@ -10,7 +10,7 @@ from pathlib import Path
 
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.document.gate import SnapshotCheck
-from pytest_guardbench.results.summary import iter_records
+from pytest_guardbench.document.read import iter_records
 from pytest_guardbench.runfolder.finish import AddedChecks, CheckBuilder
 from pytest_guardbench.scoring import baselines
 from pytest_guardbench.document.metrics import RunMetrics

@@ -4,12 +4,14 @@ a traceback after every call was paid for."""
 
 from __future__ import annotations
 
+from pytest_guardbench.errors import DataError
+from pytest_guardbench.document.read import load_records
+
 import json
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.settings.config import Settings
 from pytest_guardbench.settings.options import ConfigError
 
@@ -45,17 +47,13 @@ def check_baseline(run_dir: Path) -> None:
     if not results.is_file():
         raise ConfigError(f"--guardbench-baseline: {run_dir} has no results.jsonl (expected a reports/<run-id> folder)")
     try:
-        lines = results.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"--guardbench-baseline {results}: cannot be read ({type(exc).__name__})") from None
-    for lineno, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            CaseRecord.model_validate_json(line)
-        except ValueError as exc:
-            first = str(exc).splitlines()[0]
-            raise ConfigError(f"--guardbench-baseline {results}: line {lineno}: not a case record ({first})") from None
+        load_records(run_dir)
+    except DataError as exc:
+        raise ConfigError(f"--guardbench-baseline {exc}") from None
+    except OSError as exc:
+        raise ConfigError(
+            f"--guardbench-baseline {results}: cannot be read ({exc.strerror or type(exc).__name__})"
+        ) from None
 
 
 def check_snapshot(path: Path) -> None:

@@ -8,10 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_guardbench.document.summary import RunSummary
-from pytest_guardbench.results.summary import iter_records, load_run
+from pytest_guardbench.document.read import iter_records, load_run
 from pytest_guardbench.runfolder.finish import AddedChecks, RunFacts, RunFinish, carried_reasons
 from pytest_guardbench.audit.labels import RunLabels
-from pytest_guardbench.runfolder.rescored import missing_cases_of, read_json
+from pytest_guardbench.runfolder.rescored import missing_cases_of
+from pytest_guardbench.document.read import read_json_object
 from pytest_guardbench.document.metrics import RunMetrics
 from pytest_guardbench.scoring.policies import policy_named
 
@@ -48,9 +49,9 @@ def correct_run_folder(run_dir: Path, labels: RunLabels, min_judge_kappa: float 
     # Warnings the first finish was told (a served model, several judges) are not in the records.
     told = [w for w in original.warnings if w not in summary.warnings]
     summary = summary.model_copy(update={"warnings": [*summary.warnings, *told], "extensions": original.extensions})
-    finish.write(summary, manifest=read_json(run_dir / "data_manifest.json"), meta=_meta(run_dir))
+    finish.write(summary, manifest=read_json_object(run_dir / "data_manifest.json"), meta=_meta(run_dir))
     return summary
 
 
 def _meta(run_dir: Path) -> dict[str, object]:
-    return read_json(run_dir / "meta.json")
+    return read_json_object(run_dir / "meta.json")

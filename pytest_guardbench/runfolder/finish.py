@@ -24,7 +24,7 @@ from pytest_guardbench.document.summary import (
     StackInfo,
 )
 from pytest_guardbench.document.gate import SnapshotCheck
-from pytest_guardbench.results.summary import iter_records
+from pytest_guardbench.document.read import iter_records
 from pytest_guardbench.results.artifacts import write_json
 from pytest_guardbench.runfolder.folder import ResultsWriter
 from pytest_guardbench.audit.matching import LabelMatcher

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import os
 import secrets
 import shutil
@@ -13,13 +12,10 @@ from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
-from pydantic import ValidationError
 
-from pytest_guardbench.errors import DataError, RunFolderError
+from pytest_guardbench.errors import RunFolderError
 from pytest_guardbench.records import CaseRecord
-from pytest_guardbench._util.redact import redact_json, writable
-from pytest_guardbench.document.summary import RunSummary
-from pytest_guardbench.results.summary import iter_records, load_run, record_ids
+from pytest_guardbench._util.redact import writable
 
 
 def utc_now() -> datetime:
@@ -131,52 +127,3 @@ def removed_on_failure(out: Path) -> Iterator[Path]:
         if not existed:
             shutil.rmtree(out, ignore_errors=True)
         raise
-
-
-def read_summary(run_dir: Path) -> RunSummary:
-    """The summary of a finished run folder, or `DataError` naming its summary.json and what is wrong
-    with it (not UTF-8, not JSON, not a summary); `SummaryMissing` when there is none. Its texts are
-    redacted and made writable on the way in: a summary written by an older version may hold a key,
-    or half a surrogate pair, that a summary made from it must not carry on."""
-    path = run_dir / "summary.json"
-    if not path.is_file():
-        return load_run(run_dir)  # its own error: no summary.json
-    try:
-        document = json.loads(path.read_bytes().decode("utf-8"))
-        return RunSummary.model_validate(redact_json(document))
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"])) or "the document"
-        raise DataError(f"not a run summary ({where}: {first['msg']})", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
-    except (ValueError, RecursionError) as exc:  # a number past int()'s digit limit, nesting past the stack
-        raise DataError(f"not valid JSON ({type(exc).__name__})", path=path) from None
-
-
-def _unreadable(run_dir: Path, exc: Exception) -> DataError:
-    path = run_dir / "results.jsonl"
-    if isinstance(exc, UnicodeDecodeError):
-        return DataError(f"not UTF-8 text (byte {exc.start})", path=path)
-    # results/summary.py's line reader takes every JSON line for an object (`.get`); one that is not
-    # (a list, a number) is a line of something else.
-    return DataError(f"a line is not a case record ({type(exc).__name__}: {exc})", path=path)
-
-
-def read_records(run_dir: Path) -> Iterator[CaseRecord]:
-    """`iter_records`, with a results.jsonl that is not UTF-8, or has a line that is not a JSON object,
-    named as such (a line that is not a record is already named by file and line)."""
-    try:
-        yield from iter_records(run_dir)
-    except (UnicodeDecodeError, AttributeError, TypeError) as exc:
-        raise _unreadable(run_dir, exc) from None
-
-
-def read_record_ids(run_dir: Path) -> set[str]:
-    """`record_ids`, with the same errors as `read_records`."""
-    try:
-        return record_ids(run_dir)
-    except (UnicodeDecodeError, AttributeError, TypeError) as exc:
-        raise _unreadable(run_dir, exc) from None

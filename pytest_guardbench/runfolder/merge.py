@@ -15,9 +15,10 @@ from pytest_guardbench.errors import DataError, UsageError
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.runfolder.execution import merged_execution
 from pytest_guardbench.runfolder.finish import carried_reasons
-from pytest_guardbench.runfolder.folder import read_record_ids, read_records, read_summary
+from pytest_guardbench.document.read import record_ids, iter_records, load_run
 from pytest_guardbench.audit.labels import carried_labels
-from pytest_guardbench.runfolder.rescored import missing_cases_of, write_rescored_run, read_json
+from pytest_guardbench.runfolder.rescored import missing_cases_of, write_rescored_run
+from pytest_guardbench.document.read import read_json_object
 from pytest_guardbench.document.metrics import Usage
 from pytest_guardbench.scoring.policies import policy_named
 from pytest_guardbench.scoring.usage_tally import UsageTally
@@ -81,20 +82,20 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
             raise MergeError(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
         if not (run_dir / "results.jsonl").is_file():
             raise MergeError(f"{run_dir}: no results.jsonl (expected a finished reports/<run-id> folder)")
-        summaries.append(read_summary(run_dir))
+        summaries.append(load_run(run_dir))
     _check_mergeable(run_dirs, summaries)
     absent = _absent_shards(run_dirs, summaries)
     first = summaries[0]
     owner: dict[str, Path] = {}
     for run_dir in run_dirs:
-        for case_id in read_record_ids(run_dir):
+        for case_id in record_ids(run_dir):
             if case_id in owner:
                 raise MergeError(f"{run_dir}: case {case_id} is also in {owner[case_id]} (overlapping shards)")
             owner[case_id] = run_dir
     records = owner  # the case ids measured
     missing = [case for summary in summaries for case in missing_cases_of(summary) if case.case_id not in records]
     shards = [s.selection.shard for s in summaries if s.selection.shard]
-    manifests = [read_json(d / "data_manifest.json") for d in run_dirs]
+    manifests = [read_json_object(d / "data_manifest.json") for d in run_dirs]
     selection = Selection.model_validate(
         _merged_selection(summaries, sorted(shards), absent, len(records) + len(missing))
     )
@@ -136,7 +137,7 @@ def _merged_selection(
 
 def _all_records(run_dirs: Sequence[Path]) -> Iterator[CaseRecord]:
     # Each record takes the redaction pass again: a shard written by an older version may hold a key.
-    return (record.redacted() for run_dir in run_dirs for record in read_records(run_dir))
+    return (record.redacted() for run_dir in run_dirs for record in iter_records(run_dir))
 
 
 def _unique(items: Iterator[str]) -> list[str]:
@@ -164,7 +165,7 @@ def _merged_usage(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> 
         return None
     tally = UsageTally()
     for run_dir in run_dirs:
-        for record in read_records(run_dir):
+        for record in iter_records(run_dir):
             tally.add(record)
     counted = tally.usage({})
 
@@ -190,7 +191,7 @@ def _labels_file(summary: RunSummary) -> str | None:
 def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> None:
     first = summaries[0]
     digests = _source_digests(run_dirs[0])
-    first_meta = read_json(run_dirs[0] / "meta.json")
+    first_meta = read_json_object(run_dirs[0] / "meta.json")
     for run_dir, summary in zip(run_dirs[1:], summaries[1:], strict=True):
         if summary.policy != first.policy:
             raise MergeError(f"{run_dir}: scored under policy {summary.policy}, but {run_dirs[0]} under {first.policy}")
@@ -214,7 +215,7 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) 
             raise MergeError(
                 f"{run_dir}: ran on other data than {run_dirs[0]} (the packs in data_manifest.json differ by name or sha256)"
             )
-        _check_same_meta(run_dir, read_json(run_dir / "meta.json"), run_dirs[0], first_meta)
+        _check_same_meta(run_dir, read_json_object(run_dir / "meta.json"), run_dirs[0], first_meta)
 
 
 _ABSENT = object()
@@ -285,7 +286,7 @@ def _absent_shards(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) ->
 
 def _source_digests(run_dir: Path) -> list[tuple[str, str]]:
     path = run_dir / "data_manifest.json"
-    sources = read_json(path).get("sources", [])
+    sources = read_json_object(path).get("sources", [])
     if not isinstance(sources, list) or not all(
         isinstance(s, dict) and isinstance(s.get("path"), str) and isinstance(s.get("sha256"), str) for s in sources
     ):

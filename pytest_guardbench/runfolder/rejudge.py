@@ -11,7 +11,8 @@ from pathlib import Path
 from pytest_guardbench._util.redact import redact_json
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.audit.labels import carried_labels
-from pytest_guardbench.runfolder.rescored import missing_cases_of, run_id_of, write_rescored_run, read_json
+from pytest_guardbench.runfolder.rescored import missing_cases_of, run_id_of, write_rescored_run
+from pytest_guardbench.document.read import read_json_object
 from pytest_guardbench.run import judge_quality
 from pytest_guardbench.run.judge_factory import opened_judge
 from pytest_guardbench.cases.sources import slug
@@ -19,7 +20,8 @@ from pytest_guardbench.runfolder.finish import carried_reasons
 from pytest_guardbench.judges.base import Judge, JudgeInput
 from pytest_guardbench.scoring.policies import policy_named
 from pytest_guardbench.document.summary import RunInfo, RunSummary, StackInfo
-from pytest_guardbench.runfolder.folder import read_record_ids, read_records, read_summary, removed_on_failure
+from pytest_guardbench.document.read import record_ids, iter_records, load_run
+from pytest_guardbench.runfolder.folder import removed_on_failure
 from pytest_guardbench.records import CaseRecord, JudgeVerdict
 from pytest_guardbench.run.conversation import replies_to_judge, with_turn_verdicts
 
@@ -37,13 +39,13 @@ def rejudge_run(
     asked `samples` times per response, and write a new summary into a sub-folder of the run; the
     original files are never touched. The run is scored under `policy`, by default the policy of
     the original run."""
-    if not read_record_ids(run_dir):
+    if not record_ids(run_dir):
         raise DataError("holds no records", path=run_dir / "results.jsonl")
-    original_summary = read_summary(run_dir) if (run_dir / "summary.json").is_file() else None
+    original_summary = load_run(run_dir) if (run_dir / "summary.json").is_file() else None
     scoring_policy = policy_named(policy or (original_summary.policy if original_summary else "refusal"))
     stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
-    manifest = read_json(run_dir / "data_manifest.json")
+    manifest = read_json_object(run_dir / "data_manifest.json")
     judged = [0]
     with opened_judge(judge_name, root, samples) as judge, removed_on_failure(out):
         new_id = judge_quality.judge_id(judge_quality.named_judge_identity(judge, judge_name, root))
@@ -52,7 +54,7 @@ def rejudge_run(
         checked = original_summary if _checked(original_summary, new_id) else None
         write_rescored_run(
             out,
-            rejudged(read_records(run_dir), judge, judged, new_id),
+            rejudged(iter_records(run_dir), judge, judged, new_id),
             source,
             run=RunInfo(
                 run_id=f"{run_id_of(original_summary, run_dir)}/{out.name}",

@@ -8,9 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.records import Case, CaseRecord
-from pytest_guardbench.errors import DataError
 from pytest_guardbench.document.summary import RunInfo, RunSummary, Selection, StackInfo
-from pytest_guardbench.results.summary import read_json_file
 from pytest_guardbench.runfolder.finish import RunFacts, RunFinish
 from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.document.gate import Confidence
@@ -94,13 +92,3 @@ def missing_cases_of(summary: RunSummary) -> list[Case]:
 
 def run_id_of(summary: RunSummary | None, run_dir: Path) -> str:
     return summary.run.run_id if summary is not None and summary.run.run_id is not None else run_dir.name
-
-
-def read_json(path: Path) -> dict[str, Any]:
-    """A run folder's JSON document ({} when absent); `DataError` naming the file when it is not one."""
-    if not path.is_file():
-        return {}
-    document = read_json_file(path)
-    if not isinstance(document, dict):
-        raise DataError("not a JSON object", path=path)
-    return document

@@ -68,7 +68,7 @@ def test_correct_corrects_the_run_or_names_the_labels(capsys, base_run, rows, da
 
 
 @fuzz(examples=40)
-# Not "latin1": results/audit.py's read_labels reads with read_text(), so a labels file that is not UTF-8
+# Not "latin1": audit/labels.py's read_labels reads with read_text(), so a labels file that is not UTF-8
 # says "'utf-8' codec can't decode" without naming the file (reported; see the xfail below).
 @given(judge_label_rows(), st.sampled_from(["none", "none", "cut", "garbage-line"]))
 def test_an_audit_resumes_its_labels_or_names_the_file(capsys, monkeypatch, base_run, rows, damage):

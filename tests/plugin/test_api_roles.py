@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_guardbench.results.summary import iter_records
+from pytest_guardbench.document.read import iter_records
 from pytest_guardbench.runfolder.rejudge import rejudge_run
 from tests.conftest import read_summary, write_project
 

@@ -77,7 +77,7 @@ def test_incompatible_runs_are_refused(pytester, capsys):
 
 
 def test_a_live_run_its_merge_and_its_rejudge_with_the_same_judge_give_the_same_summary(pytester):
-    from pytest_guardbench.results.summary import load_run
+    from pytest_guardbench.document.read import load_run
 
     write_project(pytester, ini="guardbench_variants = original,typo\n")
     assert pytester.runpytest_subprocess(*LENIENT).ret == 0

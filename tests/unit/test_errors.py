@@ -62,7 +62,7 @@ def test_every_error_but_the_retry_signal_has_a_kind(exc: type[BaseException]) -
         ("settings.options", "ConfigError", ValueError),
         ("scoring.policies", "PolicyError", ValueError),
         ("results.compare", "CompareError", ValueError),
-        ("judges.labeller_agreement", "LabellingMismatch", ValueError),
+        ("audit.agreement", "LabellingMismatch", ValueError),
         ("runfolder.resume", "ResumeError", ValueError),
         ("runfolder.folder", "ReportWriteError", OSError),
         ("providers.base", "ProviderError", RuntimeError),

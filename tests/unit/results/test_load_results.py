@@ -7,7 +7,7 @@ import json
 import pandas
 
 from pytest_guardbench import load_results
-from pytest_guardbench.results.summary import RESULT_COLUMNS
+from pytest_guardbench.results.frame import RESULT_COLUMNS
 from pytest_guardbench.runfolder.folder import ResultsWriter
 from tests.builders import V2, record
 

@@ -46,7 +46,7 @@ def test_a_snapshot_as_written_is_accepted(tmp_path):
 
 def test_a_corrupt_baseline_names_the_line(tmp_path):
     (tmp_path / "results.jsonl").write_text(record("a.b.original", True).json_line() + '{"case_id": "x"}\n')
-    with pytest.raises(ConfigError, match=r"--guardbench-baseline .*results.jsonl: line 2: not a case record"):
+    with pytest.raises(ConfigError, match=r"--guardbench-baseline .*results.jsonl:2: not a case record"):
         check_baseline(tmp_path)
     (tmp_path / "results.jsonl").write_text(record("a.b.original", True).json_line())
     check_baseline(tmp_path)

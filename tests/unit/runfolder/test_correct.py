@@ -13,7 +13,7 @@ from pytest_guardbench.commands.main import main
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import CaseRecord, JudgeLabel
 from pytest_guardbench.document.summary import RunInfo
-from pytest_guardbench.results.summary import load_run
+from pytest_guardbench.document.read import load_run
 from pytest_guardbench.runfolder.correct import correct_run_folder
 from pytest_guardbench.audit.labels import LabelsError, load_run_labels, reply_sha256
 from pytest_guardbench.runfolder.rejudge import rejudge_run

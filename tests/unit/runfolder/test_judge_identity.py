@@ -13,7 +13,7 @@ from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.results.markdown import summary_markdown
 from pytest_guardbench.document.summary import RunInfo
-from pytest_guardbench.results.summary import iter_records, load_run
+from pytest_guardbench.document.read import iter_records, load_run
 from pytest_guardbench.run.judge_quality import judge_id, judge_identity
 from pytest_guardbench.runfolder.merge import merge_runs
 from pytest_guardbench.runfolder.rejudge import rejudge_run

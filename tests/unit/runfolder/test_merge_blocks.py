@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_guardbench.commands.main import main
-from pytest_guardbench.results.summary import load_run
+from pytest_guardbench.document.read import load_run
 from tests.fuzz.runs import write_shards
 
 KEY = "sk-merge-Hh2Jj3Kk4Ll5Mm6Nn7"
@@ -130,7 +130,7 @@ def test_a_shard_that_fails_part_way_leaves_no_merged_folder(tmp_path, capsys):
         results.write('{"case_id": "p.x.original", "broken": \n')
     out = tmp_path / "merged"
     assert main(["merge", str(first), str(second), "--out", str(out)]) == 4
-    assert f"{second / 'results.jsonl'}: line 7: not a case record" in capsys.readouterr().err
+    assert f"{second / 'results.jsonl'}:7: not a case record" in capsys.readouterr().err
     assert not out.exists()
 
 

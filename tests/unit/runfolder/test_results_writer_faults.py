@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from pytest_guardbench.results.summary import load_records
+from pytest_guardbench.document.read import load_records
 from pytest_guardbench.runfolder.folder import ReportWriteError, ResultsWriter, removed_on_failure
 from tests.builders import record
 

@@ -1,18 +1,18 @@
-"""The one typed shape of a finished run's `summary.json`, shared by every writer (a pytest session,
-`merge`, `rejudge`, `import-seed`) and reader (`compare`, baselines, notebooks), and the notebook
-entry points `load_run` and `load_results`."""
+"""A run's cases as one table for notebooks and scripts: `load_results` gives one row per case of a
+run's results.jsonl, with the columns and nullable dtypes of `RESULT_COLUMNS` and each case's cell
+under the run's policy (read by `run_policy`)."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterator
+from pytest_guardbench.document.read import load_records
+from pytest_guardbench.document.read import read_json
+
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, get_args
 
-from pydantic import ValidationError
 
-from pytest_guardbench.errors import DataError, RunFolderError
+from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import (
     AnswerMode,
     CaseRecord,
@@ -24,48 +24,9 @@ from pytest_guardbench.records import (
 )
 from pytest_guardbench.scoring.policies import DEFAULT_POLICY, ScoringPolicy, policy_named, policy_of_summary
 from pytest_guardbench.scoring.scorecard import score_record
-from pytest_guardbench.document.summary import RunSummary
 
 if TYPE_CHECKING:
     import pandas
-
-
-class SummaryMissing(RunFolderError, FileNotFoundError):
-    """A folder holds no summary.json, so it is not a finished run folder."""
-
-
-def load_run(run_dir: Path | str) -> RunSummary:
-    """The summary of a finished run folder (`reports/<run-id>`); SummaryMissing when it has none."""
-    path = Path(run_dir) / "summary.json"
-    if not path.is_file():
-        raise SummaryMissing(f"{run_dir}: no summary.json (expected a finished reports/<run-id> folder)")
-    try:
-        return RunSummary.model_validate(read_json_file(path))
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"])) or "document"
-        raise SummaryInvalid(f"not a run summary: {where}: {first['msg']}", path=path, errors=exc.errors()) from None
-
-
-class SummaryInvalid(DataError):
-    """A summary.json that is JSON but not a run summary; `errors` are the validation's, for callers
-    that say which block is missing (a summary written by an older version)."""
-
-    def __init__(self, message: str, *, path: Path, errors: list[Any]) -> None:
-        super().__init__(message, path=path)
-        self.errors = errors
-
-
-def read_json_file(path: Path) -> Any:
-    """A JSON document from a run folder; `DataError` naming the file when it is not UTF-8 or not JSON."""
-    try:
-        return json.loads(path.read_bytes().decode("utf-8-sig"))
-    except UnicodeDecodeError as exc:
-        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
-    except json.JSONDecodeError as exc:
-        raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
-    except RecursionError:
-        raise DataError("nested too deeply", path=path) from None
 
 
 @dataclass(frozen=True)
@@ -161,97 +122,12 @@ def _row(record: CaseRecord, policy: ScoringPolicy) -> dict[str, Any]:
     }
 
 
-_CASE_ID_KEY = '"case_id": "'
-
-
-def _case_id_of_line(line: str) -> str | None:
-    """The case id of a results.jsonl line without parsing the whole record (lines are written with
-    sorted keys by `CaseRecord.json_line`; anything else is parsed)."""
-    start = line.find(_CASE_ID_KEY)
-    if start >= 0:
-        start += len(_CASE_ID_KEY)
-        end = line.find('"', start)
-        if end > start and "\\" not in line[start:end]:
-            return line[start:end]
-    try:
-        parsed = json.loads(line)
-    except ValueError:
-        return None
-    value = parsed.get("case_id") if isinstance(parsed, dict) else None
-    return value if isinstance(value, str) else None
-
-
-def _lines(path: Path) -> Iterator[tuple[int, str]]:
-    with path.open(encoding="utf-8") as handle:
-        lineno = 0
-        try:
-            for lineno, line in enumerate(handle, start=1):
-                if line.strip():
-                    yield lineno, line
-        except UnicodeDecodeError:
-            raise DataError("not UTF-8 text", path=path, line=lineno + 1) from None
-
-
-def _parsed(path: Path, lineno: int, line: str) -> CaseRecord:
-    try:
-        return CaseRecord.model_validate_json(line)
-    except ValueError as exc:
-        raise DataError(f"{path}: line {lineno}: not a case record ({str(exc).splitlines()[0]})") from None
-
-
-def iter_records(run_dir: Path | str) -> Iterator[CaseRecord]:
-    """The records of a run (its results.jsonl) one at a time; the last line for a case id wins (a
-    first pass finds which lines those are, so only one record is held at a time)."""
-    path = Path(run_dir) / "results.jsonl"
-    last: dict[str, int] = {}
-    repeated = False
-    for lineno, line in _lines(path):
-        case_id = _case_id_of_line(line)
-        if case_id is not None:
-            repeated = repeated or case_id in last
-            last[case_id] = lineno
-    for lineno, line in _lines(path):
-        if repeated:
-            case_id = _case_id_of_line(line)
-            if case_id is not None and last.get(case_id) != lineno:
-                continue
-        yield _parsed(path, lineno, line)
-
-
-def record_ids(run_dir: Path | str) -> set[str]:
-    """The case ids in a run's results.jsonl, without parsing the records."""
-    path = Path(run_dir) / "results.jsonl"
-    return {case_id for _, line in _lines(path) if (case_id := _case_id_of_line(line)) is not None}
-
-
-def records_with_ids(path: Path, wanted: set[str]) -> dict[str, CaseRecord]:
-    """The records of the given case ids in a results.jsonl (the last line of each), parsing only those."""
-    found: dict[str, CaseRecord] = {}
-    if not wanted:
-        return found
-    for lineno, line in _lines(path):
-        if _case_id_of_line(line) in wanted:
-            record = _parsed(path, lineno, line)
-            found[record.case_id] = record
-    return found
-
-
-def load_records(run_dir: Path | str) -> list[CaseRecord]:
-    """The records of a run (its results.jsonl) as a list; the last line for a case id wins."""
-    path = Path(run_dir) / "results.jsonl"
-    records: dict[str, CaseRecord] = {}
-    for lineno, line in _lines(path):
-        record = _parsed(path, lineno, line)
-        records[record.case_id] = record
-    return list(records.values())
-
-
 def run_policy(run_dir: Path | str) -> ScoringPolicy:
     """The policy a run was scored under (its summary.json); a folder without one is read under the default."""
     path = Path(run_dir) / "summary.json"
     if not path.is_file():
         return policy_named(DEFAULT_POLICY)
-    document = read_json_file(path)
+    document = read_json(path)
     if not isinstance(document, dict):
         raise DataError("not a run summary (not a JSON object)", path=path)
     return policy_named(policy_of_summary(document))
