@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_names
 from pytest_guardbench.cases.sources import NO_SYSTEM_PROMPT, shipped_system_prompts
@@ -67,3 +68,26 @@ def result_lines(
     lines += [(f"guardbench gate failed: {c.message}", {"red": True, "bold": True}) for c in gate.failures]
     lines += [(f"guardbench gate inconclusive: {c.message}", {"yellow": True, "bold": True}) for c in gate.undecided]
     return lines
+
+
+def write_result(
+    terminal: Any,
+    summary: RunSummary | None,
+    write_problem: str | None,
+    stored: StoredCheck | None,
+    run_dir: Path | None,
+    worker_crashes: Sequence[str],
+    internal_errors: Sequence[str],
+) -> None:
+    """The run's result at the end of pytest's terminal report; without a summary (the folder could
+    not be written, the report failed), only why."""
+    if write_problem is not None:
+        terminal.write_line(f"guardbench: {write_problem}", red=True, bold=True)
+    if summary is None:
+        for error in internal_errors:
+            terminal.write_line(f"guardbench: {error}", red=True)
+        return
+    terminal.write_sep("=", "guardbench")
+    scorecard = run_dir / "summary.json" if run_dir else None
+    for line, markup in result_lines(summary, stored, scorecard, worker_crashes, internal_errors):
+        terminal.write_line(line, **markup)

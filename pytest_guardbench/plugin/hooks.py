@@ -13,25 +13,23 @@ from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.exit_status import ExitStatus
 from pytest_guardbench.plugin import hookspecs
 from pytest_guardbench.settings.config import Settings
-from pytest_guardbench.settings.options import OPTIONS, ConfigError
-from pytest_guardbench.cases.sources import DataError, label_conflict_warning
+from pytest_guardbench.cases.sources import label_conflict_warning
 from pytest_guardbench.plugin.interrupts import InterruptHandler
-from pytest_guardbench.runfolder.comparison_inputs import check_comparison_inputs
-from pytest_guardbench.runfolder.folder import writable_problem
-from pytest_guardbench.audit.labels import LabelsError, load_run_labels
-from pytest_guardbench.runfolder.resume import ResumeError, load_base
+from pytest_guardbench.audit.labels import load_run_labels
+from pytest_guardbench.runfolder.resume import load_base
 from pytest_guardbench.records import Case
 from pytest_guardbench.run.inputs import load_inputs
-from pytest_guardbench.run.preflight import PreflightInBackground, preflight
+from pytest_guardbench.run.preflight import PreflightInBackground
 from pytest_guardbench.run.process import ProcessState, started_call_processes
 from pytest_guardbench.plugin.console import header_line, listing
 from pytest_guardbench.run.stack import will_call_through_shared_processes
-from pytest_guardbench.run.units import builtin_units
 from pytest_guardbench.plugin.keys import INPUTS_KEY, PROCESS_KEY, RECORD_KEY, SCORE_KEY, SESSION_KEY
-from pytest_guardbench.plugin.session import GuardbenchSession, XdistBridge
+from pytest_guardbench.plugin.session import GuardbenchSession
+from pytest_guardbench.plugin.xdist_bridge import XdistBridge
 from pytest_guardbench.plugin.wire import RECORD_ATTR, SCORE_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY
 from pytest_guardbench.plugin.worker import case_of, start_engine, worker_output
-from pytest_guardbench.cases.variants import VariantError
+
+from pytest_guardbench.plugin.configure import MARKERS, add_options, check_before_cases, is_worker, registered_units
 
 # The public fixtures, registered with this entry-point module (pytest loads what a plugin names here).
 pytest_plugins = ["pytest_guardbench.plugin.fixtures"]
@@ -44,51 +42,14 @@ def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    group = parser.getgroup("guardbench", "child-safety stress tests (pytest-guardbench)")
-    for spec in OPTIONS:
-        cli_help = spec.help.replace("%", "%%")  # argparse %-formats help strings
-        if spec.repeatable:
-            group.addoption(*spec.flags, dest=spec.dest, action="append", default=None, help=cli_help)
-        elif spec.flag:
-            group.addoption(*spec.flags, dest=spec.dest, action="store_const", const=True, default=None, help=cli_help)
-        else:
-            group.addoption(*spec.flags, dest=spec.dest, type=spec.parse, default=None, help=cli_help)
-        parser.addini(spec.ini_key, spec.help, type=spec.ini_type, default=[] if spec.ini_type == "linelist" else "")
-    group.addoption(
-        "--guardbench-list",
-        action="store_true",
-        dest="guardbench_list",
-        default=False,
-        help="List variants, guards, tutors, judges and system prompts, then exit.",
-    )
-
-
-MARKERS = (
-    "guardbench(pack, variant, harmful, category): a generated guardbench case; select with -m \"guardbench(variant='typo')\".",
-    "harmful: a guardbench case whose prompt is labelled harmful.",
-    "harmless: a guardbench case whose prompt is labelled safe.",
-    "unlabelled: a guardbench case without a label (runs, never scored).",
-)
-
-
-def _is_worker(config: pytest.Config) -> bool:
-    return hasattr(config, "workerinput")
-
-
-def _spawns_workers(config: pytest.Config) -> bool:
-    """Whether this process is an xdist controller that will start workers (`-n N` with N > 0)."""
-    return getattr(config.option, "dist", "no") != "no" and bool(getattr(config.option, "numprocesses", None))
+    add_options(parser)
 
 
 def pytest_configure(config: pytest.Config) -> None:
     pending_preflight: PreflightInBackground | None = None
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
-    units = builtin_units()
-    config.hook.pytest_guardbench_register_providers(registry=units.tutors)
-    config.hook.pytest_guardbench_register_guards(registry=units.guards)
-    config.hook.pytest_guardbench_register_judges(registry=units.judges)
-    config.hook.pytest_guardbench_register_mutators(registry=units.mutators)
+    units = registered_units(config)
     try:
         settings = Settings.from_pytest(config)
         inputs = load_inputs(Path(config.rootpath), settings, units)
@@ -102,29 +63,16 @@ def pytest_configure(config: pytest.Config) -> None:
                 # Started first, so they import the API client while this process asks the models and
                 # collects.
                 calls = started_call_processes(settings.api_processes)
-            if not _is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
-                check_comparison_inputs(settings, bool(getattr(config.option, "update_snapshots", False)))
-                unwritable = writable_problem(settings.report_dir)
-                if unwritable:
-                    raise ConfigError(unwritable)
-                if _spawns_workers(config) and settings.resume is None:
-                    # Answered before a worker is sent a test (XdistBridge); a resumed folder is only
-                    # touched after the models answered, so a resume asks them here.
-                    pending_preflight = PreflightInBackground(inputs)
-                else:
-                    preflight(inputs)
+            if not is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
+                pending_preflight = check_before_cases(config, inputs)
             # After the preflight: the state's clock is the one --guardbench-max-duration is counted on.
             state = ProcessState(units=units, shared_calls=calls)
-            labels = (
-                load_run_labels(settings.labels) if settings.labels is not None and not _is_worker(config) else None
-            )
-            session = None if _is_worker(config) else GuardbenchSession(config, inputs, labels, pending_preflight)
+            labels = load_run_labels(settings.labels) if settings.labels is not None and not is_worker(config) else None
+            session = None if is_worker(config) else GuardbenchSession(config, inputs, labels, pending_preflight)
         except BaseException:
             if calls is not None:
                 calls.close()  # call processes started above must not outlive a run that never began
             raise
-    except (ConfigError, DataError, VariantError, ResumeError, LabelsError) as exc:
-        raise pytest.UsageError(redact(f"guardbench: {exc}")) from None
     except GuardbenchError as exc:
         # Any other error guardbench raises on purpose before a case runs (a missing extra, a run folder
         # in use, a model that cannot be reached) is about the input: exit 4, one line. A broken
@@ -137,11 +85,11 @@ def pytest_configure(config: pytest.Config) -> None:
             raise
         raise pytest.UsageError(redact(f"guardbench: {exc.filename}: {exc.strerror or exc}")) from None
     conflicts = label_conflict_warning(inputs.data.items)
-    if conflicts and not _is_worker(config):
+    if conflicts and not is_worker(config):
         config.issue_config_time_warning(pytest.PytestWarning(f"guardbench: {conflicts}"), stacklevel=2)
     if settings.resume is not None:
         # The controller folded the folder's finished cases into resume_base.jsonl before any worker started.
-        state.prior = session.prior if session is not None else load_base(settings.resume)
+        state.prior = session.folder.prior if session is not None else load_base(settings.resume)
     config.stash[INPUTS_KEY] = inputs
     config.stash[PROCESS_KEY] = state
     if session is not None:
@@ -266,7 +214,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     config = session.config
     if session.exitstatus in (pytest.ExitCode.INTERRUPTED, pytest.ExitCode.TESTS_FAILED) and _only_no_data(config):
         session.exitstatus = pytest.ExitCode.USAGE_ERROR  # no data is a usage error, not an interruption
-    if not _is_worker(config) or INPUTS_KEY not in config.stash:
+    if not is_worker(config) or INPUTS_KEY not in config.stash:
         return
     output = worker_output(config, config.stash[PROCESS_KEY], session.items, config.stash[INPUTS_KEY].cases_by_id)
     config.workeroutput[WORKER_OUTPUT_KEY] = {"schema": 1, **output}  # type: ignore[attr-defined]

@@ -13,10 +13,12 @@ The clock is a parameter, so all of it is tested without waiting."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Generator, Mapping
 from typing import Any
 
 import pytest
+
+from pytest_guardbench.records import Case, CaseRecord
 
 
 # A wait polled every interval comes back a hair early now and then; it still gets its line.
@@ -248,3 +250,31 @@ class Progress:
     def pytest_sessionfinish(self) -> None:
         self.hide()
         self._text = ""
+
+
+class RunCounts:
+    """What the progress line counts as records arrive: the cases received of those selected, the
+    fresh ones (a resumed run's reused cases say nothing of the rate) and, in a conversation run,
+    the answered turns, which then measure the rate."""
+
+    def __init__(self, progress: Progress, cases: Mapping[str, Case]) -> None:
+        self.progress = progress
+        self.cases = cases
+        self._fresh = 0
+        self._turns_done = 0
+        self._turns_total: int | None = None
+
+    def add(
+        self, record: CaseRecord, prior: Mapping[str, CaseRecord], received: int, selected: set[str], errored: int
+    ) -> None:
+        fresh = record.case_id not in prior
+        self._fresh += fresh
+        if self._turns_total is None:  # the selection is known by the first record
+            ids = selected or set(self.cases)
+            self._turns_total = sum(
+                len(self.cases[i].live_positions()) for i in ids if i in self.cases and self.cases[i].is_conversation
+            )
+        if record.turns and fresh:
+            self._turns_done += sum(1 for turn in record.turns if turn.role == "assistant" and turn.reply is not None)
+        turns = (self._turns_done, self._turns_total) if self._turns_total else None
+        self.progress.update(received, len(selected) or len(self.cases), self._fresh, errored, turns)

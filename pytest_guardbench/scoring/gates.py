@@ -220,10 +220,10 @@ def _turn_checks(summary: RunMetrics, thresholds: Thresholds) -> list[GateCheck]
                     (row.count, row.n),
                     row.rate,
                     bar,
-                    comparison,
+                    comparison,  # type: ignore[arg-type]
                     undefined,
                     thresholds.interval,
-                )  # type: ignore[arg-type]
+                )
             )
     return checks
 

@@ -8,7 +8,8 @@ import pytest
 
 from pytest_guardbench.settings.config import Settings, Thresholds
 from pytest_guardbench.cases.sources import LoadedData
-from pytest_guardbench.plugin.session import GuardbenchSession, XdistBridge
+from pytest_guardbench.plugin.session import GuardbenchSession
+from pytest_guardbench.plugin.xdist_bridge import XdistBridge
 from pytest_guardbench.plugin.wire import RECORD_ATTR
 from pytest_guardbench.run.inputs import RunInputs
 from tests.builders import case, record
