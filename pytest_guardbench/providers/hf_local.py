@@ -29,8 +29,8 @@ from pytest_guardbench.providers.base import (
     GenerationParams,
     Message,
     ProviderError,
-    ProviderOptions,
 )
+from pytest_guardbench.providers.options import ProviderOptions
 
 
 class HFChatProvider(ModelAPI):

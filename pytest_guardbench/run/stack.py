@@ -41,9 +41,8 @@ def calls_only_apis(inputs: RunInputs) -> bool:
 
 
 def shares_call_processes(inputs: RunInputs, role: str) -> bool:
-    """Whether a role's model makes its calls in the run's shared API call processes: an API model
-    (not through the Batch API) with no `processes` of its own, in a run with
-    `--guardbench-api-processes` above 1."""
+    """Whether a role's model makes its calls in the run's call processes: an API model (not through
+    the Batch API) with no `processes` of its own, in a run with `--guardbench-api-processes` above 1."""
     given = inputs.model_specs[role]
     spec = inputs.settings.role_spec(role, given)
     return (
@@ -54,8 +53,8 @@ def shares_call_processes(inputs: RunInputs, role: str) -> bool:
     )
 
 
-def will_call_through_shared_processes(inputs: RunInputs) -> bool:
-    """Whether this run will make calls in the shared API call processes (a replay makes none)."""
+def will_use_call_processes(inputs: RunInputs) -> bool:
+    """Whether this run will make calls in the run's call processes (a replay makes none)."""
     return inputs.settings.cache != "replay" and any(shares_call_processes(inputs, role) for role in inputs.model_specs)
 
 
@@ -88,10 +87,12 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         spec = specs[role]
         key = spec.model_dump_json(exclude={"alias"})
         if key not in state.models:
-            # The run-wide --guardbench-api-processes is one set of processes for every API model; an
-            # alias's own `processes` keeps processes of its own.
+            # The run-wide --guardbench-api-processes is one set of call processes for every API model;
+            # an alias's own `processes` keeps call processes of its own.
             shared = shares_call_processes(inputs, role)
-            model_options = replace(options, call_processes=state.call_processes(spec.processes)) if shared else options
+            model_options = (
+                replace(options, call_processes=state.call_processes_of_run(spec.processes)) if shared else options
+            )
             state.models[key] = chat_provider_for(spec, model_options)
         state.role_models[role] = state.models[key]
         return state.cached(state.models[key], role)
