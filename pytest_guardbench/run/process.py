@@ -4,8 +4,10 @@ registered units, the models built for this run, the response cache and the engi
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_guardbench.providers import ChatProvider, ModelAPI
 from pytest_guardbench.providers.cache import CachedProvider, CacheMode, CacheStats, ResponseCache
@@ -15,6 +17,13 @@ from pytest_guardbench.run.units import Units, builtin_units
 
 if TYPE_CHECKING:  # imported when they are made (`_run_call_processes`)
     from pytest_guardbench.providers.call_processes import CallProcesses
+
+
+class ItemQueue(Protocol):
+    """The xdist worker's queue of the item indices its scheduler has sent it (xdist's
+    `WorkerInteractor.torun`), read under its own lock."""
+
+    def lock(self) -> AbstractContextManager[Iterable[object]]: ...
 
 
 @dataclass
@@ -31,7 +40,9 @@ class ProcessState:
     models: dict[str, ModelAPI] = field(default_factory=dict)  # spec json -> provider
     role_models: dict[str, ModelAPI] = field(default_factory=dict)  # role -> provider, for call counts
     submitted_all: bool = False
-    xdist_queue: Any = None  # the xdist worker's queue of item indices; False when there is none
+    # Looked up once (plugin/worker.py); None after the lookup: not an xdist worker, or xdist changed its internals.
+    xdist_queue_looked_up: bool = False
+    xdist_queue: ItemQueue | None = None
     prior: dict[str, CaseRecord] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)  # for --guardbench-max-duration
     call_processes: CallProcesses | None = None  # the run's, which every API model without its own shares
