@@ -100,7 +100,7 @@ class ProviderRegistry(Registry[ChatProvider]):
 
 def _smol(options: ProviderOptions) -> ChatProvider:
     require_extra("hf", "the smol tutor (a local SmolLM2)")
-    from pytest_guardbench.providers.hf_local import smollm2_provider
+    from pytest_guardbench.providers.smollm2_gguf import smollm2_provider
 
     return smollm2_provider(options)
 
