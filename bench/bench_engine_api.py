@@ -55,7 +55,7 @@ def cases(n: int) -> list[Case]:
 
 
 def provider(url: str, concurrency: int, processes: int) -> Any:
-    """The model as a run builds it: in this process, or spread over worker processes."""
+    """The model as a run builds it: in this process, or in call processes of its own."""
     spec = ModelSpec(
         alias="bench",
         model="bench-model",

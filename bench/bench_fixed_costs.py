@@ -5,7 +5,7 @@ server that answers every call after `--latency` seconds. Each round runs, as it
 in a rotating order:
 
 - the whole command, single process, no response cache (`--guardbench-cache=off`);
-- the same command with `--guardbench-api-processes 2` (the calls made in two processes that every
+- the same command with `--guardbench-api-processes 2` (the calls made in two call processes that every
   API model shares);
 - the same command under `-n 2`;
 - a replay (`--guardbench-cache=replay`: every answer from the cache, no model call);
@@ -215,7 +215,7 @@ def main() -> None:
             server.calls()
             reference, reference_summary = outcomes(project), summary_of(project)
             single, spread, replay, plain, shaped = Timings(), Timings(), Timings(), Timings(), Timings()
-            called_apart = Timings()
+            in_call_processes = Timings()
             imports, no_plugin = Timings(), Timings()
 
             def whole() -> None:
@@ -227,8 +227,8 @@ def main() -> None:
             def with_call_processes() -> None:
                 processes = f"--guardbench-api-processes={args.api_processes}"
                 wall, marks = run(project, *GUARDBENCH, *roles, "--guardbench-cache=off", processes)
-                called_apart.walls.append(wall)
-                called_apart.phases.append(phases(marks, server.calls()))
+                in_call_processes.walls.append(wall)
+                in_call_processes.phases.append(phases(marks, server.calls()))
                 same(project, processes)
 
             def xdist() -> None:
@@ -281,8 +281,8 @@ def main() -> None:
         f"  of the imports, the plugin's own: {imports.median - no_plugin.median:.3f} s "
         f"(python -c 'import pytest; {IMPORTS}' {imports.median:.3f} s, 'import pytest' {no_plugin.median:.3f} s)"
     )
-    print(f"whole command, one process, --guardbench-api-processes={args.api_processes}: {called_apart.shown()}")
-    called_apart.print_phases()
+    print(f"whole command, one process, --guardbench-api-processes={args.api_processes}: {in_call_processes.shown()}")
+    in_call_processes.print_phases()
     print(f"whole command, -n 2: {spread.shown()}")
     print(f"replay (--guardbench-cache=replay): {replay.shown()}")
     replay.print_phases()
@@ -294,7 +294,7 @@ def main() -> None:
     )
     print(f"whole / ideal: {single.median / ideal:.3f} (target <= 1.20)")
     print(
-        f"whole with --guardbench-api-processes={args.api_processes} / ideal: {called_apart.median / ideal:.3f} (target <= 1.20)"
+        f"whole with --guardbench-api-processes={args.api_processes} / ideal: {in_call_processes.median / ideal:.3f} (target <= 1.20)"
     )
     print(f"replay / bare pytest: {replay.median / plain.median:.3f} (target <= 1.25)")
     print(f"-n 2 / single process: {spread.median / single.median:.3f} (target <= 1.10)")

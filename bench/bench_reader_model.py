@@ -18,7 +18,8 @@ from pytest_guardbench.judges.base import JudgeInput
 from pytest_guardbench.settings.model_specs import default_model_cache
 from pytest_guardbench.judges.offline import OfflineJudge
 from pytest_guardbench.providers import ProviderOptions, minilm_embedder
-from pytest_guardbench.providers.hf_local import converted_smollm2, load_chat_model
+from pytest_guardbench.providers.hf_local import load_chat_model
+from pytest_guardbench.providers.smollm2_gguf import converted_smollm2
 
 ROOT = Path(__file__).resolve().parent.parent
 

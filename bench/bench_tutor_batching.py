@@ -15,7 +15,7 @@ from pathlib import Path
 from pytest_guardbench.settings.model_specs import default_model_cache
 from pytest_guardbench.cases.sources import load_system_prompt
 from pytest_guardbench.providers import GenerationParams, ProviderOptions
-from pytest_guardbench.providers.hf_local import smollm2_provider
+from pytest_guardbench.providers.smollm2_gguf import smollm2_provider
 
 ROOT = Path(__file__).resolve().parents[1]
 

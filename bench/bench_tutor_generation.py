@@ -19,7 +19,7 @@ from bench_tutor_reply_lengths import tutor_prompts  # type: ignore[import-not-f
 
 from pytest_guardbench.cases.sources import load_system_prompt
 from pytest_guardbench.providers import Completion, GenerationParams, ProviderOptions
-from pytest_guardbench.providers.hf_local import smollm2_provider
+from pytest_guardbench.providers.smollm2_gguf import smollm2_provider
 from pytest_guardbench.settings.model_specs import default_model_cache
 
 ROOT = Path(__file__).resolve().parents[1]

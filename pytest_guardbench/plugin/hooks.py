@@ -20,9 +20,9 @@ from pytest_guardbench.runfolder.resume import load_base
 from pytest_guardbench.records import Case
 from pytest_guardbench.run.inputs import load_inputs
 from pytest_guardbench.run.preflight import PreflightInBackground
-from pytest_guardbench.run.process import ProcessState, started_call_processes
+from pytest_guardbench.run.process import ProcessState, start_call_processes
 from pytest_guardbench.plugin.console import header_line, listing
-from pytest_guardbench.run.stack import will_call_through_shared_processes
+from pytest_guardbench.run.stack import will_use_call_processes
 from pytest_guardbench.plugin.keys import INPUTS_KEY, PROCESS_KEY, RECORD_KEY, SCORE_KEY, SESSION_KEY
 from pytest_guardbench.plugin.session import GuardbenchSession
 from pytest_guardbench.plugin.xdist_bridge import XdistBridge
@@ -53,25 +53,25 @@ def pytest_configure(config: pytest.Config) -> None:
     try:
         settings = Settings.from_pytest(config)
         inputs = load_inputs(Path(config.rootpath), settings, units)
-        calls = None
+        call_processes = None
         try:
             if (
                 not config.option.collectonly
                 and not config.getoption("guardbench_list")
-                and will_call_through_shared_processes(inputs)
+                and will_use_call_processes(inputs)
             ):
                 # Started first, so they import the API client while this process asks the models and
                 # collects.
-                calls = started_call_processes(settings.api_processes)
+                call_processes = start_call_processes(settings.api_processes)
             if not is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
                 pending_preflight = check_before_cases(config, inputs)
             # After the preflight: the state's clock is the one --guardbench-max-duration is counted on.
-            state = ProcessState(units=units, shared_calls=calls)
+            state = ProcessState(units=units, call_processes=call_processes)
             labels = load_run_labels(settings.labels) if settings.labels is not None and not is_worker(config) else None
             session = None if is_worker(config) else GuardbenchSession(config, inputs, labels, pending_preflight)
         except BaseException:
-            if calls is not None:
-                calls.close()  # call processes started above must not outlive a run that never began
+            if call_processes is not None:
+                call_processes.close()  # call processes started above must not outlive a run that never began
             raise
     except GuardbenchError as exc:
         # Any other error guardbench raises on purpose before a case runs (a missing extra, a run folder

@@ -26,16 +26,17 @@ from pytest_guardbench.settings.config import Settings
 def xdist_queue(config: pytest.Config, state: ProcessState) -> list[int]:
     """Indices (into session.items) that the xdist scheduler has already sent this worker and that
     it has not started yet. Read from the worker's own queue; empty if xdist changes its internals."""
-    if state.xdist_queue is None:  # looked up once: this runs before every test of a worker
+    if not state.xdist_queue_looked_up:  # looked up once: this runs before every test of a worker
+        state.xdist_queue_looked_up = True
         state.xdist_queue = next(
             (
                 getattr(p, "torun")
                 for p in config.pluginmanager.get_plugins()
                 if type(p).__name__ == "WorkerInteractor" and hasattr(getattr(p, "torun", None), "lock")
             ),
-            False,
+            None,
         )
-    if state.xdist_queue is False:
+    if state.xdist_queue is None:
         return []
     with state.xdist_queue.lock() as pending:
         return [i for i in pending if isinstance(i, int)]

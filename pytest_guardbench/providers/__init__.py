@@ -20,11 +20,12 @@ from pytest_guardbench.providers.base import (
     GenerationParams,
     Message,
     ProviderError,
-    ProviderOptions,
     ScoringChatModel,
 )
+from pytest_guardbench.providers.options import ProviderOptions
 
-if TYPE_CHECKING:  # an API call process imports this package and never reads a spec
+if TYPE_CHECKING:  # a call process imports this package and never reads a spec
+    from pytest_guardbench.providers.call_processes import CallProcesses
     from pytest_guardbench.settings.model_specs import ModelSpec
 
 ProviderFactory = Callable[[ProviderOptions], ChatProvider]
@@ -99,18 +100,18 @@ class ProviderRegistry(Registry[ChatProvider]):
 
 def _smol(options: ProviderOptions) -> ChatProvider:
     require_extra("hf", "the smol tutor (a local SmolLM2)")
-    from pytest_guardbench.providers.hf_local import smollm2_provider
+    from pytest_guardbench.providers.smollm2_gguf import smollm2_provider
 
     return smollm2_provider(options)
 
 
 def openai_compat_provider(
-    spec: ModelSpec, batch_state_dir: Path | None = None, call_processes: Any = None
+    spec: ModelSpec, batch_state_dir: Path | None = None, call_processes: CallProcesses | None = None
 ) -> ModelAPI:
     """Build the OpenAI-compatible client for a model spec (imports `openai` only now). With
     `spec.batch_api` the calls go through the provider's Batch API, its state kept in `batch_state_dir`;
-    with `spec.processes` above 1, through worker processes: the run's shared `call_processes`
-    when given, else processes of the model's own."""
+    with `spec.processes` above 1, in call processes: the run's `call_processes` when given, else
+    call processes of the model's own."""
     require_extra("openai", f"{spec.alias} (an OpenAI-compatible API model)")
     from pytest_guardbench.providers.batch_api import BatchAPIProvider
     from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
@@ -137,9 +138,9 @@ def openai_compat_provider(
             **settings, state_dir=state_dir, poll_s=spec.batch_poll_s, completion_window=spec.batch_completion_window
         )
     if (spec.processes or 1) > 1:
-        from pytest_guardbench.providers.process_spread import SpreadProvider
+        from pytest_guardbench.providers.call_process_provider import CallProcessProvider
 
-        return SpreadProvider(settings, spec.processes or 1, pool=call_processes)
+        return CallProcessProvider(settings, spec.processes or 1, call_processes)
     return OpenAICompatProvider(**settings)
 
 

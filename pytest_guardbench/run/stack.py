@@ -4,7 +4,7 @@ nothing of pytest."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from pytest_guardbench.judges.panel import panel_names
 from pytest_guardbench.run.judge_quality import judge_id, judge_identity
 from pytest_guardbench.run.judge_factory import build_judge
 from pytest_guardbench.run.stages import BATCH_API, INSTANT, Stack, StageLimits, api_limits
+from pytest_guardbench.records import PipelineStage
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.settings.model_specs import ModelSpec
 
@@ -41,9 +42,8 @@ def calls_only_apis(inputs: RunInputs) -> bool:
 
 
 def shares_call_processes(inputs: RunInputs, role: str) -> bool:
-    """Whether a role's model makes its calls in the run's shared API call processes: an API model
-    (not through the Batch API) with no `processes` of its own, in a run with
-    `--guardbench-api-processes` above 1."""
+    """Whether a role's model makes its calls in the run's call processes: an API model (not through
+    the Batch API) with no `processes` of its own, in a run with `--guardbench-api-processes` above 1."""
     given = inputs.model_specs[role]
     spec = inputs.settings.role_spec(role, given)
     return (
@@ -54,8 +54,8 @@ def shares_call_processes(inputs: RunInputs, role: str) -> bool:
     )
 
 
-def will_call_through_shared_processes(inputs: RunInputs) -> bool:
-    """Whether this run will make calls in the shared API call processes (a replay makes none)."""
+def will_use_call_processes(inputs: RunInputs) -> bool:
+    """Whether this run will make calls in the run's call processes (a replay makes none)."""
     return inputs.settings.cache != "replay" and any(shares_call_processes(inputs, role) for role in inputs.model_specs)
 
 
@@ -70,69 +70,26 @@ def shared_concurrency(spec: ModelSpec, processes: int) -> ModelSpec:
 def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool, processes: int = 1) -> Stack:
     """This process's stack; `processes` is how many xdist workers share the run (1 without xdist)."""
     s = inputs.settings
-    # Several workers on few cores each want one torch thread: 2 workers x 2 threads on 2 cores ran 20x slower.
-    options = ProviderOptions(
-        model_cache=s.model_cache,
-        batch_size=s.batch_size,
-        torch_threads=1 if worker else None,
-        batch_state_dir=(s.cache_path or root / ".guardbench" / "cache.sqlite").parent / "batches",
-        offline=offline_requested(s.offline),
-    )
     if s.cache != "off" and state.cache is None:
         state.cache = ResponseCache(s.cache_path)  # type: ignore[arg-type]
         state.cache_mode = s.cache
     specs = {role: shared_concurrency(s.role_spec(role, spec), processes) for role, spec in inputs.model_specs.items()}
-    local = StageLimits(batch=s.batch_size, in_flight=1)
-
-    def model(role: str) -> Any:
-        spec = specs[role]
-        key = spec.model_dump_json(exclude={"alias"})
-        if key not in state.models:
-            # The run-wide --guardbench-api-processes is one set of processes for every API model; an
-            # alias's own `processes` keeps processes of its own.
-            shared = shares_call_processes(inputs, role)
-            model_options = replace(options, call_processes=state.call_processes(spec.processes)) if shared else options
-            state.models[key] = chat_provider_for(spec, model_options)
-        state.role_models[role] = state.models[key]
-        return state.cached(state.models[key], role)
-
-    def limits(role: str, fallback: StageLimits) -> StageLimits:
-        return stage_limits(specs.get(role), fallback, s.batch_size)
-
-    def tutor() -> ChatProvider:
-        if state.tutor is None:
-            state.tutor = (
-                model("tutor")
-                if "tutor" in specs
-                else state.cached(state.units.tutors.build(s.tutor, options), "tutor")
-            )
-        return state.tutor
-
-    guard = build_guard(s.guardrail, specs.get("guardrail"), options, lambda: model("guardrail"), state.units.guards)
+    models = RoleModels(inputs, state, specs, provider_options(inputs, root, worker))
+    guard = build_guard(
+        s.guardrail, specs.get("guardrail"), models.options, lambda: models.model("guardrail"), state.units.guards
+    )
     judge = build_judge(
         s.judge,
         specs.get("judge"),
-        lambda: model("judge"),
-        options,
+        lambda: models.model("judge"),
+        models.options,
         state.units.judges,
         samples=s.judge_samples,
-        member_model=lambda name: (specs.get(f"judge:{name}"), lambda: model(f"judge:{name}")),
+        member_model=lambda name: (specs.get(f"judge:{name}"), lambda: models.model(f"judge:{name}")),
     )
-
-    def attacker() -> Attacker:
-        # Built the way the tutor is: a model spec, else a registered tutor unit, each behind the cache.
-        if "attacker" in specs:
-            return ModelAttacker(model("attacker"))
-        if s.attacker is None or s.attacker == ScriptedAttacker.name:
-            return ScriptedAttacker()
-        if s.attacker == s.tutor:  # one copy of a local model in memory; the seeds keep the calls apart
-            return ModelAttacker(tutor())
-        return ModelAttacker(state.cached(state.units.tutors.build(s.attacker, options), "attacker"))
-
-    judge_runs_a_model = any(state.units.judges.runs_a_model(n) or f"judge:{n}" in specs for n in panel_names(s.judge))
     return Stack(
         guard=guard,
-        tutor=tutor,
+        tutor=models.tutor,
         judge=judge,
         # The spec as given, as the run's judge check names it (not this process's concurrency and timeouts).
         judge_id=judge_id(judge_identity(judge, inputs.model_specs.get("judge"))),
@@ -143,14 +100,90 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
         sample=s.samples > 1,
         preflight_judge="judge" in specs,
         cached_only=state.cache.cached_only if state.cache is not None else None,
-        limits={
-            "guard": limits("guardrail", local if state.units.guards.runs_a_model(s.guardrail) else INSTANT),
-            "tutor": limits("tutor", local),
-            "judge": limits("judge", local if judge_runs_a_model else INSTANT),
-            "attacker": limits("attacker", INSTANT if s.attacker == ScriptedAttacker.name else local),
-        },
-        attacker=attacker if s.attacker is not None else None,
+        limits=limits_by_stage(inputs, state, specs),
+        attacker=models.attacker if s.attacker is not None else None,
     )
+
+
+def provider_options(inputs: RunInputs, root: Path, worker: bool) -> ProviderOptions:
+    """What every model of this process is built with."""
+    s = inputs.settings
+    return ProviderOptions(
+        model_cache=s.model_cache,
+        batch_size=s.batch_size,
+        # Several workers on few cores each want one torch thread: 2 workers x 2 threads on 2 cores ran 20x slower.
+        torch_threads=1 if worker else None,
+        batch_state_dir=(s.cache_path or root / ".guardbench" / "cache.sqlite").parent / "batches",
+        offline=offline_requested(s.offline),
+    )
+
+
+@dataclass(frozen=True)
+class RoleModels:
+    """This process's models by role, each built at its first use and behind the response cache:
+    one per distinct spec (roles with the same spec share it, in `state.models`). `specs` are the
+    roles' specs as this process runs them."""
+
+    inputs: RunInputs
+    state: ProcessState
+    specs: dict[str, ModelSpec]
+    options: ProviderOptions
+
+    def model(self, role: str) -> Any:
+        """The model of a role that has a spec (`guardrail`, `tutor`, `judge`, `judge:NAME`, `attacker`)."""
+        state, spec = self.state, self.specs[role]
+        key = spec.model_dump_json(exclude={"alias"})
+        if key not in state.models:
+            options = self.options
+            # The run-wide --guardbench-api-processes is one set of call processes for every API model;
+            # an alias's own `processes` keeps call processes of its own.
+            if shares_call_processes(self.inputs, role):
+                options = replace(options, call_processes=state.call_processes_of_run(spec.processes))
+            state.models[key] = chat_provider_for(spec, options)
+        state.role_models[role] = state.models[key]
+        return state.cached(state.models[key], role)
+
+    def tutor(self) -> ChatProvider:
+        """The tutor: its spec's model, else a registered tutor unit; built once per process."""
+        state = self.state
+        if state.tutor is None:
+            state.tutor = (
+                self.model("tutor")
+                if "tutor" in self.specs
+                else state.cached(state.units.tutors.build(self.inputs.settings.tutor, self.options), "tutor")
+            )
+        return state.tutor
+
+    def attacker(self) -> Attacker:
+        """The attacker, built the way the tutor is: a model spec, else a registered tutor unit."""
+        s = self.inputs.settings
+        if "attacker" in self.specs:
+            return ModelAttacker(self.model("attacker"))
+        if s.attacker is None or s.attacker == ScriptedAttacker.name:
+            return ScriptedAttacker()
+        if s.attacker == s.tutor:  # one copy of a local model in memory; the seeds keep the calls apart
+            return ModelAttacker(self.tutor())
+        return ModelAttacker(self.state.cached(self.state.units.tutors.build(s.attacker, self.options), "attacker"))
+
+
+def limits_by_stage(
+    inputs: RunInputs, state: ProcessState, specs: dict[str, ModelSpec]
+) -> dict[PipelineStage, StageLimits]:
+    """How each stage is fed: by its role's model when it has a spec, else by whether its unit runs a model."""
+    s = inputs.settings
+    units = state.units
+    local = StageLimits(batch=s.batch_size, in_flight=1)
+    judge_runs_a_model = any(units.judges.runs_a_model(n) or f"judge:{n}" in specs for n in panel_names(s.judge))
+
+    def limits(role: str, fallback: StageLimits) -> StageLimits:
+        return stage_limits(specs.get(role), fallback, s.batch_size)
+
+    return {
+        "guard": limits("guardrail", local if units.guards.runs_a_model(s.guardrail) else INSTANT),
+        "tutor": limits("tutor", local),
+        "judge": limits("judge", local if judge_runs_a_model else INSTANT),
+        "attacker": limits("attacker", INSTANT if s.attacker == ScriptedAttacker.name else local),
+    }
 
 
 def tutor_token_limit(inputs: RunInputs) -> int | None:

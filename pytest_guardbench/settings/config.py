@@ -93,6 +93,7 @@ class Settings(BaseModel):
     scorecard_tolerance: float = 0.02
     shard: tuple[int, int] | None = None
     concurrency: dict[str, int] = Field(default_factory=dict)
+    # How many call processes the run has; named after its option, as meta.json's settings show it.
     api_processes: int | None = Field(default=None, ge=1)
     timeout: float | None = Field(default=None, gt=0)
     max_duration: float | None = Field(default=None, gt=0)

