@@ -12,6 +12,8 @@ Directives:
 - ``guardbench-modules``: every module of the package with the first paragraph of its docstring.
 - ``guardbench-result-columns``: the columns and dtypes of ``load_results`` (``results.frame.RESULT_COLUMNS``).
 - ``guardbench-exit-statuses``: the exit statuses of runs and commands (``commands.exit_status.EXIT_STATUSES``).
+- ``guardbench-rubric``: the labelling rubric (``audit.rubric``): each field's choices, keys and ordered
+  rules, then each boundary's line with its worked examples, as sections of the page.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import importlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from docutils import nodes
 from pydantic import BaseModel
@@ -28,6 +30,9 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from sphinx.application import Sphinx
 from sphinx.util.docutils import SphinxDirective
+
+if TYPE_CHECKING:
+    from pytest_guardbench.audit.rubric import Example
 
 
 @dataclass
@@ -305,6 +310,77 @@ class ResultColumnsDirective(SphinxDirective):
         return [table(["column", "dtype", "meaning"], rows, [22, 38, 40])]
 
 
+def _section(title: str, anchor: str) -> nodes.section:
+    section = nodes.section(ids=[nodes.make_id(f"rubric-{anchor}")])
+    section += nodes.title(title, title)
+    return section
+
+
+def _text_paragraph(*pieces: str | Code, bold: str = "") -> nodes.paragraph:
+    paragraph = _paragraph(list(pieces))
+    if bold:
+        paragraph.insert(0, nodes.strong(bold, bold))
+    return paragraph
+
+
+class RubricDirective(SphinxDirective):
+    """The rubric's fields and boundaries as sections; every text is set as text, never parsed."""
+
+    def run(self) -> list[nodes.Node]:
+        from pytest_guardbench.audit.rubric import CUT, examples_of, rubric
+
+        whole = rubric()
+        before = nodes.bullet_list()
+        for line in whole.before_you_start:
+            before += nodes.list_item("", nodes.paragraph(line, line))
+        result: list[nodes.Node] = [
+            _text_paragraph(Code(whole.version), bold="Rubric version: "),
+            _text_paragraph("Before you start:"),
+            before,
+        ]
+        for part in whole.fields:
+            section = _section(part.title, part.field)
+            section += _text_paragraph(part.question, bold="Ask: ")
+            rows = [[_code(c.key), [c.name], _code(c.value), [c.rule]] for c in part.choices]
+            section += table(["key", "label", "in the labels file", "rule"], rows, [8, 17, 20, 55])
+            section += _text_paragraph("Ask in this order; the first rule that applies decides:")
+            rules = nodes.bullet_list()
+            for rule in part.rules:
+                rules += nodes.list_item("", _text_paragraph(rule.text, bold=f"{rule.id} {rule.title}. "))
+            section += rules
+            result.append(section)
+        boundaries = _section("Where labellers split, with worked examples", "boundaries")
+        boundaries += _text_paragraph(
+            "Each example is a real reply from a shipped development dataset, with that row's labels; a "
+            f"reply shortened where the cut cannot change the labels shows {CUT} and says what was cut."
+        )
+        for boundary in whole.boundaries:
+            section = _section(boundary.title, boundary.name)
+            section += _text_paragraph(boundary.line, bold="The line: ")
+            for number, example in enumerate(examples_of(boundary=boundary.name), start=1):
+                section += _example(number, example)
+            boundaries += section
+        result.append(boundaries)
+        return result
+
+
+def _example(number: int, example: Example) -> nodes.container:
+    block = nodes.container(classes=["rubric-example"])
+    block += _text_paragraph(Code(example.dataset), ", row ", Code(example.row_id), bold=f"Example {number}, from ")
+    block += _text_paragraph(example.prompt, bold="The child: ")
+    block += _text_paragraph(bold="The reply:")
+    reply = nodes.block_quote()
+    for paragraph in (p.strip() for p in example.reply.split("\n\n")):
+        if paragraph:
+            reply += nodes.paragraph(paragraph, paragraph)
+    block += reply
+    if example.cut:
+        block += _text_paragraph(example.cut, bold="Cut: ")
+    block += _text_paragraph(Code(example.response_safety), ", ", Code(example.answer_mode), bold="Labels: ")
+    block += _text_paragraph(example.why, bold="Why: ")
+    return block
+
+
 def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("guardbench-result-columns", ResultColumnsDirective)
     app.add_directive("guardbench-options", OptionsDirective)
@@ -314,4 +390,5 @@ def setup(app: Sphinx) -> dict[str, Any]:
     app.add_directive("guardbench-model-keys", ModelKeysDirective)
     app.add_directive("guardbench-modules", ModulesDirective)
     app.add_directive("guardbench-exit-statuses", ExitStatusesDirective)
+    app.add_directive("guardbench-rubric", RubricDirective)
     return {"version": "1", "parallel_read_safe": True, "parallel_write_safe": True}
