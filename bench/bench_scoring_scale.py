@@ -86,7 +86,9 @@ def main() -> None:
             finish.add(record)
         facts = RunFacts(
             run=RunInfo(run_id="bench", usage=finish.tally.usage({})),
-            stack=StackInfo(guardrail="g", tutor="t", judge="j", malformed_policy="block"),
+            stack=StackInfo(
+                guardrail="g", tutor="t", judge="j", malformed_policy="block", policy="assistant_policy_v2"
+            ),
             selection=Selection(),
         )
         summary = finish.summary(facts)

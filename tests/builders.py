@@ -15,6 +15,7 @@ from pytest_guardbench.judges.rules import RulesJudge
 from pytest_guardbench.providers import Completion, GenerationParams
 from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, PipelineError, TutorReply
 from pytest_guardbench.run.stages import Stack
+from pytest_guardbench.document.meta import RunMeta
 from pytest_guardbench.document.metrics import RunMetrics
 from pytest_guardbench.scoring.metrics import summarise
 from pytest_guardbench.scoring.policies import policy_named
@@ -205,8 +206,10 @@ def run_folder(
     summary = assemble_summary(
         summarise(expected, records, policy or V2),
         GateResult(checks=()),
-        run=RunInfo(),
-        stack=StackInfo(guardrail=guardrail, tutor="t", judge="rules"),
+        run=RunInfo(run_id="r1"),
+        stack=StackInfo(
+            guardrail=guardrail, tutor="t", judge="rules", malformed_policy="block", policy=(policy or V2).name
+        ),
         selection=Selection(),
         thresholds=Thresholds(),
     )
@@ -215,3 +218,30 @@ def run_folder(
     if results:
         (folder / "results.jsonl").write_text("".join(r.json_line() for r in records))
     return folder
+
+
+def run_meta(**fields: Any) -> RunMeta:
+    """A pytest run's meta.json, with the fields a test does not care about filled in."""
+    made: dict[str, Any] = {
+        "run_id": "r1",
+        "stack": {
+            "guardrail": "g",
+            "tutor": "t",
+            "judge": "rules",
+            "malformed_policy": "block",
+            "policy": "assistant_policy_v2",
+        },
+        "models": {},
+        "system_prompt_sha256": "a" * 64,
+        "refusal_text_sha256": "b" * 64,
+        "packs": ["p"],
+        "shard": None,
+        "tutor_description": "t",
+        "settings": {},
+        "packages": {},
+        "python": "3.11",
+        "platform": "test",
+        "git_commit": None,
+        "argv": [],
+    }
+    return RunMeta.model_validate({**made, **fields})

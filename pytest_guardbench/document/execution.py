@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import ConfigDict
+
 from pytest_guardbench.document.base import GivenKeysBlock
 from pytest_guardbench.document.judging import StoredCheck
 
@@ -13,13 +15,16 @@ from pytest_guardbench.document.judging import StoredCheck
 class CacheCounts(GivenKeysBlock):
     """The response cache's hits, misses and writes."""
 
-    hits: int = 0
-    misses: int = 0
-    writes: int = 0
+    hits: int
+    misses: int
+    writes: int
 
 
 class ApiCalls(GivenKeysBlock):
-    """One role's API model: calls, retries and rate limits (a provider of a plugin may add counters)."""
+    """One role's API model: calls, retries and rate limits. The one open block: a provider of a
+    plugin reports counters of its own (`ChatProvider.stats`), kept as they are."""
+
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     calls: int | None = None
     retries: int | None = None
@@ -33,11 +38,11 @@ class ApiCalls(GivenKeysBlock):
 class ResumeFacts(GivenKeysBlock):
     """Where a resumed run took its finished cases from."""
 
-    run_dir: str | None = None
-    finished_before: int | None = None
-    unreadable_lines: int | None = None
-    changed_cases: int | None = None
-    changed_case_ids: list[str] | None = None
+    run_dir: str
+    finished_before: int
+    unreadable_lines: int
+    changed_cases: int
+    changed_case_ids: list[str]
 
 
 class Execution(GivenKeysBlock):

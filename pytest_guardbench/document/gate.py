@@ -12,10 +12,8 @@ from pytest_guardbench.document.base import Block, GivenKeysBlock
 CheckStatus = Literal["pass", "fail", "inconclusive"]
 
 
-class GateCheck(BaseModel):
+class GateCheck(Block):
     """One threshold, limit or comparison the run is held to; `passed` is written with it."""
-
-    model_config = ConfigDict(frozen=True)
 
     name: str
     value: float | None
@@ -31,10 +29,8 @@ class GateCheck(BaseModel):
         return self.status == "pass"
 
 
-class GateResult(BaseModel):
+class GateResult(Block):
     """Every check of a run; summary.json's `gate` block (with `passed` and `verdict`)."""
-
-    model_config = ConfigDict(frozen=True)
 
     checks: tuple[GateCheck, ...]
 
@@ -65,7 +61,7 @@ class BaselineComparison(BaseModel):
     """Per-case correctness paired with a previous run: the regressions, the improvements and
     whether the regressions are significant (summary.json's `baseline` block, with the run's folder)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     run_dir: str | None = None
     paired: int

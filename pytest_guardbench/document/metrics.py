@@ -85,8 +85,10 @@ class Coverage(Block):
     @classmethod
     def _tutor_share_of_older_summaries(cls, data: Any) -> Any:
         # Summaries written before the judge and guard were counted kept the tutor's as `truncated_responses`.
-        if isinstance(data, dict) and "truncated_responses" in data and "truncated_share" not in data:
-            data = {**data, "truncated_share": {"tutor": data["truncated_responses"]}}
+        if isinstance(data, dict) and "truncated_responses" in data:
+            older = {key: value for key, value in data.items() if key != "truncated_responses"}
+            older.setdefault("truncated_share", {"tutor": data["truncated_responses"]})
+            return older
         return data
 
 

@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from pytest_guardbench._util.redact import redact_json
+from pytest_guardbench.document.meta import FolderMeta, folder_meta
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.errors import DataError, RunFolderError
 from pytest_guardbench.records import CaseRecord
@@ -61,6 +62,14 @@ def read_json_object(path: Path) -> dict[str, Any]:
         raise DataError("not a JSON object", path=path)
     cleaned: dict[str, Any] = redact_json(document)
     return cleaned
+
+
+def read_meta(run_dir: Path | str) -> FolderMeta | None:
+    """A run folder's meta.json as the writer that made it wrote it, redacted; None when it has none."""
+    path = Path(run_dir) / "meta.json"
+    if not path.is_file():
+        return None
+    return folder_meta(redact_json(read_json(path)), path)
 
 
 def load_run(run_dir: Path | str) -> RunSummary:

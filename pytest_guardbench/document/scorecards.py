@@ -12,7 +12,7 @@ from pytest_guardbench.document.base import Block, CountRate
 class Scorecard(BaseModel):
     """Confusion counts and the rates derived from them."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     n: int
     tp: int
@@ -124,7 +124,7 @@ class ConversationMetrics(Block):
 class SweepPoint(BaseModel):
     """The confusion counts and rates when every score >= `threshold` is flagged."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     threshold: float
     tp: int
@@ -139,7 +139,7 @@ class SweepPoint(BaseModel):
 class GuardSweep(BaseModel):
     """One guard swept over every distinct score of a run."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     n: int
     positives: int
@@ -156,7 +156,7 @@ class MetricDefinitions(BaseModel):
     """What the numbers of a summary mean under its policy (summary.json's `metric_definitions`).
     Summaries written before policies existed carry none of the policy keys and were refusal-scored."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     policy: str = "refusal"
     policy_version: int | None = None

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import ConfigDict, Field
 
-from pytest_guardbench.document.base import GivenKeysBlock
+from pytest_guardbench.document.base import Block, GivenKeysBlock
 from pytest_guardbench.document.correction import Correction
 from pytest_guardbench.document.execution import Execution
 from pytest_guardbench.document.gate import BaselineComparison, Confidence, GateResult, SnapshotCheck
@@ -19,10 +19,8 @@ from pytest_guardbench.settings.config import Thresholds
 SUMMARY_SCHEMA_VERSION = 1
 
 
-class Completeness(BaseModel):
+class Completeness(Block):
     """Whether every selected case was measured; `reasons` says why not."""
-
-    model_config = ConfigDict(frozen=True)
 
     complete: bool = True
     reasons: list[str] = Field(default_factory=list)
@@ -31,9 +29,9 @@ class Completeness(BaseModel):
 class RunInfo(GivenKeysBlock):
     """Everything that depends on time or the run id (two runs over the same input differ only
     here), and where a rescored run came from. `execution`: per-process engine, cache and call
-    counters, added up over the processes; an open set that grows with the engine."""
+    counters, added up over the processes."""
 
-    run_id: str | None = None
+    run_id: str
     started_at: str | None = None
     finished_at: str | None = None
     duration_s: float | None = None
@@ -50,12 +48,12 @@ class RunInfo(GivenKeysBlock):
 class StackInfo(GivenKeysBlock):
     """What was measured: the three roles and the settings that change their answers."""
 
-    guardrail: str | None = None
-    tutor: str | None = None
+    guardrail: str
+    tutor: str
     judge: str | None = None
     judge_id: str | None = None  # the identity of the judge the records name (`run.judge_quality.judge_id`)
-    malformed_policy: str | None = None
-    policy: str | None = None
+    malformed_policy: str
+    policy: str
     system_prompt: str | None = None
     samples: int | None = None
     judge_samples: int | None = None  # written only when the judge was asked more than once
@@ -81,7 +79,7 @@ class RunSummary(RunMetrics):
     or may not have (a baseline, judge quality, a snapshot) are optional; a plugin's own blocks
     (`pytest_guardbench_summary`) go under `extensions`, kept as they are."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, extra="forbid")
 
     schema_version: int = SUMMARY_SCHEMA_VERSION
     completeness: Completeness = Field(default_factory=Completeness)  # older summaries: no block, read as complete

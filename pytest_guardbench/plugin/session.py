@@ -14,6 +14,7 @@ import pytest
 from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.cases.sources import manifest
 from pytest_guardbench.document.gate import GateResult
+from pytest_guardbench.document.meta import RunMeta
 from pytest_guardbench.document.metrics import LostReport
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.exit_status import ExitStatus
@@ -90,7 +91,7 @@ class GuardbenchSession:
         """The case ids that reported a record."""
         return self.folder.received
 
-    def _meta(self, run_id: str | None, _run_dir: Path) -> dict[str, Any]:
+    def _meta(self, run_id: str | None, _run_dir: Path) -> RunMeta:
         return run_meta.meta(self.inputs, run_id, Path(self.config.rootpath), self.config.invocation_params.args)
 
     def abandon(self) -> None:
@@ -217,6 +218,7 @@ class GuardbenchSession:
         local = self.process.execution() if self.process is not None else None
         if local:
             execution.append(local)
+        assert self.folder.run_id is not None, "the folder is made before the run is finished"
         return Observed(
             run_id=self.folder.run_id,
             run_dir=self.run_dir,

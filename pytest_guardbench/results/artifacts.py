@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_guardbench.results.markdown import summary_markdown
+from pytest_guardbench.document.meta import FolderMeta, meta_json
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.results.variant_csv import variant_csv
 
@@ -22,11 +23,11 @@ def write_json(path: Path, payload: Any) -> None:
     os.replace(tmp, path)
 
 
-def write_meta(run_dir: Path, meta: dict[str, Any]) -> None:
-    write_json(run_dir / "meta.json", meta)
+def write_meta(run_dir: Path, meta: FolderMeta) -> None:
+    write_json(run_dir / "meta.json", meta_json(meta))
 
 
-def write_all(run_dir: Path, summary: RunSummary, manifest: dict[str, Any], meta: dict[str, Any]) -> dict[str, Path]:
+def write_all(run_dir: Path, summary: RunSummary, manifest: dict[str, Any], meta: FolderMeta | None) -> dict[str, Path]:
     paths = {
         "summary.json": run_dir / "summary.json",
         "summary.md": run_dir / "summary.md",
@@ -39,6 +40,7 @@ def write_all(run_dir: Path, summary: RunSummary, manifest: dict[str, Any], meta
     paths["summary.md"].write_text(summary_markdown(summary), encoding="utf-8")
     paths["variant_metrics.csv"].write_text(variant_csv(summary), encoding="utf-8")
     write_json(paths["data_manifest.json"], manifest)
-    write_json(paths["meta.json"], meta)
+    if meta is not None:  # a folder that had none (corrected in place) gets none
+        write_meta(run_dir, meta)
     paths["results.jsonl"].touch()
     return paths

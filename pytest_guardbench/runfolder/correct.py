@@ -5,6 +5,8 @@ results.jsonl, meta.json and the data manifest are left as they are."""
 
 from __future__ import annotations
 
+from pytest_guardbench.document.read import read_meta
+
 from pathlib import Path
 
 from pytest_guardbench.document.summary import RunSummary
@@ -49,9 +51,5 @@ def correct_run_folder(run_dir: Path, labels: RunLabels, min_judge_kappa: float 
     # Warnings the first finish was told (a served model, several judges) are not in the records.
     told = [w for w in original.warnings if w not in summary.warnings]
     summary = summary.model_copy(update={"warnings": [*summary.warnings, *told], "extensions": original.extensions})
-    finish.write(summary, manifest=read_json_object(run_dir / "data_manifest.json"), meta=_meta(run_dir))
+    finish.write(summary, manifest=read_json_object(run_dir / "data_manifest.json"), meta=read_meta(run_dir))
     return summary
-
-
-def _meta(run_dir: Path) -> dict[str, object]:
-    return read_json_object(run_dir / "meta.json")

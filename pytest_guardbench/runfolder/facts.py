@@ -30,7 +30,7 @@ class Observed:
     """What the controller saw of a run while it ran: which cases were selected, which never
     reported and why, the processes' counters, and how the run ended."""
 
-    run_id: str | None
+    run_id: str
     run_dir: Path | None
     started: datetime
     elapsed_s: float

@@ -15,6 +15,7 @@ from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.results import html as html_report
 from pytest_guardbench.results.artifacts import write_all
 from pytest_guardbench.results.shown_cases import CasePicks
+from pytest_guardbench.document.meta import FolderMeta
 from pytest_guardbench.document.summary import (
     SUMMARY_SCHEMA_VERSION,
     Completeness,
@@ -147,7 +148,7 @@ class RunFinish:
         correction = self.matcher.correction() if self.matcher is not None else None
         return build_summary(self.tally, self.thresholds, facts, correction)
 
-    def write(self, summary: RunSummary, *, manifest: dict[str, Any], meta: dict[str, Any]) -> None:
+    def write(self, summary: RunSummary, *, manifest: dict[str, Any], meta: FolderMeta | None) -> None:
         """summary.json, summary.md, variant_metrics.csv, data_manifest.json, meta.json, report.html and,
         for a corrected run, corrected.json (results.jsonl is written as records arrive, before this)."""
         write_all(self.run_dir, summary, manifest, meta)

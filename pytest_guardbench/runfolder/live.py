@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.document.execution import ResumeFacts
+from pytest_guardbench.document.meta import RunMeta
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.results.artifacts import write_meta
 from pytest_guardbench.run.inputs import RunInputs
@@ -21,7 +21,7 @@ from pytest_guardbench.runfolder.finish import RunFinish
 from pytest_guardbench.runfolder.lock import RunFolderLock
 
 # meta.json of a run folder, given its run id and folder.
-MetaOf = Callable[[str | None, Path], dict[str, Any]]
+MetaOf = Callable[[str | None, Path], RunMeta]
 
 
 class LiveRunFolder:

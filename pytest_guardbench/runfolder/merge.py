@@ -4,6 +4,12 @@ errors, worker crashes, the reasons a shard is incomplete)."""
 
 from __future__ import annotations
 
+from pytest_guardbench.document.meta import RunMeta
+from pytest_guardbench.document.meta import meta_json
+from pytest_guardbench.document.read import read_meta
+
+from pytest_guardbench.document.meta import MergedMeta
+
 import json
 import math
 from collections.abc import Iterator, Sequence
@@ -108,7 +114,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
         first.model_copy(update={"selection": selection}),
         run=_merged_info(run_dirs, summaries, out),
         manifest=redact_json({"merged_from": manifests, "cases": len(records) + len(missing)}),
-        meta={"merged_from": [str(d) for d in run_dirs], "policy": first.policy},
+        meta=MergedMeta(merged_from=[str(d) for d in run_dirs], policy=first.policy),
         policy=policy_named(first.policy),
         missing=missing,
         incomplete_reasons=reasons,
@@ -191,7 +197,7 @@ def _labels_file(summary: RunSummary) -> str | None:
 def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> None:
     first = summaries[0]
     digests = _source_digests(run_dirs[0])
-    first_meta = read_json_object(run_dirs[0] / "meta.json")
+    first_meta = _shard_meta(run_dirs[0])
     for run_dir, summary in zip(run_dirs[1:], summaries[1:], strict=True):
         if summary.policy != first.policy:
             raise MergeError(f"{run_dir}: scored under policy {summary.policy}, but {run_dirs[0]} under {first.policy}")
@@ -215,10 +221,21 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) 
             raise MergeError(
                 f"{run_dir}: ran on other data than {run_dirs[0]} (the packs in data_manifest.json differ by name or sha256)"
             )
-        _check_same_meta(run_dir, read_json_object(run_dir / "meta.json"), run_dirs[0], first_meta)
+        _check_same_meta(run_dir, _shard_meta(run_dir), run_dirs[0], first_meta)
 
 
 _ABSENT = object()
+
+
+def _shard_meta(run_dir: Path) -> dict[str, Any]:
+    """A shard's meta.json as a document ({} when it has none); a folder another command wrote
+    (a merge, a rejudge) is not a shard."""
+    meta = read_meta(run_dir)
+    if meta is None:
+        return {}
+    if not isinstance(meta, RunMeta):
+        raise MergeError(f"{run_dir}: not a shard of a pytest run (its meta.json was written by another command)")
+    return meta_json(meta)
 
 
 def _check_same_meta(run_dir: Path, meta: dict[str, Any], first_dir: Path, first: dict[str, Any]) -> None:

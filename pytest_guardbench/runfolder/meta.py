@@ -12,6 +12,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench.document.meta import RunMeta
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.stack import tutor_token_limit
 
@@ -52,24 +53,27 @@ def identity(inputs: RunInputs) -> dict[str, Any]:
     }
 
 
-def meta(inputs: RunInputs, run_id: str | None, root: Path, argv: Sequence[str]) -> dict[str, Any]:
+def meta(inputs: RunInputs, run_id: str | None, root: Path, argv: Sequence[str]) -> RunMeta:
+    """A pytest run's meta.json."""
     versions: dict[str, str | None] = {}
     for name in PACKAGES:
         try:
             versions[name] = metadata.version(name)
         except metadata.PackageNotFoundError:
             versions[name] = None
-    return {
-        "run_id": run_id,
-        **identity(inputs),
-        "tutor_description": inputs.tutor_description,
-        "settings": inputs.settings.public_view(),
-        "packages": versions,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "git_commit": git_commit(root),
-        "argv": list(argv),
-    }
+    return RunMeta.model_validate(
+        {
+            "run_id": run_id,
+            **identity(inputs),
+            "tutor_description": inputs.tutor_description,
+            "settings": inputs.settings.public_view(),
+            "packages": versions,
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+            "git_commit": git_commit(root),
+            "argv": list(argv),
+        }
+    )
 
 
 def git_commit(root: Path) -> str | None:

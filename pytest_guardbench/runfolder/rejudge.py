@@ -3,6 +3,8 @@ call), scored and written to a sub-folder of the run."""
 
 from __future__ import annotations
 
+from pytest_guardbench.document.meta import RejudgedMeta
+
 import secrets
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -62,14 +64,14 @@ def rejudge_run(
                 judge=judge_name,
             ),
             manifest=redact_json(manifest),
-            meta=lambda: {
-                "rejudged_from": str(run_dir),
-                "judge": judge_name,
-                "judge_id": new_id,
-                "cases_rejudged": judged[0],
-                "policy": scoring_policy.name,
+            meta=lambda: RejudgedMeta(
+                rejudged_from=str(run_dir),
+                judge=judge_name,
+                judge_id=new_id,
+                cases_rejudged=judged[0],
+                policy=scoring_policy.name,
                 **({"judge_samples": samples} if samples > 1 else {}),
-            },
+            ),
             policy=scoring_policy,
             missing=missing_cases_of(original_summary) if original_summary else [],
             incomplete_reasons=carried_reasons(original_summary),

@@ -3,6 +3,8 @@ stream through the run folder's one finish (`runfolder.finish.RunFinish`) as in 
 
 from __future__ import annotations
 
+from pytest_guardbench.document.meta import FolderMeta
+
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ def write_rescored_run(
     *,
     run: RunInfo,
     manifest: dict[str, Any],
-    meta: dict[str, Any] | Callable[[], dict[str, Any]],
+    meta: FolderMeta | Callable[[], FolderMeta] | None,
     policy: ScoringPolicy,
     missing: Sequence[Case] = (),
     incomplete_reasons: Sequence[str] = (),

@@ -8,6 +8,14 @@ is then written to it exactly once."""
 
 from __future__ import annotations
 
+from pytest_guardbench.errors import DataError
+from pytest_guardbench.document.meta import FolderMeta
+from pytest_guardbench.document.meta import IDENTITY_KEYS
+from pytest_guardbench.document.meta import MergedMeta
+from pytest_guardbench.document.meta import RejudgedMeta
+from pytest_guardbench.document.meta import RunMeta
+from pytest_guardbench.document.read import read_meta
+
 import json
 import os
 from pathlib import Path
@@ -19,8 +27,6 @@ from pytest_guardbench.errors import RunFolderError
 from pytest_guardbench.records import Case, CaseRecord
 
 RESUME_BASE = "resume_base.jsonl"
-# meta.json keys that must match for two runs to be one run.
-IDENTITY_KEYS = ("stack", "models", "system_prompt_sha256", "refusal_text_sha256", "packs", "shard")
 
 
 class ResumeError(RunFolderError, ValueError):
@@ -47,10 +53,15 @@ def read_records_tolerant(path: Path) -> tuple[dict[str, CaseRecord], int]:
 
 
 def check_same_run(run_dir: Path, current_meta: dict[str, Any]) -> None:
-    meta_path = run_dir / "meta.json"
-    if not meta_path.is_file():
+    try:
+        meta = read_meta(run_dir)
+    except DataError as exc:
+        raise ResumeError(f"--guardbench-resume {run_dir}: {exc}") from None
+    if meta is None:
         return
-    stored = json.loads(meta_path.read_text(encoding="utf-8"))
+    if not isinstance(meta, RunMeta):
+        raise ResumeError(f"--guardbench-resume {run_dir}: written by guardbench {_maker(meta)}, not by a pytest run")
+    stored = meta.identity()
     current = json.loads(json.dumps(current_meta, default=str))  # as it would read back from meta.json
     # A key an older folder did not record cannot be compared; every key it did record must match.
     differing = [
@@ -62,6 +73,10 @@ def check_same_run(run_dir: Path, current_meta: dict[str, Any]) -> None:
         raise ResumeError(
             f"--guardbench-resume {run_dir}: that run used a different {'; '.join(differing)}; start a new run instead"
         )
+
+
+def _maker(meta: FolderMeta) -> str:
+    return "merge" if isinstance(meta, MergedMeta) else "rejudge" if isinstance(meta, RejudgedMeta) else "import-seed"
 
 
 def _difference(key: str, stored: Any, current: Any) -> str:

@@ -3,6 +3,8 @@ the summary the seed run shipped."""
 
 from __future__ import annotations
 
+from pytest_guardbench.document.meta import ImportedMeta
+
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
@@ -52,7 +54,7 @@ def import_seed_run(
             "seed_safety_source": imported.safety_source,
             "import_notes": dict(sorted(imported.notes.items())),
         },
-        meta={"imported_from": str(results), "judge": judge_name, "policy": scoring_policy.name},
+        meta=ImportedMeta(imported_from=str(results), judge=judge_name, policy=scoring_policy.name),
         policy=scoring_policy,
     )
     return out

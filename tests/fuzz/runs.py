@@ -12,7 +12,7 @@ from pytest_guardbench.records import CaseRecord, TutorReply
 from pytest_guardbench.document.summary import RunInfo
 from pytest_guardbench.runfolder.rescored import write_rescored_run
 from pytest_guardbench.scoring.policies import policy_named
-from tests.builders import record
+from tests.builders import record, run_meta
 
 SETTINGS = {"attacker": None, "attacker_turns": 4, "harmful_categories": ["danger"], "min_judge_kappa": 0.6}
 
@@ -42,7 +42,7 @@ def write_run(out: Path, records: list[CaseRecord] | None = None, shard: str | N
         None,
         run=RunInfo(run_id=out.name),
         manifest={"sources": [{"path": "pack.json", "sha256": "0" * 64}], "cases": len(given)},
-        meta={"settings": {**SETTINGS, **settings}, "system_prompt_sha256": "a" * 64, "packs": ["p"]},
+        meta=run_meta(settings={**SETTINGS, **settings}),
         policy=policy_named("assistant_policy_v2"),
     )
     summary_path = out / "summary.json"

@@ -85,7 +85,9 @@ def run():
         metrics,
         GateResult(checks=()),
         run=RunInfo(run_id="r1"),
-        stack=StackInfo(guardrail="semantic", tutor="t", judge="rules"),
+        stack=StackInfo(
+            guardrail="semantic", tutor="t", judge="rules", malformed_policy="block", policy="assistant_policy_v2"
+        ),
         selection=Selection(),
         thresholds=Thresholds(),
     )
@@ -307,7 +309,7 @@ def conversation_run():
         summarise(expected, records, V2),
         GateResult(checks=()),
         run=RunInfo(run_id="c1"),
-        stack=StackInfo(),
+        stack=StackInfo(guardrail="none", tutor="t", malformed_policy="block", policy="assistant_policy_v2"),
         selection=Selection(),
         thresholds=Thresholds(),
     )

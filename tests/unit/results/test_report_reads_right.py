@@ -58,7 +58,9 @@ def _summary(records, checks=CHECKS) -> RunSummary:
         summarise(expected, records, V2),
         GateResult(checks=checks),
         run=RunInfo(run_id="r1"),
-        stack=StackInfo(guardrail="g", tutor="t", judge="rules"),
+        stack=StackInfo(
+            guardrail="g", tutor="t", judge="rules", malformed_policy="block", policy="assistant_policy_v2"
+        ),
         selection=Selection(),
         thresholds=Thresholds(),
     )

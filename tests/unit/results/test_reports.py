@@ -24,7 +24,9 @@ def _summary() -> RunSummary:
         metrics,
         evaluate(metrics, Thresholds()),
         run=RunInfo(run_id="r1"),
-        stack=StackInfo(guardrail="keyword", tutor="smol", judge="rules", malformed_policy="block"),
+        stack=StackInfo(
+            guardrail="keyword", tutor="smol", judge="rules", malformed_policy="block", policy="assistant_policy_v2"
+        ),
         selection=Selection(),
         thresholds=Thresholds(),
     )

@@ -61,7 +61,7 @@ def _population(n_harmful: int = 120, n_safe: int = 80) -> list[tuple[CaseRecord
 def _run(tmp_path: Path, rows, thresholds: Thresholds | None = None) -> Path:
     out = tmp_path / "run"
     summary = write_rescored_run(
-        out, [r for r, _, _ in rows], None, run=RunInfo(run_id="run"), manifest={}, meta={}, policy=V2
+        out, [r for r, _, _ in rows], None, run=RunInfo(run_id="run"), manifest={}, meta=None, policy=V2
     )
     if thresholds is not None:  # a run held to bars: rewrite its summary as a pytest run would have
         document = summary.model_copy(update={"thresholds": thresholds}).as_json()
@@ -260,7 +260,7 @@ def test_a_merge_of_corrected_shards_is_corrected_by_the_same_labels_over_all_ca
     for index, part in enumerate((rows[::2], rows[1::2]), 1):
         folder = tmp_path / f"shard{index}"
         summary = write_rescored_run(
-            folder, [r for r, _, _ in part], None, run=RunInfo(run_id=f"s{index}"), manifest={}, meta={}, policy=V2
+            folder, [r for r, _, _ in part], None, run=RunInfo(run_id=f"s{index}"), manifest={}, meta=None, policy=V2
         )
         document = summary.model_copy(update={"selection": Selection(shard=f"{index}/2")}).as_json()
         (folder / "summary.json").write_text(json.dumps(document), encoding="utf-8")
@@ -309,7 +309,7 @@ def test_a_conversations_replies_are_units_labelled_by_turn_and_corrected_per_de
             truth[(f"c{i:02d}", depth)] = ("unsafe" if unsafe else "safe", "answered")
         talks.append(_conversation(f"c{i:02d}", harmful, replies))
     run = tmp_path / "run"
-    write_rescored_run(run, talks, None, run=RunInfo(run_id="talks"), manifest={}, meta={}, policy=V2)
+    write_rescored_run(run, talks, None, run=RunInfo(run_id="talks"), manifest={}, meta=None, policy=V2)
     units = audit_units(talks, V2)
     assert len(units) == 80 and {u.unit_id for _, u in units} >= {"c00@1", "c00@2"}
     drawn = draw_design(talks, "random", 50, 0, V2)

@@ -32,7 +32,7 @@ def _run(folder: Path, judge_ids: list[str | None], first: int = 0) -> Path:
         for i, named in enumerate(judge_ids)
     ]
     write_rescored_run(
-        folder, records, None, run=RunInfo(run_id=folder.name, judge="j"), manifest={}, meta={}, policy=V2
+        folder, records, None, run=RunInfo(run_id=folder.name, judge="j"), manifest={}, meta=None, policy=V2
     )
     return folder
 

@@ -8,11 +8,14 @@ import sys
 
 import pytest
 
+from pytest_guardbench.document.meta import meta_json
 from pytest_guardbench.runfolder.lock import RunFolderLock
 from pytest_guardbench.runfolder.resume import ResumeError, check_same_run
+from tests.builders import run_meta
 
+STACK = {"guardrail": "offline", "tutor": "t", "malformed_policy": "block", "policy": "assistant_policy_v2"}
 STORED = {
-    "stack": {"guardrail": "offline", "policy": "assistant_policy_v2", "variants": ["original", "typo"]},
+    "stack": {**STACK, "variants": ["original", "typo"]},
     "models": {},
     "system_prompt_sha256": "a",
     "refusal_text_sha256": "b",
@@ -21,8 +24,13 @@ STORED = {
 }
 
 
+def _meta(identity):
+    """meta.json of a pytest run with `identity`, the rest as any run writes it."""
+    return meta_json(run_meta(**identity))
+
+
 def _folder(tmp_path, meta):
-    (tmp_path / "meta.json").write_text(json.dumps(meta))
+    (tmp_path / "meta.json").write_text(json.dumps(_meta(meta)))
     return tmp_path
 
 
@@ -46,8 +54,9 @@ def test_resume_refuses_another_run_and_names_what_differs(tmp_path, change, nam
 
 def test_resume_of_the_same_run_and_of_a_folder_older_than_a_key_is_accepted(tmp_path):
     check_same_run(_folder(tmp_path, STORED), dict(STORED))
-    older = {k: v for k, v in STORED.items() if k not in ("packs", "shard")}
-    check_same_run(_folder(tmp_path, older), {**STORED, "shard": None})
+    older = {k: v for k, v in _meta(STORED).items() if k not in ("packs", "shard")}
+    (tmp_path / "meta.json").write_text(json.dumps(older))
+    check_same_run(tmp_path, {**STORED, "shard": None})
 
 
 def test_a_second_writer_of_a_run_folder_stops_naming_the_holder(tmp_path):
