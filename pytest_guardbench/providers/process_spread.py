@@ -28,6 +28,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench._util.counters import add_counts
 from pytest_guardbench.providers.base import (
     Classification,
     ClassifyRequest,
@@ -308,19 +309,15 @@ class SpreadProvider(ModelAPI):
         return [answer for future in futures for answer in future.result()]
 
 
+# What a spread model reports of its workers' counters, each 0 when no worker counted it.
+_SPREAD_COUNTS = ("calls", "retries", "rate_limited", "lowest_concurrency")
+
+
 def _merge_stats(per_worker: list[dict[str, Any]], handed: list[int]) -> dict[str, Any]:
     """One model's counts from its workers' own; `handed_per_process` is how the calls were shared."""
-    merged: dict[str, Any] = {"calls": 0, "retries": 0, "rate_limited": 0, "lowest_concurrency": 0}
-    endpoints: dict[str, dict[str, int]] = {}
-    for stats in per_worker:
-        for key in merged:
-            merged[key] += int(stats.get(key, 0))
-        for url, counts in stats.get("endpoints", {}).items():
-            into = endpoints.setdefault(url, {})
-            for key, number in counts.items():
-                into[key] = into.get(key, 0) + int(number)
-    if endpoints:
-        merged["endpoints"] = endpoints
+    counted = [{k: v for k, v in stats.items() if k in _SPREAD_COUNTS or k == "endpoints"} for stats in per_worker]
+    # Each worker holds its share of the model's concurrency, so their lowest limits add up.
+    merged = add_counts([dict.fromkeys(_SPREAD_COUNTS, 0), *counted], shared_limit=True)
     merged["processes"] = len(handed)
     # Keyed, not a list, so per-process counts add up across xdist workers like every other count.
     merged["handed_per_process"] = {f"p{i}": number for i, number in enumerate(handed, start=1)}
