@@ -15,10 +15,12 @@ def merged_execution(
     *,
     judge_check: StoredCheck | None = None,
     resume: ResumeFacts | None = None,
-    shared_limit: bool = False,
+    shared_limit: bool = True,
 ) -> Execution:
     """Each part's counters added up (`add_counts`: `shared_limit` says whether the parts split one
-    concurrency limit), with where the judge check came from and a resume's source."""
+    concurrency limit), with where the judge check came from and a resume's source. By default the
+    parts are the processes of one run, which split its concurrency (each xdist worker holds
+    concurrency / workers: `run.stack.shared_concurrency`), so `-n 2` reports the limit `-n 0` does."""
     merged = add_counts(parts, shared_limit=shared_limit)
     if judge_check is not None:
         merged["judge_check"] = judge_check.model_dump(mode="json")
