@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench.results.artifacts import write_text
 from pytest_guardbench.results.figures import bar_chart, confusion_matrix, depth_chart, sweep_figures
 from pytest_guardbench.results.page_assets import CASE_COLUMNS, SCRIPT, STYLE
 from pytest_guardbench.results.shown_cases import (
@@ -384,7 +385,7 @@ def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRe
 def write(run_dir: Path, summary: RunSummary, records: Iterable[CaseRecord], policy: ScoringPolicy) -> Path:
     """report.html for records in memory."""
     path = run_dir / "report.html"
-    path.write_text(render(summary, records, policy), encoding="utf-8")
+    write_text(path, render(summary, records, policy))
     return path
 
 
@@ -394,5 +395,5 @@ def write_picked(run_dir: Path, summary: RunSummary, picks: CasePicks) -> Path:
     path = run_dir / "report.html"
     wanted = picks.sample_ids()
     found = records_with_ids(run_dir / "results.jsonl", set(wanted))
-    path.write_text(render_picked(summary, picks, [found[case_id] for case_id in wanted]), encoding="utf-8")
+    write_text(path, render_picked(summary, picks, [found[case_id] for case_id in wanted]))
     return path

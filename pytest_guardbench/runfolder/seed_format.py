@@ -183,7 +183,11 @@ def load_seed_results(
     """One record per generation. `safety_source` is "llm_judge" or "rules"; by default it is read from
     the rows (any row with `safety_source: llm_judge` makes it an LLM-judge run). Errors name the file and line."""
     pack_name = slug(pack or path.stem)
-    _, rows = read_jsonl(path, path.read_text(encoding="utf-8"))
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    _, rows = read_jsonl(path, text)
     if not rows:
         raise DataError(f"{path}: no rows")
     use_judge = (
