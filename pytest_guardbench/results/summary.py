@@ -183,6 +183,8 @@ def read_json_file(path: Path) -> Any:
         raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
     except json.JSONDecodeError as exc:
         raise DataError(f"not valid JSON ({exc.msg})", path=path, line=exc.lineno) from None
+    except ValueError as exc:  # a number past int()'s digit limit
+        raise DataError(f"not valid JSON ({str(exc).split(';')[0]})", path=path) from None
     except RecursionError:
         raise DataError("nested too deeply", path=path) from None
 
