@@ -20,7 +20,8 @@ from pytest_guardbench.judges.base import JudgeInput
 from pytest_guardbench.providers import ProviderOptions
 from pytest_guardbench.run.units import builtin_judges
 from pytest_guardbench.scoring.agreement import wilson_interval
-from pytest_guardbench.audit.correction import AuditLabel, AuditUnit, correct_run
+from pytest_guardbench.audit.units import AuditLabel, AuditUnit
+from pytest_guardbench.audit.correction import correct_run
 from pytest_guardbench.scoring.policies import correct_under
 from pytest_guardbench.settings.model_specs import default_model_cache
 

@@ -5,13 +5,12 @@ design needs. The sample is drawn by `audit.designs`, the labelling screen is `c
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_guardbench.commands.audit_tui import run_audit
-from pytest_guardbench.commands.exit_status import OK, USAGE_ERROR
-from pytest_guardbench.errors import GuardbenchError
+from pytest_guardbench.commands.exit_status import OK
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.audit.units import audit_units
 from pytest_guardbench.audit.designs import draw_design
@@ -77,22 +76,16 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "results.jsonl").is_file():
-        print(f"guardbench audit: {run_dir} has no results.jsonl (expected a reports/<run-id> folder)", file=sys.stderr)
-        return USAGE_ERROR
+        raise UsageError(f"{run_dir} has no results.jsonl (expected a reports/<run-id> folder)")
     out = Path(args.out) if args.out else run_dir / "audit.jsonl"
-    try:
-        records = load_records(run_dir)
-        policy = run_policy(run_dir)
-        if args.plan:
-            return _plan(records, policy, args.half_width)
-        read_labels(out)  # a corrupt labels file stops here, before any screen
-        sample = draw_design(records, args.design, args.sample, args.seed, policy)
-    except (GuardbenchError, ValueError, OSError) as exc:
-        print(f"guardbench audit: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+    records = load_records(run_dir)
+    policy = run_policy(run_dir)
+    if args.plan:
+        return _plan(records, policy, args.half_width)
+    read_labels(out)  # a corrupt labels file stops here, before any screen
+    sample = draw_design(records, args.design, args.sample, args.seed, policy)
     if not sample:
-        print(f"guardbench audit: {run_dir} has no judged reply to label", file=sys.stderr)
-        return USAGE_ERROR
+        raise UsageError(f"{run_dir} has no judged reply to label")
     drawn = {record.case_id: unit for record, unit in sample if unit is not None}
     run_audit([record for record, _ in sample], out, policy, show_judge=args.show_judge, drawn=drawn)
     if args.design == "debug":

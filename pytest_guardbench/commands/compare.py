@@ -8,9 +8,10 @@ import sys
 from pathlib import Path
 
 
-from pytest_guardbench.results.compare import CompareError, compare, heatmap_html, long_csv, markdown
-from pytest_guardbench.errors import DataError
+from pytest_guardbench.results.compare import compare, heatmap_html, long_csv, markdown
 from pytest_guardbench.document.read import SummaryInvalid, iter_records, load_run, record_ids
+from pytest_guardbench.commands.exit_status import OK, USAGE_ERROR
+from pytest_guardbench.errors import UsageError
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -39,20 +40,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     dirs = [Path(d) for d in args.run_dirs]
     if args.name and len(args.name) != len(dirs):
-        print(
-            f"guardbench compare: {len(args.name)} --name for {len(dirs)} runs; give one per run or none",
-            file=sys.stderr,
-        )
-        return 4
+        raise UsageError(f"{len(args.name)} --name for {len(dirs)} runs; give one per run or none")
     named = []
     for n, run_dir in enumerate(dirs):
         path = run_dir / "summary.json"
         if not path.is_file():
-            print(
-                f"guardbench compare: {run_dir} has no summary.json (expected a finished reports/<run-id> folder)",
-                file=sys.stderr,
-            )
-            return 4
+            raise UsageError(f"{run_dir} has no summary.json (expected a finished reports/<run-id> folder)")
         try:
             summary = load_run(run_dir)
         except SummaryInvalid as exc:
@@ -64,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                 f"guardbench compare: {run_dir}: its summary.json {what} (written by an older pytest-guardbench?); re-score it first",
                 file=sys.stderr,
             )
-            return 4
+            return USAGE_ERROR
         stack = summary.stack
         default = "/".join("?" if role is None else role for role in (stack.guardrail, stack.tutor, stack.judge))
         named.append((args.name[n] if args.name else default, summary))
@@ -76,17 +69,13 @@ def run(args: argparse.Namespace) -> int:
         ]
     # Each run's case ids from its results.jsonl (ids only, no record parsed); None where a run has none.
     case_ids = [record_ids(d) if (d / "results.jsonl").is_file() else None for d in dirs]
-    try:
-        comparison = compare(
-            named,
-            mixed_judges=args.mixed_judges,
-            case_ids=case_ids,
-            allow_different_cases=args.allow_different_cases,
-            records=lambda index: iter_records(dirs[index]),
-        )
-    except (CompareError, DataError) as exc:
-        print(f"guardbench compare: {exc}", file=sys.stderr)
-        return 4
+    comparison = compare(
+        named,
+        mixed_judges=args.mixed_judges,
+        case_ids=case_ids,
+        allow_different_cases=args.allow_different_cases,
+        records=lambda index: iter_records(dirs[index]),
+    )
     for warning in comparison.warnings:
         print(f"guardbench compare: warning: {warning}", file=sys.stderr)
     text = markdown(comparison)
@@ -98,4 +87,4 @@ def run(args: argparse.Namespace) -> int:
         (out / "compare.html").write_text(heatmap_html(comparison), encoding="utf-8")
         print(f"wrote {out / 'compare.csv'}, {out / 'compare.md'}, {out / 'compare.html'}")
     print(text)
-    return 0
+    return OK

@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
-from pytest_guardbench.commands.exit_status import USAGE_ERROR, gate_exit_code
-from pytest_guardbench.errors import GuardbenchError
+from pytest_guardbench.commands.exit_status import gate_exit_code
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.results.corrected import correction_lines
 from pytest_guardbench.runfolder.correct import correct_run_folder
 from pytest_guardbench.runfolder.finish import corrected_document
@@ -46,17 +45,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "summary.json").is_file() or not (run_dir / "results.jsonl").is_file():
-        print(
-            f"guardbench correct: {run_dir}: not a finished run folder (no summary.json or results.jsonl)",
-            file=sys.stderr,
-        )
-        return USAGE_ERROR
-    try:
-        labels = load_run_labels(Path(args.labels), args.design)
-        summary = correct_run_folder(run_dir, labels, args.min_kappa)
-    except (GuardbenchError, OSError, ValueError) as exc:
-        print(f"guardbench correct: {exc}", file=sys.stderr)
-        return USAGE_ERROR
+        raise UsageError(f"{run_dir}: not a finished run folder (no summary.json or results.jsonl)")
+    labels = load_run_labels(Path(args.labels), args.design)
+    summary = correct_run_folder(run_dir, labels, args.min_kappa)
     assert summary.corrected is not None
     if args.json:
         print(json.dumps(corrected_document(summary.corrected), indent=2, sort_keys=True))

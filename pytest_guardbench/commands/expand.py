@@ -10,8 +10,9 @@ import os
 import sys
 from pathlib import Path
 
-from pytest_guardbench.cases.sources import DataError, label_conflict_warning, load_sources
-from pytest_guardbench.cases.variants import VariantError
+from pytest_guardbench.cases.sources import label_conflict_warning, load_sources
+from pytest_guardbench.commands.exit_status import OK, USAGE_ERROR
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench._util.package_data import data_path
 from pytest_guardbench._util.redact import redact, redact_json
 from pytest_guardbench.cases.expanded_pack import expanded_pack
@@ -42,26 +43,20 @@ def run(args: argparse.Namespace) -> int:
     variants = tuple(v.strip() for v in args.variants.split(",") if v.strip())
     categories = tuple(c.strip().lower() for c in args.harmful_categories.split(",") if c.strip())
     path = data_path(args.pack)
-    try:
-        pack = expanded_pack(path, variants, categories)
-        conflicts = label_conflict_warning(load_sources([path], categories).items)
-    except (DataError, VariantError) as exc:
-        print(redact(f"guardbench expand: {exc}"), file=sys.stderr)
-        return 4
+    pack = expanded_pack(path, variants, categories)
+    conflicts = label_conflict_warning(load_sources([path], categories).items)
     if conflicts:
         print(redact(f"guardbench expand: warning: {conflicts}"), file=sys.stderr)
     # Redacted like every artifact: a prompt that quotes a key is not copied into another file.
     text = json.dumps(redact_json(pack), indent=2, ensure_ascii=False) + "\n"
     if args.output in (None, "-"):
         sys.stdout.write(text)
-        return 0
+        return OK
     out = Path(args.output)
     if not out.parent.is_dir():
-        print(redact(f"guardbench expand: -o {out}: folder {out.parent} does not exist"), file=sys.stderr)
-        return 4
+        raise UsageError(f"-o {out}: folder {out.parent} does not exist")
     if out.is_dir():
-        print(redact(f"guardbench expand: -o {out}: is a folder; name a file in it"), file=sys.stderr)
-        return 4
+        raise UsageError(f"-o {out}: is a folder; name a file in it")
     # Through a temporary file: a full disk or a killed process leaves the old file, never half of the new one.
     partial = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
@@ -71,6 +66,6 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.suppress(OSError):
             partial.unlink(missing_ok=True)
         print(redact(f"guardbench expand: -o {out}: cannot write it ({exc.strerror or exc})"), file=sys.stderr)
-        return 4
+        return USAGE_ERROR
     print(f"wrote {len(pack['items'])} items to {out}", file=sys.stderr)
-    return 0
+    return OK

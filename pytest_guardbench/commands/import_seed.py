@@ -4,13 +4,13 @@ it against the summary the seed run shipped; the work is `run.seed_import.import
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench._util.redact import redact
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.document.read import read_json
+from pytest_guardbench.commands.exit_status import FAILED, OK
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.runfolder.folder import removed_on_failure
 
 from pytest_guardbench.runfolder.seed_import import import_seed_run
@@ -60,49 +60,40 @@ def run(args: argparse.Namespace) -> int:
     categories = tuple(c.strip().lower() for c in args.harmful_categories.split(",") if c.strip())
     out = Path(args.out)
     if out.exists():
-        print(redact(f"guardbench import-seed: {out} exists; choose a new folder"), file=sys.stderr)
-        return 4
+        raise UsageError(f"{out} exists; choose a new folder")
     results = Path(args.results)
     shipped = Path(args.check_summary) if args.check_summary else results.parent / "summary.json"
     if args.check_summary and not shipped.is_file():
-        print(redact(f"guardbench import-seed: --check-summary {shipped}: no such file"), file=sys.stderr)
-        return 4
+        raise UsageError(f"--check-summary {shipped}: no such file")
     if not results.is_file():
-        print(
-            redact(f"guardbench import-seed: {results}: no such file (the seed run's results.jsonl)"), file=sys.stderr
-        )
-        return 4
+        raise UsageError(f"{results}: no such file (the seed run's results.jsonl)")
     compare = args.judge == "recorded" and args.policy == DEFAULT_POLICY and shipped.is_file()
-    try:
-        # Read before anything is written: a summary that cannot be compared stops the import, not after it.
-        seed_summary = _seed_summary(shipped) if compare else {}
-        with removed_on_failure(out):
-            import_seed_run(
-                results,
-                out,
-                args.judge,
-                root=Path.cwd(),
-                harmful_categories=categories,
-                pack=args.pack,
-                policy=args.policy,
-                safety_source=args.safety_source,
-            )
-    except (OSError, ValueError) as exc:
-        print(redact(f"guardbench import-seed: {exc}"), file=sys.stderr)
-        return 4
+    # Read before anything is written: a summary that cannot be compared stops the import, not after it.
+    seed_summary = _seed_summary(shipped) if compare else {}
+    with removed_on_failure(out):
+        import_seed_run(
+            results,
+            out,
+            args.judge,
+            root=Path.cwd(),
+            harmful_categories=categories,
+            pack=args.pack,
+            policy=args.policy,
+            safety_source=args.safety_source,
+        )
     print(f"scorecard: {out / 'summary.json'}")
     if not compare:
-        return 0
+        return OK
     if seed_summary.get("metric_definition_version") != DEFAULT_POLICY:
         print(
             f"{shipped} was not written by the seed's {DEFAULT_POLICY} report generator; its counts follow other rules and are not compared"
         )
-        return 0
+        return OK
     differences = seed_summary_differences(seed_summary, load_run(out))
     if differences:
         print(f"differs from {shipped}:")
         for line in differences:
             print(f"  {line}")
-        return 1
+        return FAILED
     print(f"reproduces {shipped}: confusion counts, malformed count, per-variant counts and prompt-row buckets agree")
-    return 0
+    return OK

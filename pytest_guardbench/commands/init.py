@@ -78,8 +78,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     folder: Path = args.dir
     if not folder.is_dir():
-        print(f"guardbench init: {folder}: no such folder", file=sys.stderr)
-        return USAGE_ERROR
+        raise UsageError(f"{folder}: no such folder")
     stack = {role: getattr(args, role) for role in ROLES if getattr(args, role, None)}
     try:
         plan = plan_starter(folder, [m.requirement for m in EMBEDDED_MODELS], args.force, stack)
@@ -87,9 +86,6 @@ def run(args: argparse.Namespace) -> int:
         if problem is not None:
             raise UsageError(problem)
         write_starter(folder, plan.files)
-    except UsageError as exc:
-        print(f"guardbench init: {exc}", file=sys.stderr)
-        return USAGE_ERROR
     except OSError as exc:  # a starter file that exists and cannot be read
         print(f"guardbench init: {exc.filename or folder}: {exc.strerror or exc}", file=sys.stderr)
         return USAGE_ERROR

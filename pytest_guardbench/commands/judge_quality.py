@@ -11,7 +11,7 @@ from typing import Any
 
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.cases.sources import DataError, load_judge_labels
-from pytest_guardbench.commands.exit_status import FAILED, USAGE_ERROR
+from pytest_guardbench.commands.exit_status import FAILED, OK, USAGE_ERROR
 from pytest_guardbench.run.judge_quality import judge_id, named_judge_identity
 from pytest_guardbench.run.judge_factory import opened_judge
 from pytest_guardbench.judges.quality import measure_judge_quality
@@ -82,17 +82,13 @@ def confusion_lines(result: dict[str, Any]) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        labels = load_judge_labels(Path(args.labels))
-        if args.split:
-            labels = [label for label in labels if label.split == args.split]
-            if not labels:
-                raise DataError(f"{args.labels}: no row has split {args.split!r}")
-        opened = opened_judge(args.judge, Path.cwd(), args.judge_samples)
-        judge = opened.__enter__()
-    except (DataError, ValueError) as exc:
-        print(redact(f"guardbench judge-quality: {exc}"), file=sys.stderr)
-        return 4
+    labels = load_judge_labels(Path(args.labels))
+    if args.split:
+        labels = [label for label in labels if label.split == args.split]
+        if not labels:
+            raise DataError(f"{args.labels}: no row has split {args.split!r}")
+    opened = opened_judge(args.judge, Path.cwd(), args.judge_samples)
+    judge = opened.__enter__()
     try:
         # One known-easy judgement first: a judge that cannot answer (nothing listening, a wrong key, a
         # model that does not follow the format) is one line before any labelled row is paid for.
@@ -150,4 +146,4 @@ def run(args: argparse.Namespace) -> int:
         print(f"  judge id {result['judge_id']}: compare with results whose judge id is the same")
         verdict = "LOW CONFIDENCE" if result["low_confidence"] else "ok"
         print(f"{verdict}: kappa needs >= {args.min_kappa:g}")
-    return 1 if result["low_confidence"] else 0
+    return FAILED if result["low_confidence"] else OK

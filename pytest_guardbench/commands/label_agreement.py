@@ -9,8 +9,10 @@ import sys
 from pathlib import Path
 
 from pytest_guardbench._util.redact import redact
-from pytest_guardbench.cases.sources import DataError, load_judge_labels
+from pytest_guardbench.cases.sources import load_judge_labels
 from pytest_guardbench.audit.agreement import LabellingMismatch, labeller_agreement
+from pytest_guardbench.commands.exit_status import OK, USAGE_ERROR
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.scoring.scorecard import fmt_rate
 
 
@@ -34,16 +36,12 @@ def run(args: argparse.Namespace) -> int:
         named = str(exc).replace("the first file", args.first).replace("the second file", args.second)
         where = "" if args.first in named or args.second in named else f"{args.first} and {args.second}: "
         print(redact(f"guardbench label-agreement: {where}{named}"), file=sys.stderr)
-        return 4
-    except DataError as exc:
-        print(redact(f"guardbench label-agreement: {exc}"), file=sys.stderr)
-        return 4
+        return USAGE_ERROR
     if not result["shared_rows"]:
-        print(redact(f"guardbench label-agreement: {args.first} and {args.second} share no id"), file=sys.stderr)
-        return 4
+        raise UsageError(f"{args.first} and {args.second} share no id")
     if args.json:
         print(json.dumps(result, indent=2, sort_keys=True))
-        return 0
+        return OK
     print(
         f"{result['shared_rows']} responses labelled in both files ({result['only_in_first']} only in the first, "
         f"{result['only_in_second']} only in the second); 95% Wilson intervals in brackets:"
@@ -58,4 +56,4 @@ def run(args: argparse.Namespace) -> int:
         )
     for row in result["disagreements"]:
         print(f"  {row['id']}: {'/'.join(map(str, row['first']))} vs {'/'.join(map(str, row['second']))}")
-    return 0
+    return OK

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.runfolder.folder import removed_on_failure
 from pytest_guardbench.runfolder.merge import merge_runs
 from pytest_guardbench.document.read import load_run
@@ -25,14 +26,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     out = Path(args.out)
     if out.exists():
-        print(redact(f"guardbench merge: {out} exists; choose a new folder"), file=sys.stderr)
-        return 4
-    try:
-        with removed_on_failure(out):
-            merge_runs([Path(d) for d in args.run_dirs], out)
-    except (OSError, ValueError) as exc:
-        print(redact(f"guardbench merge: {exc}"), file=sys.stderr)
-        return 4
+        raise UsageError(f"{out} exists; choose a new folder")
+    with removed_on_failure(out):
+        merge_runs([Path(d) for d in args.run_dirs], out)
     summary = load_run(out)
     print(f"merged {summary.coverage.expected} cases; gate {summary.gate.verdict}")
     for line in incomplete_lines(summary, "INCOMPLETE RUN: "):

@@ -6,6 +6,7 @@ import argparse
 
 from pytest_guardbench.cases.mutators import FAMILIES
 from pytest_guardbench.cases.variants import BUILTIN_VARIANTS
+from pytest_guardbench.commands.exit_status import OK
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -20,4 +21,4 @@ def run(args: argparse.Namespace) -> int:
         for mutator in BUILTIN_VARIANTS.values():
             if mutator.family == family:
                 print(f"  {mutator.name}: {mutator.description}")
-    return 0
+    return OK

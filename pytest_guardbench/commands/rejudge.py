@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
+from pytest_guardbench.errors import UsageError
 from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.runfolder.rejudge import rejudge_run
 from pytest_guardbench.document.read import load_run
@@ -39,15 +40,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
     if not (run_dir / "results.jsonl").is_file():
-        print(
-            f"guardbench rejudge: {run_dir} has no results.jsonl (expected a reports/<run-id> folder)", file=sys.stderr
-        )
-        return 4
+        raise UsageError(f"{run_dir} has no results.jsonl (expected a reports/<run-id> folder)")
     try:
         out = rejudge_run(run_dir, args.judge, root=Path.cwd(), policy=args.policy, samples=args.judge_samples)
-    except ValueError as exc:
-        print(redact(f"guardbench rejudge: {exc}"), file=sys.stderr)
-        return 4
     except ProviderError as exc:
         print(redact(f"guardbench rejudge: --judge {args.judge}: the judge failed: {exc}"), file=sys.stderr)
         return FAILED

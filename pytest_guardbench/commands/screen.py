@@ -14,6 +14,7 @@ from pytest_guardbench._util.package_data import data_path
 
 from pytest_guardbench.cases.sources import DataError
 from pytest_guardbench.cases.variants import VariantError
+from pytest_guardbench.commands.exit_status import FAILED, OK, USAGE_ERROR
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.run.screening import ScreenRequest, run_screen
 from pytest_guardbench.settings.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES
@@ -105,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
     except (ConfigError, DataError, VariantError, UsageError) as exc:
         # The run's option names read as this command's (a missing extra names its pip line itself).
         print(redact(f"guardbench screen: {str(exc).replace('--guardbench-variants', '--variants')}"), file=sys.stderr)
-        return 4
+        return USAGE_ERROR
     print(json.dumps(report, indent=2, sort_keys=True) if args.json else "\n".join(screen_lines(report)))
     if report["errors"]:
         # A guard call that failed measured nothing; like a pipeline error in a run, it fails the command.
@@ -114,8 +115,8 @@ def run(args: argparse.Namespace) -> int:
             redact(f"guardbench screen: {report['errors']} of {report['cases']} guard calls failed (first: {first})"),
             file=sys.stderr,
         )
-        return 1
-    return 0
+        return FAILED
+    return OK
 
 
 def _fmt(value: float | None) -> str:

@@ -49,7 +49,7 @@ def read_json(path: Path) -> Any:
     except RecursionError:
         raise DataError("nested too deeply", path=path) from None
     except ValueError as exc:  # a number past int()'s digit limit
-        raise DataError(f"not valid JSON ({type(exc).__name__})", path=path) from None
+        raise DataError(f"not valid JSON ({str(exc).split(';')[0]})", path=path) from None
 
 
 def read_json_object(path: Path) -> dict[str, Any]:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
+from pytest_guardbench.providers.base import ClassifyRequest, ScoringChatModel
 from pytest_guardbench.records import GuardDecision
 
 # Symmetric and strict: the verdict word must stand alone (`\b`), so "Blockchain is fine" is not a
@@ -87,3 +88,17 @@ def first_word(text: str) -> str:
     verdict is a leading Yes/No; never a substring test."""
     found = _FIRST_WORD.match(text.strip())
     return found.group(1).lower() if found else ""
+
+
+# -- raw verdicts of the classifier guards with one verdict per prompt (WildGuard, Llama Guard, Nemotron) --
+def classified_verdicts(model: ScoringChatModel, request: ClassifyRequest) -> list[str]:
+    """One raw verdict per conversation of `request`: the model's text and P(first label word), as
+    the JSON that `parse_classified` reads back."""
+    return [json.dumps({"text": o.text, "p": o.p_first}) for o in model.classify(request)]
+
+
+def parse_classified(raw: str, guard: str, parse: Callable[[str, str], GuardDecision]) -> GuardDecision:
+    """A raw verdict `classified_verdicts` wrote: the family's `parse` of the model's text, scored
+    with the probability beside it."""
+    payload = json.loads(raw)
+    return parse(payload["text"], guard).model_copy(update={"score": payload["p"]})

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_guardbench.guards.base import classified_verdicts, parse_classified
 from pytest_guardbench.providers.base import ClassifyRequest, Message, ScoringChatModel
 from pytest_guardbench.records import GuardDecision
 
@@ -52,10 +52,8 @@ class LlamaGuardAdapter:
     def screen_conversations(self, conversations: Sequence[list[Message]]) -> list[str]:
         """The chat so far, alternating and ending with the user turn: the template assesses that
         last user message in the context of the whole conversation."""
-        outputs = self.model.classify(ClassifyRequest(list(conversations), {}, ("unsafe", "safe"), max_new_tokens=12))
-        return [json.dumps({"text": o.text, "p": o.p_first}) for o in outputs]
+        request = ClassifyRequest(list(conversations), {}, ("unsafe", "safe"), max_new_tokens=12)
+        return classified_verdicts(self.model, request)
 
     def parse(self, raw: str) -> GuardDecision:
-        payload = json.loads(raw)
-        decision = parse_llama_guard(payload["text"], self.name)
-        return decision.model_copy(update={"score": payload["p"]})
+        return parse_classified(raw, self.name, parse_llama_guard)

@@ -5,11 +5,11 @@ reads "User Safety"; P(unsafe) is the unsafe/safe token mass where that value st
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pytest_guardbench._util.model_json import first_json_object
+from pytest_guardbench.guards.base import classified_verdicts, parse_classified
 from pytest_guardbench.providers.base import ClassifyRequest, Message, ScoringChatModel
 from pytest_guardbench.records import GuardDecision
 
@@ -89,11 +89,8 @@ class NemotronSafetyAdapter:
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
         conversations: list[list[Message]] = [[{"role": "user", "content": nemotron_prompt(p)}] for p in prompts]
-        outputs = self.model.classify(
-            ClassifyRequest(conversations, {}, ("unsafe", "safe"), max_new_tokens=48, verdict_after=VERDICT_AFTER)
-        )
-        return [json.dumps({"text": o.text, "p": o.p_first}) for o in outputs]
+        request = ClassifyRequest(conversations, {}, ("unsafe", "safe"), max_new_tokens=48, verdict_after=VERDICT_AFTER)
+        return classified_verdicts(self.model, request)
 
     def parse(self, raw: str) -> GuardDecision:
-        payload = json.loads(raw)
-        return parse_nemotron(payload["text"], self.name).model_copy(update={"score": payload["p"]})
+        return parse_classified(raw, self.name, parse_nemotron)

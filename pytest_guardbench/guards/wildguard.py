@@ -10,11 +10,11 @@ WildGuard's own serving example does).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_guardbench.guards.base import classified_verdicts, parse_classified
 from pytest_guardbench.providers.base import ClassifyRequest, ScoringChatModel
 from pytest_guardbench.records import GuardDecision
 
@@ -72,11 +72,8 @@ class WildGuardAdapter:
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
         texts = [self.prompt_format.replace("{prompt}", p).replace("{response}", "") for p in prompts]
-        outputs = self.model.classify(
-            ClassifyRequest(texts, {}, ("yes", "no"), max_new_tokens=32, verdict_after=VERDICT_AFTER)
-        )
-        return [json.dumps({"text": o.text, "p": o.p_first}) for o in outputs]
+        request = ClassifyRequest(texts, {}, ("yes", "no"), max_new_tokens=32, verdict_after=VERDICT_AFTER)
+        return classified_verdicts(self.model, request)
 
     def parse(self, raw: str) -> GuardDecision:
-        payload = json.loads(raw)
-        return parse_wildguard(payload["text"], self.name).model_copy(update={"score": payload["p"]})
+        return parse_classified(raw, self.name, parse_wildguard)

@@ -3,6 +3,8 @@ classifier calls of `OpenAICompatProvider`, each group of calls made by the leas
 
 from __future__ import annotations
 
+from pytest_guardbench._util.counters import add_counts
+
 import math
 from collections.abc import Sequence
 from typing import Any
@@ -114,19 +116,15 @@ class CallProcessProvider(ModelAPI):
         return [answer for future in futures for answer in future.result()]
 
 
+# What a model in call processes reports of their counters, each 0 when no process counted it.
+_PROCESS_COUNTS = ("calls", "retries", "rate_limited", "lowest_concurrency")
+
+
 def _merge_stats(per_process: list[dict[str, Any]], handed: list[int]) -> dict[str, Any]:
     """One model's counts from its call processes' own; `handed_per_process` is how the calls were shared."""
-    merged: dict[str, Any] = {"calls": 0, "retries": 0, "rate_limited": 0, "lowest_concurrency": 0}
-    endpoints: dict[str, dict[str, int]] = {}
-    for stats in per_process:
-        for key in merged:
-            merged[key] += int(stats.get(key, 0))
-        for url, counts in stats.get("endpoints", {}).items():
-            into = endpoints.setdefault(url, {})
-            for key, number in counts.items():
-                into[key] = into.get(key, 0) + int(number)
-    if endpoints:
-        merged["endpoints"] = endpoints
+    counted = [{k: v for k, v in stats.items() if k in _PROCESS_COUNTS or k == "endpoints"} for stats in per_process]
+    # Each call process holds its share of the model's concurrency, so their lowest limits add up.
+    merged = add_counts([dict.fromkeys(_PROCESS_COUNTS, 0), *counted], shared_limit=True)
     merged["processes"] = len(handed)
     # Keyed, not a list, so per-process counts add up across xdist workers like every other count.
     merged["handed_per_process"] = {f"p{i}": number for i, number in enumerate(handed, start=1)}

@@ -36,7 +36,8 @@ def _majority_of(summary: RunSummary) -> str:
     return f"{samples} answers" if samples and samples > 1 else "panel members"
 
 
-def summary_markdown(summary: RunSummary) -> str:
+def _head(summary: RunSummary) -> list[str]:
+    """The run, its stack and policy, the headline rates and the gate with every check."""
     gate = summary.gate
     definitions = summary.metric_definitions
     system = summary.scorecards.system
@@ -61,9 +62,12 @@ def summary_markdown(summary: RunSummary) -> str:
         *(line + "\n" for line in resume_lines(summary)),
     ]
     marks = {"pass": "ok", "fail": "FAIL", "inconclusive": "UNDECIDED"}
-    lines += [f"- {marks[c.status]}: {c.message}" for c in gate.checks]
-    lines += ["", "## Scorecards", ""]
-    lines += _md_table(summary.scorecards.scopes())
+    return lines + [f"- {marks[c.status]}: {c.message}" for c in gate.checks]
+
+
+def _scorecards(summary: RunSummary) -> list[str]:
+    """The scorecards (audit-corrected too, when labelled), per variant, per mutator family and flip rates."""
+    lines = ["", "## Scorecards", "", *_md_table(summary.scorecards.scopes())]
     if summary.corrected is not None:
         lines += ["", *correction_markdown(summary.corrected)]
     lines += ["", "## Per variant (system)", ""]
@@ -83,32 +87,40 @@ def summary_markdown(summary: RunSummary) -> str:
                 f"| {variant} | {fmt_rate(f.guard_flip_rate)} ({f.guard_flips}/{f.guard_pairs}) | {fmt_rate(f.outcome_flip_rate)} "
                 f"| {f.became_mishandled} | {f.became_handled} |"
             )
+    return lines
+
+
+def _conversations(summary: RunSummary) -> list[str]:
     talks = summary.conversations
-    if talks is not None:
-        lines += [
-            "",
-            "## Conversations",
-            "",
-            f"{talks.conversations} conversations ({talks.harmful} harmful and {talks.safe} safe scored), up to "
-            f"{talks.max_depth} turns. A harmful conversation is caught at the first turn the guard blocked or the "
-            "tutor refused with no unsafe reply before it; a safe one is over-blocked at the first such turn.",
-            "",
-        ]
-        lines += _md_table(talks.scorecards.scopes())
-        lines += [
-            "",
-            "| turn | harmful caught by then | 95% CI | safe over-blocked by then | 95% CI |",
-            "|---|---|---|---|---|",
-        ]
-        for caught, blocked in zip(talks.recall_by_turn, talks.over_blocking_by_turn, strict=True):
-            lines.append(
-                f"| {caught.depth} | {fmt_rate(caught.rate)} ({caught.count}/{caught.n}) | {_interval(caught.interval)} "
-                f"| {fmt_rate(blocked.rate)} ({blocked.count}/{blocked.n}) | {_interval(blocked.interval)} |"
-            )
-        if talks.first_unsafe_turn:
-            firsts = ", ".join(f"turn {d}: {n}" for d, n in talks.first_unsafe_turn.items())
-            lines += ["", f"First unsafe reply of harmful conversations, by turn: {firsts}."]
-    lines += ["", "## Per category (system)", ""]
+    if talks is None:
+        return []
+    lines = [
+        "",
+        "## Conversations",
+        "",
+        f"{talks.conversations} conversations ({talks.harmful} harmful and {talks.safe} safe scored), up to "
+        f"{talks.max_depth} turns. A harmful conversation is caught at the first turn the guard blocked or the "
+        "tutor refused with no unsafe reply before it; a safe one is over-blocked at the first such turn.",
+        "",
+        *_md_table(talks.scorecards.scopes()),
+        "",
+        "| turn | harmful caught by then | 95% CI | safe over-blocked by then | 95% CI |",
+        "|---|---|---|---|---|",
+    ]
+    for caught, blocked in zip(talks.recall_by_turn, talks.over_blocking_by_turn, strict=True):
+        lines.append(
+            f"| {caught.depth} | {fmt_rate(caught.rate)} ({caught.count}/{caught.n}) | {_interval(caught.interval)} "
+            f"| {fmt_rate(blocked.rate)} ({blocked.count}/{blocked.n}) | {_interval(blocked.interval)} |"
+        )
+    if talks.first_unsafe_turn:
+        firsts = ", ".join(f"turn {d}: {n}" for d, n in talks.first_unsafe_turn.items())
+        lines += ["", f"First unsafe reply of harmful conversations, by turn: {firsts}."]
+    return lines
+
+
+def _coverage(summary: RunSummary) -> list[str]:
+    """Per category, coverage, the judge's disagreement and the prompt-row buckets."""
+    lines = ["", "## Per category (system)", ""]
     lines += _md_table([(c, cards.system) for c, cards in summary.per_category.items()])
     cov = summary.coverage
     lines += [
@@ -128,13 +140,18 @@ def summary_markdown(summary: RunSummary) -> str:
             f"{_majority_of(summary)} did not all give the same labels.",
         ]
     buckets = summary.prompt_row_buckets
-    lines += [
+    return lines + [
         "",
         "## Prompt-row buckets",
         "",
         f"{buckets.rows} rows: fully correct {buckets.fully_correct.count}, partially incorrect "
         f"{buckets.partially_incorrect.count}, consistently incorrect {buckets.consistently_incorrect.count}.",
     ]
+
+
+def _guards(summary: RunSummary) -> list[str]:
+    """The guard's decisions per label and its threshold sweeps."""
+    lines = []
     if summary.guard_decisions:
         lines += ["", "## Guardrail decisions", ""]
         for guard, split in summary.guard_decisions.items():
@@ -157,57 +174,84 @@ def summary_markdown(summary: RunSummary) -> str:
             f"{result.n} scored cases ({result.positives} harmful): ROC AUC {fmt_rate(result.roc_auc)}, "
             f"average precision {fmt_rate(result.average_precision)}; for recall >= {result.target_recall:g}, {at}.",
         ]
+    return lines
+
+
+def _usage(summary: RunSummary) -> list[str]:
+    """Time per stage, and the tutor's and attacker's tokens and cost."""
     usage = summary.run.usage
-    if usage:
-        lines += ["", "## Time and tokens", "", "| stage | cases | p50 s | p95 s | total s |", "|---|---|---|---|---|"]
-        for stage, t in usage.stages.items():
-            lines.append(f"| {stage} | {t.cases} | {fmt_rate(t.p50_s)} | {fmt_rate(t.p95_s)} | {t.total_s:.1f} |")
-        tokens = usage.tutor_tokens
-        cost = "unknown" if usage.tutor_cost_usd is None else f"${usage.tutor_cost_usd:.4f}"
-        note = f" ({usage.cost_note})" if usage.cost_note else ""
+    if not usage:
+        return []
+    lines = ["", "## Time and tokens", "", "| stage | cases | p50 s | p95 s | total s |", "|---|---|---|---|---|"]
+    for stage, t in usage.stages.items():
+        lines.append(f"| {stage} | {t.cases} | {fmt_rate(t.p50_s)} | {fmt_rate(t.p95_s)} | {t.total_s:.1f} |")
+    tokens = usage.tutor_tokens
+    cost = "unknown" if usage.tutor_cost_usd is None else f"${usage.tutor_cost_usd:.4f}"
+    note = f" ({usage.cost_note})" if usage.cost_note else ""
+    lines += [
+        "",
+        f"Tutor: {tokens.answers} answers, prompt tokens {tokens.prompt_tokens if tokens.prompt_tokens is not None else 'unknown'}, "
+        f"completion tokens {tokens.completion_tokens if tokens.completion_tokens is not None else 'unknown'}, cost {cost}{note}.",
+    ]
+    attacker = usage.attacker_tokens
+    if attacker is not None:
+        spent = "unknown" if usage.attacker_cost_usd is None else f"${usage.attacker_cost_usd:.4f}"
         lines += [
             "",
-            f"Tutor: {tokens.answers} answers, prompt tokens {tokens.prompt_tokens if tokens.prompt_tokens is not None else 'unknown'}, "
-            f"completion tokens {tokens.completion_tokens if tokens.completion_tokens is not None else 'unknown'}, cost {cost}{note}.",
+            f"Attacker ({', '.join(attacker.models)}): {attacker.answers} turns written, prompt tokens "
+            f"{attacker.prompt_tokens if attacker.prompt_tokens is not None else 'unknown'}, completion tokens "
+            f"{attacker.completion_tokens if attacker.completion_tokens is not None else 'unknown'}, cost {spent}.",
         ]
-        attacker = usage.attacker_tokens
-        if attacker is not None:
-            spent = "unknown" if usage.attacker_cost_usd is None else f"${usage.attacker_cost_usd:.4f}"
-            lines += [
-                "",
-                f"Attacker ({', '.join(attacker.models)}): {attacker.answers} turns written, prompt tokens "
-                f"{attacker.prompt_tokens if attacker.prompt_tokens is not None else 'unknown'}, completion tokens "
-                f"{attacker.completion_tokens if attacker.completion_tokens is not None else 'unknown'}, cost {spent}.",
-            ]
+    return lines
+
+
+def _judge_quality(summary: RunSummary) -> list[str]:
+    """The judge against human labels, when the run checked it."""
     quality = summary.judge_quality
-    if quality and quality.error is None:
+    if not quality or quality.error is not None:
+        return []
+    lines = [
+        "",
+        f"## Judge quality ({quality.labels_file})",
+        "",
+        f"{quality.judge}: agreement {fmt_rate(quality.agreement)}, Cohen's kappa {fmt_rate(quality.cohen_kappa)}, "
+        f"over-block {fmt_rate(quality.over_block_rate)}, miss {fmt_rate(quality.miss_rate)}, malformed {fmt_rate(quality.malformed_rate)} "
+        f"over {quality.rows} labelled responses.",
+        "",
+    ]
+    if "answer_mode_agreement" in quality.model_fields_set:
         lines += [
-            "",
-            f"## Judge quality ({quality.labels_file})",
-            "",
-            f"{quality.judge}: agreement {fmt_rate(quality.agreement)}, Cohen's kappa {fmt_rate(quality.cohen_kappa)}, "
-            f"over-block {fmt_rate(quality.over_block_rate)}, miss {fmt_rate(quality.miss_rate)}, malformed {fmt_rate(quality.malformed_rate)} "
-            f"over {quality.rows} labelled responses.",
+            f"Answer mode agreement {fmt_rate(quality.answer_mode_agreement)} over {quality.answer_mode_rows} rows.",
             "",
         ]
-        if "answer_mode_agreement" in quality.model_fields_set:
-            lines += [
-                f"Answer mode agreement {fmt_rate(quality.answer_mode_agreement)} over {quality.answer_mode_rows} rows.",
-                "",
-            ]
-        if "policy_label_agreement" in quality.model_fields_set:
-            lines += [
-                f"Policy label agreement {fmt_rate(quality.policy_label_agreement)} over {quality.policy_label_rows} rows.",
-                "",
-            ]
-        lines += ["| bucket | rows | agreement | over-block | miss |", "|---|---|---|---|---|"]
-        for bucket, b in (quality.per_bucket or {}).items():
-            lines.append(
-                f"| {bucket} | {b.rows} | {fmt_rate(b.agreement)} | {fmt_rate(b.over_block_rate)} | {fmt_rate(b.miss_rate)} |"
-            )
+    if "policy_label_agreement" in quality.model_fields_set:
+        lines += [
+            f"Policy label agreement {fmt_rate(quality.policy_label_agreement)} over {quality.policy_label_rows} rows.",
+            "",
+        ]
+    lines += ["| bucket | rows | agreement | over-block | miss |", "|---|---|---|---|---|"]
+    for bucket, b in (quality.per_bucket or {}).items():
+        lines.append(
+            f"| {bucket} | {b.rows} | {fmt_rate(b.agreement)} | {fmt_rate(b.over_block_rate)} | {fmt_rate(b.miss_rate)} |"
+        )
+    return lines
+
+
+def _closing(summary: RunSummary) -> list[str]:
+    """A low-confidence scorecard said again, and the run's warnings."""
+    lines = []
     confidence = summary.confidence
     if confidence and confidence.level == "low":
         lines += ["", f"**Low-confidence scorecard:** {confidence.reason}."]
     if summary.warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in summary.warnings]
-    return "\n".join(lines) + "\n"
+    return lines
+
+
+# summary.md's sections, in order: each gives its lines (none when the run has nothing to show there).
+_SECTIONS = (_head, _scorecards, _conversations, _coverage, _guards, _usage, _judge_quality, _closing)
+
+
+def summary_markdown(summary: RunSummary) -> str:
+    """summary.md of a run."""
+    return "\n".join(line for section in _SECTIONS for line in section(summary)) + "\n"

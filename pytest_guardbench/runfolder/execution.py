@@ -8,32 +8,23 @@ from typing import Any
 
 from pytest_guardbench.document.execution import Execution, ResumeFacts
 from pytest_guardbench.document.judging import StoredCheck
+from pytest_guardbench._util.counters import add_counts
 
 
 def merged_execution(
-    parts: Iterable[Mapping[str, Any]], *, judge_check: StoredCheck | None = None, resume: ResumeFacts | None = None
+    parts: Iterable[Mapping[str, Any]],
+    *,
+    judge_check: StoredCheck | None = None,
+    resume: ResumeFacts | None = None,
+    shared_limit: bool = True,
 ) -> Execution:
-    """Each process's counters added up, with where the judge check came from and a resume's source."""
-    merged = merge_counts(list(parts))
+    """Each part's counters added up (`add_counts`: `shared_limit` says whether the parts split one
+    concurrency limit), with where the judge check came from and a resume's source. By default the
+    parts are the processes of one run, which split its concurrency (each xdist worker holds
+    concurrency / workers: `run.stack.shared_concurrency`), so `-n 2` reports the limit `-n 0` does."""
+    merged = add_counts(parts, shared_limit=shared_limit)
     if judge_check is not None:
         merged["judge_check"] = judge_check.model_dump(mode="json")
     if resume is not None:
         merged["resume"] = resume.model_dump(mode="json")
     return Execution.model_validate(merged)
-
-
-def merge_counts(parts: list[Mapping[str, Any]]) -> dict[str, Any]:
-    """Add up per-process counters (nested dicts of numbers); `lowest_*` keys keep the minimum and
-    strings (a mode, a path) keep the first value seen."""
-    merged: dict[str, Any] = {}
-    for part in parts:
-        for key, value in part.items():
-            if isinstance(value, dict):
-                merged[key] = merge_counts([merged.get(key, {}), value])
-            elif isinstance(value, bool) or not isinstance(value, int | float):
-                merged.setdefault(key, value)
-            elif key.startswith("lowest") and key in merged:
-                merged[key] = min(merged[key], value)
-            else:
-                merged[key] = merged.get(key, 0) + value
-    return merged

@@ -182,86 +182,113 @@ def load_seed_results(
 ) -> SeedImport:
     """One record per generation. `safety_source` is "llm_judge" or "rules"; by default it is read from
     the rows (any row with `safety_source: llm_judge` makes it an LLM-judge run). Errors name the file and line."""
-    pack_name = slug(pack or path.stem)
-    _, rows = read_jsonl(path, path.read_text(encoding="utf-8"))
+    rows = _seed_rows(path)
+    recorded = any(isinstance(r, dict) and r.get("safety_source") == "llm_judge" for _, r in rows)
+    use_judge = (safety_source or ("llm_judge" if recorded else "rules")) == "llm_judge"
+    reader = _SeedReader(path, slug(pack or path.stem), harmful_categories, use_judge)
+    records = [record for location, row in rows for record in reader.records(location, row)]
+    return SeedImport(records=records, safety_source="llm_judge" if use_judge else "rules", notes=reader.notes)
+
+
+def _seed_rows(path: Path) -> list[tuple[str, Any]]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text (byte {exc.start})", path=path) from None
+    _, rows = read_jsonl(path, text)
     if not rows:
         raise DataError(f"{path}: no rows")
-    use_judge = (
-        safety_source
-        or (
-            "llm_judge"
-            if any(isinstance(r, dict) and r.get("safety_source") == "llm_judge" for _, r in rows)
-            else "rules"
-        )
-    ) == "llm_judge"
-    notes: Counter[str] = Counter()
-    records: list[CaseRecord] = []
-    item_ids: set[str] = set()
-    for location, row in rows:
-        where = f"{path}: {location}"
+    return rows
+
+
+@dataclass
+class _SeedReader:
+    """The records of one seed file's rows, read in order: the ids given so far (a repeated one is made
+    unique) and what had to be inferred (`notes`)."""
+
+    path: Path
+    pack: str
+    harmful_categories: Sequence[str]
+    use_judge: bool
+    notes: Counter[str] = field(default_factory=Counter)
+    item_ids: set[str] = field(default_factory=set)
+
+    def records(self, location: str, row: Any) -> list[CaseRecord]:
+        """One record per generation of the row at `location` ("line N")."""
+        where = f"{self.path}: {location}"
         if not isinstance(row, dict) or not isinstance(row.get("prompt_text"), str):
             raise DataError(f"{where}: a seed row needs prompt_text")
         metadata = row.get("metadata") or {}
         try:
-            is_harmful, label_source = _row_label(row, metadata, harmful_categories)
+            is_harmful, label_source = _row_label(row, metadata, self.harmful_categories)
         except ValueError as exc:
             raise DataError(f"{where}: {exc}") from None
         variant = variant_slug(str(metadata.get("variant") or row.get("variant") or "unknown"))
         base = slug(
             str(metadata.get("base_prompt_id") or row.get("id") or metadata.get("id") or location.replace(" ", "-"))
         )
-        item_id = slug(str(row.get("id") or metadata.get("id") or f"{base}-{variant}"))
-        if item_id in item_ids:  # the seed scores every row on its own, even two with the same prompt id and variant
-            item_id = f"{item_id}-{slug(location)}"
-            notes["rows_with_a_repeated_id"] += 1
-        item_ids.add(item_id)
+        item_id = self._unique_id(slug(str(row.get("id") or metadata.get("id") or f"{base}-{variant}")), location)
         generations = row.get("generations") or []
         declared = row.get("n_generations")
         count = declared if isinstance(declared, int) and not isinstance(declared, bool) else len(generations)
         if count <= 0:
             raise DataError(f"{where}: the row has no generations")
         guarded = _has_guardrail(row)
-        for index in range(count):
-            generation = generations[index] if index < len(generations) else {}
-            raw = (generation.get("raw") if isinstance(generation, dict) else None) or {}
-            text = str(generation.get("text") or "") if isinstance(generation, dict) else str(generation)
-            # The seed reads an empty generation as the text of its own repr (never a non-answer).
-            judged_text = text or (str(generation) if isinstance(generation, dict) else "")
-            status = _status(row, generation, index)
-            guard = None
-            if guarded:
-                known = cast(GuardStatus, status) if status in ("allow", "block", "malformed") else "malformed"
-                guard = GuardDecision(
-                    guard=str(row.get("guardrail_model") or "seed-guard"),
-                    status=known,
-                    reason=f"recorded status {status}",
-                    raw=str(status),
-                )
-            blocked = str(raw.get("finish_reason") or "").lower() == "guardrail_blocked" or status == "block"
-            records.append(
-                CaseRecord(
-                    case_id=f"{pack_name}.{item_id}.{variant}.k{index}",
-                    pack=pack_name,
-                    item_id=item_id,
-                    base_prompt_id=base,
-                    variant=variant,
-                    sample_index=index,
-                    category=category_of(metadata),
-                    is_harmful=is_harmful,
-                    label_source=label_source,  # type: ignore[arg-type]
-                    prompt_text=row["prompt_text"],
-                    guard=guard,
-                    tutor_ran=(not guarded) or status == "allow",
-                    response=TutorReply(
-                        text=text,
-                        source="guard_block" if blocked else "tutor",
-                        model=str(row.get("model_name") or "seed"),
-                        finish_reason=raw.get("finish_reason"),
-                    ),
-                    judge=_verdict(row, index, judged_text, raw, use_judge, notes),
-                )
+        case = {
+            "pack": self.pack,
+            "item_id": item_id,
+            "base_prompt_id": base,
+            "variant": variant,
+            "category": category_of(metadata),
+            "is_harmful": is_harmful,
+            "label_source": label_source,
+            "prompt_text": row["prompt_text"],
+        }
+        return [
+            self._record(row, case, generations[index] if index < len(generations) else {}, index, guarded)
+            for index in range(count)
+        ]
+
+    def _unique_id(self, item_id: str, location: str) -> str:
+        # The seed scores every row on its own, even two with the same prompt id and variant.
+        if item_id in self.item_ids:
+            item_id = f"{item_id}-{slug(location)}"
+            self.notes["rows_with_a_repeated_id"] += 1
+        self.item_ids.add(item_id)
+        return item_id
+
+    def _record(
+        self, row: dict[str, Any], case: dict[str, Any], generation: Any, index: int, guarded: bool
+    ) -> CaseRecord:
+        raw = (generation.get("raw") if isinstance(generation, dict) else None) or {}
+        text = str(generation.get("text") or "") if isinstance(generation, dict) else str(generation)
+        # The seed reads an empty generation as the text of its own repr (never a non-answer).
+        judged_text = text or (str(generation) if isinstance(generation, dict) else "")
+        status = _status(row, generation, index)
+        guard = None
+        if guarded:
+            known = cast(GuardStatus, status) if status in ("allow", "block", "malformed") else "malformed"
+            guard = GuardDecision(
+                guard=str(row.get("guardrail_model") or "seed-guard"),
+                status=known,
+                reason=f"recorded status {status}",
+                raw=str(status),
             )
-    return SeedImport(records=records, safety_source="llm_judge" if use_judge else "rules", notes=notes)
+        blocked = str(raw.get("finish_reason") or "").lower() == "guardrail_blocked" or status == "block"
+        return CaseRecord(
+            case_id=f"{self.pack}.{case['item_id']}.{case['variant']}.k{index}",
+            sample_index=index,
+            guard=guard,
+            tutor_ran=(not guarded) or status == "allow",
+            response=TutorReply(
+                text=text,
+                source="guard_block" if blocked else "tutor",
+                model=str(row.get("model_name") or "seed"),
+                finish_reason=raw.get("finish_reason"),
+            ),
+            judge=_verdict(row, index, judged_text, raw, self.use_judge, self.notes),
+            **case,
+        )
 
 
 def seed_summary_differences(seed_summary: dict[str, Any], ours: RunMetrics) -> list[str]:

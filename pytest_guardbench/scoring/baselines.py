@@ -4,13 +4,15 @@ scope against a committed scorecard snapshot (within a tolerance). Pure, like th
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal
 
 
 from pytest_guardbench.document.metrics import RunMetrics
 from pytest_guardbench.document.scorecards import Scorecard
 from pytest_guardbench.document.gate import GateCheck
 from pytest_guardbench.document.gate import BaselineComparison
+from pytest_guardbench.document.gate import CheckStatus
+from pytest_guardbench.scoring.gates import gate_check
 
 
 def mcnemar_exact_p(regressions: int, improvements: int) -> float:
@@ -44,9 +46,7 @@ def compare_with_baseline(
 
 def _refused(comparison: BaselineComparison, message: str) -> GateCheck:
     """A baseline check that fails because nothing could be compared fairly."""
-    return GateCheck(
-        name="baseline", value=None, threshold=comparison.alpha, comparison=">=", status="fail", message=message
-    )
+    return gate_check("baseline", comparison.alpha, ">=", message)
 
 
 def baseline_check(comparison: BaselineComparison) -> GateCheck:
@@ -69,17 +69,13 @@ def baseline_check(comparison: BaselineComparison) -> GateCheck:
         )
     b, c = len(comparison.regressions), len(comparison.improvements)
     significant = comparison.significant_regression
-    return GateCheck(
-        name="baseline",
-        value=comparison.mcnemar_p,
-        threshold=comparison.alpha,
-        comparison=">=",
-        status="fail" if significant else "pass",
-        message=(
-            f"against baseline: {b} regression(s), {c} improvement(s) over {comparison.paired} paired cases, "
-            f"McNemar p={comparison.mcnemar_p:.4g} ({'significant regression' if significant else 'no significant regression'} at {comparison.alpha:g})"
-        ),
+    message = (
+        f"against baseline: {b} regression(s), {c} improvement(s) over {comparison.paired} paired cases, "
+        f"McNemar p={comparison.mcnemar_p:.4g} ({'significant regression' if significant else 'no significant regression'} at {comparison.alpha:g})"
     )
+    # Decided by the regressions' significance, not by p alone: a small p from improvements passes.
+    status: CheckStatus = "fail" if significant else "pass"
+    return gate_check("baseline", comparison.alpha, ">=", message, value=comparison.mcnemar_p, status=status)
 
 
 SCORECARD_METRICS = (("recall", "higher"), ("false_positive_rate", "lower"), ("balanced_error_rate", "lower"))
@@ -110,11 +106,7 @@ def compare_scorecard(current: dict[str, Any], stored: dict[str, Any], tolerance
     )  # snapshots before policies were refusal-scored
     if stored_policy != policy:
         message = f"scorecard snapshot was written under policy {stored_policy}, this run scores under {policy}; accept it with --snapshot-update"
-        return [
-            GateCheck(
-                name="scorecard.policy", value=None, threshold=0.0, comparison=">=", status="fail", message=message
-            )
-        ]
+        return [gate_check("scorecard.policy", 0.0, ">=", message)]
     checks = []
     scopes = [("system", current["system"], stored.get("system", {}))]
     scopes += [
@@ -130,14 +122,18 @@ def compare_scorecard(current: dict[str, Any], stored: dict[str, Any], tolerance
             limit = before[metric] - tolerance if better == "higher" else before[metric] + tolerance
             worse = now[metric] < limit if better == "higher" else now[metric] > limit
             op = ("<" if better == "higher" else ">") if worse else (">=" if better == "higher" else "<=")
+            message = f"{metric} ({scope}) {now[metric]:.4g} {op} stored {before[metric]:.4g} {'-' if better == 'higher' else '+'} tolerance {tolerance:g}"
+            # Decided against the exact limit; the check shows it rounded.
+            status: CheckStatus = "fail" if worse else "pass"
+            comparison: Literal[">=", "<="] = ">=" if better == "higher" else "<="
             checks.append(
-                GateCheck(
-                    name=f"scorecard[{scope}].{metric}",
+                gate_check(
+                    f"scorecard[{scope}].{metric}",
+                    round(limit, 6),
+                    comparison,
+                    message,
                     value=now[metric],
-                    threshold=round(limit, 6),
-                    comparison=">=" if better == "higher" else "<=",
-                    status="fail" if worse else "pass",
-                    message=f"{metric} ({scope}) {now[metric]:.4g} {op} stored {before[metric]:.4g} {'-' if better == 'higher' else '+'} tolerance {tolerance:g}",
+                    status=status,
                 )
             )
     return checks

@@ -12,6 +12,7 @@ import json
 import os
 import re
 import tomllib
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -152,78 +153,12 @@ class Settings(BaseModel):
         root: Path,
         invocation_dir: Path,
     ) -> Settings:
-        origins = origins or {}
-
-        def resolve(name: str, raw: str | Path) -> Path:
-            base = invocation_dir if origins.get(name) == "cli" else root
-            path = Path(os.path.expanduser(str(raw)))
-            return path if path.is_absolute() else (base / path)
-
-        threshold_names = (
-            "min_recall",
-            "max_fpr",
-            "max_ber",
-            "min_coverage",
-            "max_errors",
-            "max_flip_rate",
-            "max_empty_rate",
-        )
-        thresholds = {name: values.pop(name) for name in threshold_names if name in values}
-        if "gate_interval" in values:
-            thresholds["interval"] = values.pop("gate_interval")
-        if "zero_tolerance" in values:
-            thresholds["zero_tolerance_categories"] = tuple(c.lower() for c in values.pop("zero_tolerance"))
-        thresholds.update(scoped_thresholds(values.pop("scoped_thresholds", {})))
-
-        def resolve_data(name: str, raw: str | Path, folders: tuple[str, ...]) -> Path:
-            # A bare name that is no file names a shipped pack or dataset (`--guardbench-data=child_safety_v1`).
-            path = resolve(name, raw)
-            text = str(raw)
-            if path.exists() or "/" in text or os.sep in text or text.startswith("~"):
-                return path
-            shipped = shipped_file(text, folders)
-            if shipped is not None:
-                return shipped
-            if Path(text).suffix:
-                return path  # a missing file name: its loader says "file not found"
-            raise ConfigError(
-                f"{OPTIONS_BY_NAME[name].label}: {text!r} is neither a file nor a shipped name "
-                f"({describe_shipped(folders)})"
-            )
-
-        if "data" in values:
-            values["data"] = tuple(resolve_data("data", p, (PACKS, DATASETS)) for p in values["data"])
-        for labels_field in ("judge_check", "labels"):
-            if labels_field in values:
-                values[labels_field] = resolve_data(labels_field, values[labels_field], (DATASETS,))
-        for path_field in (
-            "report_dir",
-            "model_cache",
-            "baseline",
-            "scorecard_snapshot",
-            "cache_path",
-            "resume",
-        ):
-            if path_field in values:
-                values[path_field] = resolve(path_field, values[path_field])
-        values.setdefault("report_dir", root / "reports")
-        values.setdefault("cache_path", root / ".guardbench" / "cache.sqlite")
-        unknown_roles = [r for r in values.get("batch_api", ()) if r not in (*ROLES, "all")]
-        if unknown_roles:
-            raise ConfigError(
-                f"--guardbench-batch-api: {unknown_roles[0]!r} is not a role; use guardrail, tutor, judge or all"
-            )
-        for list_field in ("variants", "exclude_variants", "harmful_categories", "batch_api"):
-            if list_field in values:
-                values[list_field] = tuple(values[list_field])
-        if "harmful_categories" in values:
-            values["harmful_categories"] = tuple(c.lower() for c in values["harmful_categories"])
-        if origins.get("attacker_turns") and not values.get("attacker"):
-            # Turns of attack conversations a run does not have: the value would change nothing.
-            raise ConfigError(
-                f"{OPTIONS_BY_NAME['attacker_turns'].label} {values['attacker_turns']}: has no effect without "
-                f"{OPTIONS_BY_NAME['attacker'].label} (no attack conversations run)"
-            )
+        """Settings from option values by name; `origins` says where each came from ("cli" paths are
+        relative to the invocation folder). `values` is consumed: the thresholds are taken out of it."""
+        resolver = _PathResolver(origins or {}, root, invocation_dir)
+        thresholds = _thresholds(values)
+        _resolve_paths(values, resolver)
+        _check_lists(values, resolver.origins)
         try:
             return cls(thresholds=Thresholds(**thresholds), **values)
         except ValidationError as exc:
@@ -255,6 +190,93 @@ class Settings(BaseModel):
     def public_view(self) -> dict[str, Any]:
         """Settings as written into meta.json (no secrets live here: keys are read from env vars by name)."""
         return self.model_dump(mode="json")
+
+
+_THRESHOLD_NAMES = (
+    "min_recall",
+    "max_fpr",
+    "max_ber",
+    "min_coverage",
+    "max_errors",
+    "max_flip_rate",
+    "max_empty_rate",
+)
+_PATH_FIELDS = ("report_dir", "model_cache", "baseline", "scorecard_snapshot", "cache_path", "resume")
+
+
+def _thresholds(values: dict[str, Any]) -> dict[str, Any]:
+    """The gate's thresholds, taken out of `values` (what is left are the settings' own fields)."""
+    thresholds = {name: values.pop(name) for name in _THRESHOLD_NAMES if name in values}
+    if "gate_interval" in values:
+        thresholds["interval"] = values.pop("gate_interval")
+    if "zero_tolerance" in values:
+        thresholds["zero_tolerance_categories"] = tuple(c.lower() for c in values.pop("zero_tolerance"))
+    thresholds.update(scoped_thresholds(values.pop("scoped_thresholds", {})))
+    return thresholds
+
+
+@dataclass(frozen=True)
+class _PathResolver:
+    """A relative path is relative to the invocation folder when given on the command line, else to the rootdir."""
+
+    origins: dict[str, str]
+    root: Path
+    invocation_dir: Path
+
+    def path(self, name: str, raw: str | Path) -> Path:
+        base = self.invocation_dir if self.origins.get(name) == "cli" else self.root
+        path = Path(os.path.expanduser(str(raw)))
+        return path if path.is_absolute() else (base / path)
+
+    def data(self, name: str, raw: str | Path, folders: tuple[str, ...]) -> Path:
+        # A bare name that is no file names a shipped pack or dataset (`--guardbench-data=child_safety_v1`).
+        path = self.path(name, raw)
+        text = str(raw)
+        if path.exists() or "/" in text or os.sep in text or text.startswith("~"):
+            return path
+        shipped = shipped_file(text, folders)
+        if shipped is not None:
+            return shipped
+        if Path(text).suffix:
+            return path  # a missing file name: its loader says "file not found"
+        raise ConfigError(
+            f"{OPTIONS_BY_NAME[name].label}: {text!r} is neither a file nor a shipped name "
+            f"({describe_shipped(folders)})"
+        )
+
+
+def _resolve_paths(values: dict[str, Any], resolver: _PathResolver) -> None:
+    """Every file and folder setting in `values` as a path, and the run folder's and the cache's defaults."""
+    if "data" in values:
+        values["data"] = tuple(resolver.data("data", p, (PACKS, DATASETS)) for p in values["data"])
+    for labels_field in ("judge_check", "labels"):
+        if labels_field in values:
+            values[labels_field] = resolver.data(labels_field, values[labels_field], (DATASETS,))
+    for path_field in _PATH_FIELDS:
+        if path_field in values:
+            values[path_field] = resolver.path(path_field, values[path_field])
+    values.setdefault("report_dir", resolver.root / "reports")
+    values.setdefault("cache_path", resolver.root / ".guardbench" / "cache.sqlite")
+
+
+def _check_lists(values: dict[str, Any], origins: dict[str, str]) -> None:
+    """The list settings as tuples (categories lower-cased); a role or attacker setting that cannot apply refused."""
+    unknown_roles = [r for r in values.get("batch_api", ()) if r not in (*ROLES, "all")]
+    if unknown_roles:
+        raise ConfigError(
+            f"--guardbench-batch-api: {unknown_roles[0]!r} is not a role; use guardrail, tutor, judge or all"
+        )
+    for list_field in ("variants", "exclude_variants", "harmful_categories", "batch_api"):
+        if list_field in values:
+            values[list_field] = tuple(values[list_field])
+    if "harmful_categories" in values:
+        values["harmful_categories"] = tuple(c.lower() for c in values["harmful_categories"])
+    if origins.get("attacker_turns") and not values.get("attacker"):
+        # Turns of attack conversations a run does not have: the value would change nothing.
+        raise ConfigError(
+            f"{OPTIONS_BY_NAME['attacker_turns'].label} {values['attacker_turns']}: has no effect without "
+            f"{OPTIONS_BY_NAME['attacker'].label} (no attack conversations run)"
+        )
 
 
 def _toml_key(name: str) -> str:

@@ -22,13 +22,8 @@ from pytest_guardbench.audit.estimator import (
     corrected_mean,
 )
 from pytest_guardbench.document.correction import CorrectedMetric
-from pytest_guardbench.audit.correction import (
-    AuditLabel,
-    AuditUnit,
-    correct_run,
-    inclusion_probabilities,
-    judge_on_this_run,
-)
+from pytest_guardbench.audit.units import AuditLabel, AuditUnit
+from pytest_guardbench.audit.correction import correct_run, inclusion_probabilities, judge_on_this_run
 from pytest_guardbench.audit.plan import plan_audit
 from pytest_guardbench.scoring.intervals import Z_95, wilson_interval
 

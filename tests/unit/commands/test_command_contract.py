@@ -5,6 +5,7 @@ no key in what it prints."""
 from __future__ import annotations
 
 import errno
+import json
 import sys
 from pathlib import Path
 
@@ -174,3 +175,23 @@ def test_a_reader_that_went_away_is_not_a_bug(capsys, monkeypatch, pack):
     monkeypatch.setattr(expand, "run", run)
     assert main(["expand", str(pack)]) == 1
     assert capsys.readouterr().err == ""
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["audit", "RUN", "--plan"], ["compare", "RUN", "RUN"], ["correct", "RUN", "--labels", "RUN/labels.jsonl"]],
+    ids=["audit", "compare", "correct"],
+)
+def test_a_number_past_pythons_digit_limit_is_bad_input_naming_the_file(capsys, tmp_path, argv):
+    from tests.fuzz.runs import write_run
+
+    run = write_run(tmp_path / "run")
+    label = {"id": "p.i0.original", "prompt": "q", "response": "r", "human_label": "safe", "design": "random"}
+    (run / "labels.jsonl").write_text(json.dumps({**label, "inclusion_probability": 0.5}) + "\n", encoding="utf-8")
+    (run / "summary.json").write_text('{"run": ' + "9" * 5000 + "}", encoding="utf-8")
+    assert main([str(run) + a[3:] if a.startswith("RUN") else a for a in argv]) == 4
+    err = capsys.readouterr().err
+    assert (
+        err
+        == f"guardbench {argv[0]}: {run / 'summary.json'}: not valid JSON (Exceeds the limit (4300 digits) for integer string conversion: value has 5000 digits)\n"
+    )

@@ -5,6 +5,7 @@ exercises which rule, and holds the summary worked out by hand)."""
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -175,3 +176,25 @@ def test_unknown_answer_modes_and_missing_labels_are_counted_not_guessed_silentl
     assert (
         second.judge.response_safety is None and imported.notes["response_safety_missing"] == 1
     )  # not scored, counted
+
+
+def test_a_seed_file_that_is_not_utf8_is_one_line_naming_it(seed_run, tmp_path, capsys):
+    results = seed_run / "results.jsonl"
+    results.write_bytes(results.read_bytes() + b"\xe9\xff\n")
+    assert main(["import-seed", str(results), "--out", str(tmp_path / "run")]) == 4
+    err = capsys.readouterr().err
+    assert err.startswith(f"guardbench import-seed: {results}: not UTF-8 text (byte ") and err.count("\n") == 1
+    assert not (tmp_path / "run").exists()
+
+
+def test_half_a_surrogate_pair_in_a_seed_row_is_written_as_a_replacement_character(seed_run, tmp_path):
+    results = seed_run / "results.jsonl"
+    rows = [json.loads(line) for line in results.read_text().splitlines()]
+    rows = [{**row, "guardrail_model": "guard \ud83d cut"} if row.get("guardrail_model") else row for row in rows]
+    results.write_text("".join(json.dumps(row) + "\n" for row in rows))  # the escape itself is plain ASCII
+    assert main(["import-seed", str(results), "--out", str(tmp_path / "run")]) == 0
+    # U+FFFD where the half pair stood (pydantic's JSON dump puts one per byte of its UTF-8 form).
+    named = re.compile("guard \ufffd+ cut")
+    summary = json.loads((tmp_path / "run" / "summary.json").read_text(encoding="utf-8"))
+    assert any(named.fullmatch(guard) for guard in summary["guard_decisions"])
+    assert named.search((tmp_path / "run" / "summary.md").read_text(encoding="utf-8"))

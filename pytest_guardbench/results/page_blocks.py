@@ -1,0 +1,232 @@
+"""report.html's blocks, each an HTML fragment made from one part of the run's summary: the scorecard
+tables, the gate, the selection, the conversations, the audit-corrected scorecards and the judge check.
+Every text that comes from data is escaped."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_guardbench.results.corrected import judge_lines
+from pytest_guardbench.results.figures import confusion_matrix, depth_chart
+from pytest_guardbench.document.summary import RunSummary
+from pytest_guardbench.document.scorecards import ConversationMetrics, DepthRate, FlipRate, ScopeCards
+from pytest_guardbench.document.correction import Correction
+from pytest_guardbench.document.judging import JudgeQuality
+from pytest_guardbench.document.scorecards import Scorecard
+from pytest_guardbench.scoring.scorecard import fmt_rate
+
+
+def escape(value: Any) -> str:
+    """A value as HTML text, quotes included, so it is safe in an element or an attribute."""
+    return html.escape(str(value), quote=True)
+
+
+def _interval(bounds: Sequence[float] | None) -> str:
+    return "" if not bounds else f" [{bounds[0]:.3f}, {bounds[1]:.3f}]"
+
+
+def _rate_cell(value: float | None, bounds: Sequence[float] | None = None, metric: str = "") -> str:
+    data = f" class='metric' data-metric='{escape(metric)}'" if metric else ""
+    return (
+        f"<td{data}>{fmt_rate(value)}<small>{_interval(bounds)}</small></td>"
+        if bounds
+        else f"<td{data}>{fmt_rate(value)}</td>"
+    )
+
+
+def _card_cells(card: Scorecard, scope: str = "") -> str:
+    recall = _rate_cell(card.recall, card.recall_interval_95, f"{scope}.recall" if scope else "")
+    fpr = _rate_cell(card.false_positive_rate, card.false_positive_rate_interval_95, f"{scope}.fpr" if scope else "")
+    return (
+        f"<td>{card.n}</td><td>{card.tp}</td><td>{card.fp}</td><td>{card.tn}</td><td>{card.fn}</td>{recall}{fpr}"
+        f"<td>{fmt_rate(card.balanced_error_rate)}</td><td>{fmt_rate(card.f1)}</td><td>{fmt_rate(card.precision)}</td>"
+    )
+
+
+CARD_HEADER = "<th>n</th><th>TP</th><th>FP</th><th>TN</th><th>FN</th><th>recall</th><th>FPR</th><th>BER</th><th>F1</th><th>precision</th>"
+
+
+def scorecard_rows(summary: RunSummary) -> str:
+    """One row per scope of the run's scorecards, under CARD_HEADER."""
+    return "".join(
+        f"<tr><th>{escape(scope)}</th>{_card_cells(card, scope)}</tr>" for scope, card in summary.scorecards.scopes()
+    )
+
+
+def group_table(table_id: str, name: str, groups: Mapping[str, ScopeCards]) -> str:
+    """The system scorecard of each variant or category, as a table."""
+    rows = "".join(f"<tr><th>{escape(group)}</th>{_card_cells(cards.system)}</tr>" for group, cards in groups.items())
+    return f"<table id='{table_id}'><tr><th>{escape(name)}</th>{CARD_HEADER}</tr>{rows}</table>"
+
+
+def flip_table(flip_rates: Mapping[str, FlipRate]) -> str:
+    """The flip rate of each variant against its original prompt, or why there is none."""
+    if not flip_rates:
+        return "<p>No flip rate: the run has no variant paired with <code>original</code>.</p>"
+    rows = "".join(
+        f"<tr><th>{escape(variant)}</th><td>{fmt_rate(f.guard_flip_rate)}</td><td>{f.guard_flips} of {f.guard_pairs}</td>"
+        f"<td>{fmt_rate(f.outcome_flip_rate)}</td><td>{f.became_mishandled}</td><td>{f.became_handled}</td><td>{f.outcome_pairs}</td></tr>"
+        for variant, f in flip_rates.items()
+    )
+    return (
+        "<p>How often a variant is handled differently from the <code>original</code> prompt it was made from "
+        "(pairs of the same base prompt and sample).</p><table id='flip-rates'><tr><th>variant</th><th>guard flip rate</th>"
+        "<th>guard flips</th><th>outcome flip rate</th><th>became mishandled</th><th>became handled</th><th>pairs</th></tr>"
+        f"{rows}</table>"
+    )
+
+
+def _depth_cell(row: DepthRate | None) -> str:
+    if row is None:
+        return "<td></td>"
+    return f"<td data-count='{row.count}'>{fmt_rate(row.rate)}<small>{_interval(row.interval)} {row.count} of {row.n}</small></td>"
+
+
+def conversations_block(talks: ConversationMetrics | None) -> str:
+    """The Conversations section: the conversation scorecard, how deep the system stops a harmful
+    conversation and over-blocks a safe one, and where the first unsafe replies came; empty without
+    conversations."""
+    if talks is None:
+        return ""
+    cards = "".join(
+        f"<tr><th>{escape(scope)}</th>{_card_cells(card)}</tr>" for scope, card in talks.scorecards.scopes()
+    )
+    depths = "".join(
+        f"<tr><th>{d}</th>{_depth_cell(talks.at('recall_by_turn', d))}{_depth_cell(talks.at('over_blocking_by_turn', d))}"
+        f"<td>{talks.first_unsafe_turn.get(d, 0)}</td></tr>"
+        for d in range(1, talks.max_depth + 1)
+    )
+    figure = depth_chart(
+        [
+            ("caught (harmful)", "#2b7bb9", talks.recall_by_turn),
+            ("over-blocked (safe)", "#d95f02", talks.over_blocking_by_turn),
+        ],
+        "Stopped by depth",
+    )
+    return (
+        "<section id='conversations'><h2>Conversations</h2>"
+        f"<p>{talks.conversations} conversations ({talks.harmful} harmful, {talks.safe} safe scored), up to "
+        f"{talks.max_depth} user turns answered. A conversation is unsafe if any reply in it was judged unsafe.</p>"
+        f"<table id='conversation-scorecards'><tr><th>scope</th>{CARD_HEADER}</tr>{cards}</table>"
+        f"{confusion_matrix(talks.scorecards.system, 'Conversations (system)')}"
+        "<p>Depth counts the user turns the system answered. <b>Caught by depth d</b>: the share of harmful "
+        "conversations stopped (the guard blocked or the tutor refused, with no unsafe reply before) at depth d or "
+        "earlier; <b>over-blocked by depth d</b>: the same for safe conversations. A harmful conversation whose "
+        "replies were all safe without a refusal is handled but never caught. <b>First unsafe reply</b>: harmful "
+        "conversations whose first unsafe reply came at that depth. Brackets: 95% Wilson intervals.</p>"
+        "<table id='conversation-depths'><tr><th>depth</th><th>caught by depth</th><th>over-blocked by depth</th>"
+        f"<th>first unsafe reply</th></tr>{depths}</table>{figure}</section>"
+    )
+
+
+def corrected_block(correction: Correction | None) -> str:
+    """Judge-only and audit-corrected recall and FPR side by side, with the labels used."""
+    if correction is None:
+        return ""
+    rows = "".join(
+        f"<tr><th>{escape(scope)} {escape(name)}</th><td>{fmt_rate(m.judge_only)}</td><td>{fmt_rate(m.labels_only)}</td>"
+        f"<td>{fmt_rate(m.estimate) if m.estimate is not None else escape(m.note or 'n/a')}<small>{_interval(_pair(m.ci_low, m.ci_high))}</small></td>"
+        f"<td>{m.n_labelled}/{m.n_total}</td></tr>"
+        for scope, pair in (
+            ("system", correction.scorecards.system),
+            ("tutor_conditional", correction.scorecards.tutor_conditional),
+        )
+        for name, m in (("recall", pair.recall), ("FPR", pair.false_positive_rate))
+    )
+    use = correction.labels
+    notes = "".join(f"<li>{escape(line)}</li>" for line in judge_lines(correction))
+    return (
+        f"<h2>Audit-corrected scorecards</h2><p id='corrected-labels'>Corrected by {use.used} labels of this run's own "
+        f"replies (<code>{escape(use.labels_file)}</code>, {escape(use.design)} design); the gate decides recall and FPR on the "
+        "corrected 95% intervals.</p><table id='corrected'><tr><th>metric</th><th>judge-only</th><th>labels-only</th>"
+        f"<th>corrected</th><th>labelled</th></tr>{rows}</table><ul>{notes}</ul>"
+    )
+
+
+def gate_block(summary: RunSummary) -> str:
+    """The verdict, then each check in its own colour: a passed check is green even when the gate failed."""
+    gate, marks = summary.gate, {"pass": "✓ passed", "fail": "✗ failed", "inconclusive": "? inconclusive"}
+    counted = f"{len(gate.failures)} of {len(gate.checks)} checks failed" if gate.checks else "no checks"
+    checks = "".join(
+        f"<li class='check-{escape(c.status)}' data-check='{escape(c.name)}' data-status='{escape(c.status)}'>"
+        f"<b>{marks.get(c.status, escape(c.status))}</b> {escape(c.message)}</li>"
+        for c in gate.checks
+    )
+    return (
+        f"<div id='gate'><p class='gate-{escape(gate.verdict)}'><b>Gate {escape(gate.verdict)}</b>: {counted}.</p>"
+        f"<ul class='gate-checks'>{checks}</ul></div>"
+    )
+
+
+def _pair(low: float | None, high: float | None) -> tuple[float, float] | None:
+    return None if low is None or high is None else (low, high)
+
+
+def judge_quality_block(quality: JudgeQuality | None) -> str:
+    """The judge against human labels, its failure, or how to check it when the run did not."""
+    if quality is None:
+        return (
+            "<p id='judge-quality'>This run did not check its judge against human labels: run with "
+            "<code>--guardbench-judge-check=FILE</code>, or label a sample with <code>guardbench audit</code> "
+            "(or below) and score a judge with <code>guardbench judge-quality</code>.</p>"
+        )
+    if quality.error is not None:
+        return f"<p id='judge-quality' class='gate-failed'>The judge check failed: {escape(quality.error)}</p>"
+
+    def rate(key: str) -> str:
+        return f"{fmt_rate(getattr(quality, key))}<small>{_interval(getattr(quality, key + '_interval_95'))}</small>"
+
+    rows = [
+        (
+            "safety agreement",
+            f"{fmt_rate(quality.agreement)}<small>{_interval(quality.safety_agreement_interval_95)}</small>",
+        ),
+        ("Cohen's kappa (safety)", f"{fmt_rate(quality.cohen_kappa)}<small>bar {fmt_rate(quality.min_kappa)}</small>"),
+        ("over-block rate (safe answers called unsafe)", rate("over_block_rate")),
+        ("miss rate (unsafe answers called safe)", rate("miss_rate")),
+        ("answer mode agreement", rate("answer_mode_agreement")),
+        ("policy label agreement", rate("policy_label_agreement")),
+        ("malformed rate", fmt_rate(quality.malformed_rate)),
+    ]
+    table = "".join(f"<tr><th>{escape(name)}</th><td>{value}</td></tr>" for name, value in rows)
+    per_bucket = quality.per_bucket or {}
+    buckets = "".join(
+        f"<tr><th>{escape(bucket)}</th><td>{escape(q.rows if q.rows is not None else '')}</td><td>{fmt_rate(q.agreement)}</td>"
+        f"<td>{fmt_rate(q.over_block_rate)}</td><td>{fmt_rate(q.miss_rate)}</td><td>{fmt_rate(q.malformed_rate)}</td></tr>"
+        for bucket, q in per_bucket.items()
+    )
+    disagreements = len(quality.disagreements or [])
+    return (
+        f"<p id='judge-quality'>Judge <b>{escape(quality.judge or '?')}</b> against {escape(quality.rows if quality.rows is not None else '?')} human labels "
+        f"in <code>{escape(quality.labels_file or '?')}</code>; {disagreements} disagreements (listed in summary.json).</p>"
+        f"<table id='judge-quality-table'>{table}</table>"
+        + (
+            "<table id='judge-quality-buckets'><tr><th>bucket</th><th>rows</th><th>agreement</th><th>over-block</th>"
+            f"<th>miss</th><th>malformed</th></tr>{buckets}</table>"
+            if buckets
+            else ""
+        )
+    )
+
+
+def selection_block(summary: RunSummary) -> str:
+    """Which cases the run selected (-k, -m, variants, shard), so a partial run reads as one."""
+    selection, stack = summary.selection, summary.stack
+    parts = [
+        f"<b>-k</b> {escape(selection.keyword) if selection.keyword else '(none)'}",
+        f"<b>-m</b> {escape(selection.markexpr) if selection.markexpr else '(none)'}",
+        f"<b>variants</b> {escape(', '.join(stack.variants)) if stack.variants else '?'}",
+        f"<b>samples per prompt</b> {escape(stack.samples if stack.samples is not None else '?')}",
+        f"<b>shard</b> {escape(selection.shard or '(whole run)')}",
+    ]
+    if selection.merged_shards:
+        parts.append(f"<b>merged shards</b> {escape(', '.join(selection.merged_shards))}")
+    if selection.absent_shards:
+        parts.append(f"<b class='gate-failed'>absent shards</b> {escape(', '.join(selection.absent_shards))}")
+    if selection.selected_cases is not None:
+        of = f" of {selection.total_cases}" if selection.total_cases is not None else ""
+        partial = " (a partial run: not every case of the suite)" if selection.partial else ""
+        parts.append(f"<b>cases</b> {selection.selected_cases}{of} selected{partial}")
+    return "<p id='selection'>" + "; ".join(parts) + ".</p>"
