@@ -30,7 +30,7 @@ class ApiCalls(GivenKeysBlock):
     retries: int | None = None
     rate_limited: int | None = None
     lowest_concurrency: int | None = None
-    structured_output_rejected: int | None = None
+    structured_output_rejected: str | None = None  # the server's refusal of a JSON schema
     circuit_breaker: dict[str, Any] | None = None
     endpoints: dict[str, dict[str, Any]] | None = None
 

@@ -13,6 +13,7 @@ import pytest
 
 from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.cases.sources import manifest
+from pytest_guardbench.document.execution import Execution
 from pytest_guardbench.document.gate import GateResult
 from pytest_guardbench.document.meta import RunMeta
 from pytest_guardbench.document.metrics import LostReport
@@ -64,7 +65,7 @@ class GuardbenchSession:
         self._started_clock = time.perf_counter()
         self.folder = LiveRunFolder(inputs, labels, self.started, self._meta)
         self.summary: RunSummary | None = None
-        self.execution: list[dict[str, Any]] = []  # per-process engine/cache/call counts
+        self.execution: list[Execution] = []  # each worker's engine, cache and call counts
         self.process: ProcessState | None = None  # this process's models and engine, for its counts and the judge check
         self.progress = Progress(config, inputs.settings.progress)
         self.counts = RunCounts(self.progress, inputs.cases_by_id)
@@ -119,7 +120,7 @@ class GuardbenchSession:
         if payload:
             self.expected_ids.update(payload.get("selected", []))
             if payload.get("execution"):
-                self.execution.append(payload["execution"])
+                self.execution.append(Execution.model_validate(payload["execution"]))
 
     # -- records ----------------------------------------------------------------------------
 

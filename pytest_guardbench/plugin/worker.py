@@ -109,7 +109,8 @@ def worker_output(
     """What the controller learns from this worker: the cases it selected (so cases that never
     report are noticed) and its engine's counts."""
     selected = [case.case_id for case in map(case_of, items) if case is not None and case.case_id in cases]
-    return {"selected": selected, "execution": state.execution()}
+    execution = state.execution()
+    return {"selected": selected, "execution": execution.model_dump(mode="json") if execution is not None else None}
 
 
 @dataclass(frozen=True)

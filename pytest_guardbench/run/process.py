@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from pytest_guardbench.providers import ChatProvider, ModelAPI
 from pytest_guardbench.providers.cache import CachedProvider, CacheMode, CacheStats, ResponseCache
+from pytest_guardbench.document.execution import ApiCalls, CacheCounts, Execution
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.run.engine import Engine
 from pytest_guardbench.run.units import Units, builtin_units
@@ -59,17 +60,28 @@ class ProcessState:
             return provider
         return CachedProvider(provider, self.cache, self.cache_mode, self.cache_stats, role)
 
-    def execution(self) -> dict[str, Any] | None:
+    def execution(self) -> Execution | None:
+        """This process's counters: cases run and reused, the response cache's, each role's API calls."""
         if self.engine is None:
             return None
         stats = self.engine.stats
-        result: dict[str, Any] = {"cases_run": stats.done, "cases_reused": stats.reused, "case_errors": stats.errors}
+        counted: dict[str, object] = {
+            "cases_run": stats.done,
+            "cases_reused": stats.reused,
+            "case_errors": stats.errors,
+        }
         if self.cache is not None:
-            result["cache"] = self.cache_stats.as_dict()
-        calls = {role: counts for role, model in self.role_models.items() if (counts := model.stats())}
+            counted["cache"] = CacheCounts(
+                hits=self.cache_stats.hits, misses=self.cache_stats.misses, writes=self.cache_stats.writes
+            )
+        calls = {
+            role: ApiCalls.model_validate(counts)
+            for role, model in self.role_models.items()
+            if (counts := model.stats())
+        }
         if calls:
-            result["api_calls"] = calls
-        return result
+            counted["api_calls"] = calls
+        return Execution.model_validate(counted)
 
     def close(self) -> None:
         if self.engine is not None:

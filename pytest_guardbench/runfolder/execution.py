@@ -3,8 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable
 
 from pytest_guardbench.document.execution import Execution, ResumeFacts
 from pytest_guardbench.document.judging import StoredCheck
@@ -12,7 +11,7 @@ from pytest_guardbench._util.counters import add_counts
 
 
 def merged_execution(
-    parts: Iterable[Mapping[str, Any]],
+    parts: Iterable[Execution],
     *,
     judge_check: StoredCheck | None = None,
     resume: ResumeFacts | None = None,
@@ -22,7 +21,7 @@ def merged_execution(
     concurrency limit), with where the judge check came from and a resume's source. By default the
     parts are the processes of one run, which split its concurrency (each xdist worker holds
     concurrency / workers: `run.stack.shared_concurrency`), so `-n 2` reports the limit `-n 0` does."""
-    merged = add_counts(parts, shared_limit=shared_limit)
+    merged = add_counts([part.model_dump(mode="json") for part in parts], shared_limit=shared_limit)
     if judge_check is not None:
         merged["judge_check"] = judge_check.model_dump(mode="json")
     if resume is not None:

@@ -5,11 +5,12 @@ committed scorecard snapshot). The pytest session only observes (`Observed`); th
 
 from __future__ import annotations
 
+from pytest_guardbench.document.execution import Execution
+
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from pytest_guardbench.document.execution import ResumeFacts
 from pytest_guardbench.document.metrics import LostReport
@@ -44,7 +45,7 @@ class Observed:
     keyword: str = ""
     markexpr: str = ""
     update_snapshots: bool = False
-    execution: Sequence[Mapping[str, Any]] = ()  # each process's counters
+    execution: Sequence[Execution] = ()  # each process's counters
     resume: ResumeFacts | None = None
 
 

@@ -158,7 +158,7 @@ def _merged_info(run_dirs: Sequence[Path], summaries: Sequence[RunSummary], out:
         worker_crashes=[crash for s in summaries for crash in s.run.worker_crashes],
         internal_errors=[error for s in summaries for error in s.run.internal_errors],
         # Each shard ran with the whole concurrency limit: the merged lowest is the lowest of theirs.
-        execution=merged_execution((s.run.execution.model_dump(mode="json") for s in summaries), shared_limit=False),
+        execution=merged_execution((s.run.execution for s in summaries), shared_limit=False),
         usage=_merged_usage(run_dirs, summaries),
     )
 

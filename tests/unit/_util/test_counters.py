@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from pytest_guardbench._util.counters import add_counts
+from pytest_guardbench.document.execution import Execution
 from pytest_guardbench.runfolder.execution import merged_execution
 
 
@@ -61,12 +62,12 @@ def test_merged_shards_keep_the_lowest_limit_of_any_shard():
         {"api_calls": {"tutor": {"calls": 7, "lowest_concurrency": 7}}},
         {"api_calls": {"tutor": {"calls": 8, "lowest_concurrency": 6}}},
     ]
-    execution = merged_execution(shards, shared_limit=False).model_dump(mode="json")
+    execution = merged_execution(map(Execution.model_validate, shards), shared_limit=False).model_dump(mode="json")
     assert execution["api_calls"]["tutor"] == {"calls": 15, "lowest_concurrency": 6}
 
 
 def test_the_workers_of_one_run_add_their_shares_of_its_limit():
     # A concurrency of 8 under -n 2: each worker holds 4, never lowered; the run reports 8, as under -n 0.
     workers = [{"cases_run": 3, "api_calls": {"tutor": {"calls": 3, "lowest_concurrency": 4}}}] * 2
-    execution = merged_execution(workers).model_dump(mode="json")
+    execution = merged_execution(map(Execution.model_validate, workers)).model_dump(mode="json")
     assert execution["cases_run"] == 6 and execution["api_calls"]["tutor"] == {"calls": 6, "lowest_concurrency": 8}
