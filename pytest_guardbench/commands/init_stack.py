@@ -11,6 +11,7 @@ from typing import Any
 from pytest_guardbench.providers.embedded import EmbeddedModel, needed_models
 from pytest_guardbench.settings.config import Settings
 from pytest_guardbench.settings.model_specs import model_aliases, parse_model_spec
+from pytest_guardbench.settings.options import ConfigError
 from pytest_guardbench.settings.starter import ROLES
 from pytest_guardbench.settings.starter_source import SettingsSource, builds_a_package
 from pytest_guardbench.settings.starter_workflow import StackNeeds
@@ -45,7 +46,10 @@ def stack_needs(folder: Path, roles: Mapping[str, str]) -> StackNeeds:
     for value in roles.values():
         if value in KB_UNITS:
             extras.add("kb")
-        spec = parse_model_spec(value, aliases)
+        try:
+            spec = parse_model_spec(value, aliases)
+        except ConfigError:
+            continue  # a spec the settings held already, and wrong: the collection says so, naming it
         if spec is None:
             continue  # a built-in unit, or one the project registers in conftest.py
         if spec.provider == "hf-local":
