@@ -210,11 +210,12 @@ def _collects(folder: Path) -> str:
     failure=st.one_of(
         st.none(), st.tuples(st.sampled_from(TARGETS), st.sampled_from(["folder", "parent-file", "read-only"]))
     ),
-    where=st.sampled_from(["folder", "odd-folder", "file", "missing"]),
+    where=st.sampled_from(["folder", "odd-folder", "file", "missing", "odd-missing"]),
+    odd_name=odd_value,
     force=st.booleans(),
 )
 def test_init_ends_in_a_project_pytest_collects_or_the_folder_as_it_was(
-    capsys, monkeypatch, tutor, settings, failure, where, force
+    capsys, monkeypatch, tutor, settings, failure, where, odd_name, force
 ):
     monkeypatch.setenv(KEY_ENV, "sk-fuzz-init-0123456789")
     with tempfile.TemporaryDirectory() as root:
@@ -227,7 +228,10 @@ def test_init_ends_in_a_project_pytest_collects_or_the_folder_as_it_was(
         for name, data in settings.items():
             (project / name).write_bytes(data)
         _inject(project, failure)
-        folder = {"file": project / "conftest.py", "missing": base / "nope"}.get(where, project)
+        odd_missing = base / ("nope" + odd_name.replace("/", ""))
+        folder = {"file": project / "conftest.py", "missing": base / "nope", "odd-missing": odd_missing}.get(
+            where, project
+        )
         before = snapshot(base)
         argv = ["init", "--dir", str(folder), "--no-models"]
         argv += (["--tutor", tutor] if tutor is not None else []) + (["--force"] if force else [])
