@@ -340,5 +340,8 @@ class JudgeLabel(_Frozen):
     inclusion_probability: float | None = Field(default=None, gt=0.0, le=1.0)
     reply_sha256: str | None = None
     turn: int | None = Field(default=None, ge=1)
+    # Who labelled the row, by which rubric (`audit.rubric.RUBRIC_VERSION`).
+    rubric_version: str | None = None
+    labeller: str | None = None
 
     _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)
