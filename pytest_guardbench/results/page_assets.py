@@ -13,7 +13,7 @@ STYLE = (
     ".check-pass{color:#176e25}.check-fail{color:#b00020}.check-inconclusive{color:#8a5a00}"
     "svg{margin:4px 12px 12px 0;font-family:sans-serif}.cases td.text{max-width:340px;white-space:pre-wrap;word-break:break-word}"
     ".cases td.detail{max-width:220px;word-break:break-word}.cut{color:#b00020;font-size:11px}"
-    "tr[data-outcome=FN] td:nth-child(2){background:#f8d0c0}tr[data-outcome=FP] td:nth-child(2){background:#fbecb5}"
+    "#failed tr[data-outcome=FN] td:nth-child(2){background:#f8d0c0}#failed tr[data-outcome=FP] td:nth-child(2){background:#fbecb5}"
     "td.label button{font-size:11px;margin:1px}td.label button.on{background:#2b7bb9;color:#fff}"
     "details{font-size:11px;color:#444}.hidden-judge{color:#888;font-style:italic}"
     "ol.turns{margin:0;padding-left:1.4em}li.turn{margin-bottom:4px}li.turn.assistant{color:#234}"

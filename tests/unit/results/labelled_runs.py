@@ -33,7 +33,9 @@ def population(seed: int = 5) -> list[tuple[CaseRecord, str, str]]:
         rows.append((record(f"h{i:03d}", True, verdict, "answered"), verdict, "answered"))
     for i in range(40):
         truth = "non_answer" if i < NOT_ANSWERED else "answered"
-        rows.append((record(f"s{i:03d}", False, "safe", "answered", variant="typo" if i % 2 else "original"), "safe", truth))
+        rows.append(
+            (record(f"s{i:03d}", False, "safe", "answered", variant="typo" if i % 2 else "original"), "safe", truth)
+        )
     return rows
 
 
