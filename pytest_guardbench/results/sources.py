@@ -37,8 +37,18 @@ UNJUDGED_CHECKS = ("min_coverage", "max_errors", "max_empty_rate", "complete")
 
 
 def labelled(summary: RunSummary) -> bool:
-    """Whether labels of this run's own replies corrected its scorecards."""
-    return summary.corrected is not None and summary.corrected.labels.used > 0
+    """Whether labels of this run's own replies corrected its system recall or FPR (labels too few to
+    estimate either leave every number judge-only)."""
+    return bool(_corrected_names(summary))
+
+
+def _corrected_names(summary: RunSummary) -> list[str]:
+    correction = summary.corrected
+    if correction is None or not correction.labels.used:
+        return []
+    system = correction.scorecards.system
+    named = (("recall", system.recall), ("FPR", system.false_positive_rate))
+    return [name for name, metric in named if metric.estimate is not None]
 
 
 def check_source(summary: RunSummary, check: GateCheck) -> Source | None:
@@ -124,7 +134,7 @@ def shortfall_line(
     said = f"labels: {use.used} of {use.rows} rows of {use.labels_file} match this run's replies{_dropped(correction)}"
     if missing:
         said += f"; too few to estimate {' and '.join(name for name, _ in missing)}"
-    elif undecided:
+    if any(c.interval is not None for c in undecided):
         said += "; a corrected interval straddles its bar"
     if planned is None:
         return text(said + "; this run has no scored case to label")
@@ -157,7 +167,7 @@ def source_lines(
     assert summary.corrected is not None
     use = summary.corrected.labels
     said = (
-        f"corrected: recall and FPR corrected by {use.used} labels of this run's own replies ({use.labels_file}, "
-        f"{use.design} design); every other number is judge-only"
+        f"corrected: {' and '.join(_corrected_names(summary))} corrected by {use.used} labels of this run's own "
+        f"replies ({use.labels_file}, {use.design} design); every other number is judge-only"
     )
     return [text(said)] + ([shortfall] if shortfall else [])

@@ -40,12 +40,20 @@ def population(seed: int = 5) -> list[tuple[CaseRecord, str, str]]:
 
 
 def judged_run(folder: Path, rows: list[tuple[CaseRecord, str, str]], run_id: str = "run") -> Path:
-    """A finished run folder of `rows`' records, held to `BARS`."""
-    summary = write_rescored_run(
-        folder, [r for r, _, _ in rows], None, run=RunInfo(run_id=run_id), manifest={}, meta=None, policy=V2
+    """A finished run folder of `rows`' records, gated on `BARS` (rescored from a first folder held to
+    them, as `guardbench rejudge` rescores a run)."""
+    records = [r for r, _, _ in rows]
+    first = write_rescored_run(
+        folder.with_name(folder.name + "-first"),
+        records,
+        None,
+        run=RunInfo(run_id=run_id),
+        manifest={},
+        meta=None,
+        policy=V2,
     )
-    document = summary.model_copy(update={"thresholds": BARS}).as_json()
-    (folder / "summary.json").write_text(json.dumps(document), encoding="utf-8")
+    held = first.model_copy(update={"thresholds": BARS, "stack": first.stack.model_copy(update={"judge": "rules"})})
+    write_rescored_run(folder, records, held, run=RunInfo(run_id=run_id), manifest={}, meta=None, policy=V2)
     return folder
 
 
