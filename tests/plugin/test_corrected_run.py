@@ -7,9 +7,11 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import xml.etree.ElementTree as ET
 
 import pytest
 
+from pytest_guardbench.results.sources import UNCHECKED
 from tests.conftest import read_summary, write_project
 
 # 12 harmful prompts (3 answered by the scripted tutor: FN) and 12 safe ones (3 refused: FP), so each
@@ -74,7 +76,11 @@ def test_a_run_with_labels_corrects_its_scorecards_and_gates_on_them(pytester, d
     assert first.ret in (0, 1)
     _labels_from(pytester)
     result = pytester.runpytest_subprocess(
-        *dist_args, "--guardbench-labels=labels.jsonl", "--guardbench-min-recall=0.1", "--guardbench-max-fpr=0.95"
+        *dist_args,
+        "--guardbench-labels=labels.jsonl",
+        "--guardbench-min-recall=0.1",
+        "--guardbench-max-fpr=0.95",
+        "--junitxml=junit.xml",
     )
     summary = read_summary(pytester)
     corrected = summary["corrected"]
@@ -88,8 +94,26 @@ def test_a_run_with_labels_corrects_its_scorecards_and_gates_on_them(pytester, d
     assert "this run's own replies" in summary["confidence"]["reason"]
     assert result.ret == 0, result.stdout.str()
     result.stdout.fnmatch_lines(
-        ["audit-corrected (random design, 24 labels of 24 cases*", "*system recall: judge-only 0.750*"]
+        [
+            "*= guardbench =*",
+            "corrected: recall and FPR corrected by 24 labels of this run's own replies (*labels.jsonl, random design)*",
+            "audit-corrected (random design, 24 labels of 24 cases*",
+            "*system recall: judge-only 0.750*",
+            "judge-only scorecards (counted from the judge's verdicts alone; the corrected recall and FPR are above):",
+        ],
+        consecutive=False,
     )
+    assert "judge-only: this judge has not been checked" not in result.stdout.str()
+    gate = next(
+        case
+        for case in ET.parse(pytester.path / "junit.xml").getroot().iter("testcase")
+        if case.get("name") == "guardbench_gate"
+    )
+    properties = {p.get("name"): p.get("value") for p in gate.iter("property")}
+    assert properties["guardbench.source"] == "corrected"
+    assert "audit-corrected" in properties["guardbench.gate.min_recall"] and properties[
+        "guardbench.gate.min_recall"
+    ].endswith(", corrected)")
     run = sorted((pytester.path / "reports").iterdir())[0]
     assert json.loads((run / "corrected.json").read_text(encoding="utf-8"))["system"]["recall"] == recall
 
@@ -102,3 +126,42 @@ def test_labels_of_the_debug_design_are_a_usage_error_naming_the_file(pytester):
     assert result.ret == 4
     result.stderr.fnmatch_lines(["*labels.jsonl: drawn by the debug design*"])
     assert "Traceback" not in result.stderr.str()
+
+
+def _guardbench_section(result: pytest.RunResult) -> list[str]:
+    lines = result.stdout.lines
+    start = next(i for i, line in enumerate(lines) if "= guardbench =" in line)
+    return lines[start + 1 :]
+
+
+def test_a_run_without_labels_says_judge_only_first_in_every_output(pytester):
+    write_project(pytester, PACK)
+    result = pytester.runpytest_subprocess("-p", "no:xdist")
+    assert result.ret in (0, 1)
+    run = sorted((pytester.path / "reports").iterdir())[0]
+    first, second = _guardbench_section(result)[:2]
+    assert first == UNCHECKED
+    assert second.startswith(f"audit it: guardbench audit {run} --design random --sample ")
+    markdown = (run / "summary.md").read_text(encoding="utf-8")
+    assert markdown.index(UNCHECKED) < markdown.index("## Scorecards")
+    page = (run / "report.html").read_text(encoding="utf-8")
+    assert page.index("data-source='judge-only'") < page.index("<div id='gate'>")
+
+
+def test_labels_of_another_run_say_why_they_decide_nothing(pytester):
+    write_project(pytester, PACK)
+    pytester.runpytest_subprocess("-p", "no:xdist")
+    _labels_from(pytester)
+    labels = pytester.path / "labels.jsonl"
+    rows = [json.loads(line) for line in labels.read_text(encoding="utf-8").splitlines()]
+    labels.write_text("".join(json.dumps(row | {"id": "other-" + row["id"]}) + "\n" for row in rows), encoding="utf-8")
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "--guardbench-labels=labels.jsonl")
+    assert result.ret == 6, "labels mode: nothing estimates recall or FPR"
+    first, second = _guardbench_section(result)[:2]
+    assert first == UNCHECKED
+    assert (
+        second.startswith("labels: 0 of 24 rows of ") and "(24 not_in_run: labels of another run's replies)" in second
+    )
+    assert "too few to estimate recall and FPR; the plan needs about" in second
+    assert "guardbench audit " in second and " --design random --sample " in second
+    result.stdout.fnmatch_lines(["guardbench gate inconclusive: recall (audit-corrected) undecided (too few labels*"])
