@@ -44,6 +44,14 @@ def header_line(inputs: RunInputs) -> str:
     )
 
 
+def _shown_folder(folder: Path) -> str:
+    """The run folder as a command to copy names it: relative to where pytest ran, when it is below it."""
+    try:
+        return str(folder.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(folder)
+
+
 def result_lines(
     summary: RunSummary,
     stored: StoredCheck | None,
@@ -54,7 +62,7 @@ def result_lines(
     """The run's result at the end of the terminal report, each line with its markup: where the numbers
     come from (judge-only, or corrected by labels) and the confidence first, then the scorecards, where
     the files are, and the gate's verdict in colour, each check naming its source."""
-    run_dir = str(scorecard.parent) if scorecard is not None else None
+    run_dir = _shown_folder(scorecard.parent) if scorecard is not None else None
     body = terminal_lines(summary, run_dir)
     head = len(source_lines(summary, run_dir))
     # Judge-only, or labels that decide too little, is what a reader must not miss.

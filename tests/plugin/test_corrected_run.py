@@ -141,7 +141,7 @@ def test_a_run_without_labels_says_judge_only_first_in_every_output(pytester):
     run = sorted((pytester.path / "reports").iterdir())[0]
     first, second = _guardbench_section(result)[:2]
     assert first == UNCHECKED
-    assert second.startswith(f"audit it: guardbench audit {run} --design random --sample ")
+    assert second.startswith(f"audit it: guardbench audit {run.relative_to(pytester.path)} --design random --sample ")
     markdown = (run / "summary.md").read_text(encoding="utf-8")
     assert markdown.index(UNCHECKED) < markdown.index("## Scorecards")
     page = (run / "report.html").read_text(encoding="utf-8")
