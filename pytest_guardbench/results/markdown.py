@@ -90,7 +90,7 @@ def _head(summary: RunSummary) -> list[str]:
     lines += [f"- {marks[c.status]}: {sourced_message(summary, c)}" for c in gate.checks]
     confidence = summary.confidence
     if confidence and confidence.level == "low":
-        lines += ["", f"**LOW CONFIDENCE scorecard:** {confidence.reason}."]
+        lines += ["", f"**Low-confidence scorecard:** {confidence.reason}."]
     if summary.corrected is not None:  # the corrected numbers right under the gate they decide
         lines += ["", *correction_markdown(summary.corrected)]
     return lines + [

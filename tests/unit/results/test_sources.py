@@ -69,7 +69,7 @@ def test_with_labels_the_corrected_numbers_come_first_and_the_rest_says_judge_on
         for mark in (
             "**corrected: ",
             "**Gate: FAILED**",
-            "**LOW CONFIDENCE scorecard:**",
+            "**Low-confidence scorecard:**",
             "## Audit-corrected",
             "## Scorecards",
         )
