@@ -201,7 +201,7 @@ def _breakdowns(summary: RunSummary) -> list[str]:
         "<h2>Coverage and prompt rows</h2>",
         f"<p id='coverage'>expected {cov.expected}, scored {cov.scored.count}, unlabelled {cov.unlabelled.count}, "
         f"errored {cov.errored.count}, judge malformed {cov.malformed_judge.count}, missing {cov.missing.count}.</p>",
-        f"<p id='buckets'>{buckets.rows} prompt rows: fully correct {buckets.fully_correct.count}, partially incorrect "
+        f"<p id='buckets'>{buckets.rows} prompt rows, by the judge alone: fully correct {buckets.fully_correct.count}, partially incorrect "
         f"{buckets.partially_incorrect.count}, consistently incorrect {buckets.consistently_incorrect.count}.</p>",
     ]
 

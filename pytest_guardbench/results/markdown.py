@@ -192,7 +192,7 @@ def _coverage(summary: RunSummary) -> list[str]:
     buckets = summary.prompt_row_buckets
     return lines + [
         "",
-        "## Prompt-row buckets",
+        "## Prompt-row buckets (judge-only)",
         "",
         f"{buckets.rows} rows: fully correct {buckets.fully_correct.count}, partially incorrect "
         f"{buckets.partially_incorrect.count}, consistently incorrect {buckets.consistently_incorrect.count}.",
