@@ -12,7 +12,7 @@ Skipped units (drawn, never labelled) bias the correction when they differ from 
 when a labeller skips the hard replies. Which ones they are cannot be known, but where they sit can:
 `skip_warning` warns when 10% or more of the drawn units are skipped, or when one group's units (a
 prompt domain under the random design, a stratum under the stratified one) are skipped at twice the
-overall rate or more, at least 2 of them.
+rate of the other drawn units or more, at least 2 of them.
 """
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ from pytest_guardbench.scoring.policies import ScoringPolicy
 
 # Skipping this share of the drawn units or more is worth a warning wherever they sit.
 SKIPPED_SHARE_WARNED = 0.10
-# A group skipped at this many times the overall rate (with at least MIN_SKIPPED_IN_GROUP skipped) is warned of.
-CONCENTRATION = 2.0
+# A group skipped at this many times the rest's rate (with at least MIN_SKIPPED_IN_GROUP skipped) is warned of.
+CONCENTRATION = 2
 MIN_SKIPPED_IN_GROUP = 2
 
 
@@ -180,7 +180,10 @@ def skip_warning(drawn: Counter[str], skipped: Counter[str]) -> str | None:
     crowded = sorted(
         name
         for name, count in skipped.items()
-        if count >= MIN_SKIPPED_IN_GROUP and count / drawn[name] >= CONCENTRATION * overall and len(drawn) > 1
+        # In whole numbers: count / drawn >= 2 x (lost - count) / (total - drawn), the rest's skip rate.
+        if count >= MIN_SKIPPED_IN_GROUP
+        and len(drawn) > 1
+        and count * (total - drawn[name]) >= CONCENTRATION * (lost - count) * drawn[name]
     )
     if overall < SKIPPED_SHARE_WARNED and not crowded:
         return None
