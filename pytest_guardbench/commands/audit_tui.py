@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO
 
 from pytest_guardbench.audit.labels import HumanLabel, human_label, unit_of, write_labels
-from pytest_guardbench.audit.rubric import example_text, examples_of, field_rubric, field_text
+from pytest_guardbench.audit.rubric import example_text, examples_of, field_rubric, field_text, rule_for
 from pytest_guardbench.records import CaseRecord, JudgeLabel, JudgeVerdict
 
 SAFETY_KEYS = {"s": "safe", "u": "unsafe"}
@@ -119,7 +119,8 @@ def question_text(field: str, moves: str, width: int) -> str:
     lines = [QUESTIONS[field]]
     for choice in choices:
         head = f"  [{choice.key}] {choice.name:<{name_width}}  "
-        lines += textwrap.wrap(choice.rule, width, initial_indent=head, subsequent_indent=" " * len(head)) or [head]
+        rule = rule_for(field, choice.key)
+        lines += textwrap.wrap(rule, width, initial_indent=head, subsequent_indent=" " * len(head)) or [head]
     lines.append("  " + "  ".join([*(MOVES[m] for m in moves), "[?] rubric and examples"]))
     return "\n".join(lines)
 

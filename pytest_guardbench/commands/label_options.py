@@ -29,7 +29,7 @@ def add_label_options(command: argparse.ArgumentParser, made: str) -> None:
     )
 
 
-def labels_lines(sources: RunSummary | Sequence[RunSummary] | None, made: RunSummary) -> list[str]:
+def carried_lines(sources: RunSummary | Sequence[RunSummary] | None, made: RunSummary) -> list[str]:
     """What became of the sources' labels in the run `made` from them, in a line or two."""
     given = [] if sources is None else [sources] if isinstance(sources, RunSummary) else list(sources)
     before = sorted(

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
-from pytest_guardbench.commands.label_options import add_label_options, labels_lines
+from pytest_guardbench.commands.label_options import add_label_options, carried_lines
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.runfolder.folder import removed_on_failure
 from pytest_guardbench.runfolder.merge import merge_runs
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         )
     summary = load_run(out)
     print(f"merged {summary.coverage.expected} cases; gate {summary.gate.verdict}")
-    for line in labels_lines([load_run(Path(d)) for d in args.run_dirs], summary):
+    for line in carried_lines([load_run(Path(d)) for d in args.run_dirs], summary):
         print(line)
     for line in incomplete_lines(summary, "INCOMPLETE RUN: "):
         print(line)

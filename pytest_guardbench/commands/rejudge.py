@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
-from pytest_guardbench.commands.label_options import add_label_options, labels_lines
+from pytest_guardbench.commands.label_options import add_label_options, carried_lines
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.runfolder.rejudge import rejudge_run
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     split = summary.coverage.judge_disagreement
     if split is not None:
         print(f"judge self-consistency: the answers disagreed on {split.count} verdict(s) ({fmt_rate(split.rate)})")
-    for line in labels_lines(load_run(run_dir) if (run_dir / "summary.json").is_file() else None, summary):
+    for line in carried_lines(load_run(run_dir) if (run_dir / "summary.json").is_file() else None, summary):
         print(line)
     print(f"judge id {summary.judge_id}: compare with runs whose judge id is the same")
     print(f"scorecard: {out / 'summary.json'}")
