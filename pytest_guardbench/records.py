@@ -316,6 +316,40 @@ class CaseRecord(_Frozen):
 AuditDesign = Literal["random", "stratified", "debug"]
 
 
+class LabelDraw(_Frozen):
+    """The draw an audit file's row came from (`guardbench audit` writes it on every row): the seed and
+    the number of units drawn, a hash of the population drawn from (`audit.draw_record`), and the row's
+    place in the draw's order. `correct` draws again from the run with them and compares."""
+
+    seed: int
+    size: int = Field(ge=1)
+    population_sha256: str
+    position: int = Field(ge=1)
+
+
+class LabelOverlap(_Frozen):
+    """A second labeller's row (`guardbench audit --overlap`): the first labeller's file whose draw it
+    shares (`of`, as given, and the sha256 of its bytes when the share was drawn), the share of that
+    draw given to the second labeller, the share's seed and size."""
+
+    of: str
+    of_sha256: str
+    share: float = Field(gt=0.0, le=1.0)
+    seed: int
+    size: int = Field(ge=1)
+
+
+class LabelSettlement(_Frozen):
+    """A settled row (`guardbench audit --adjudicate`): the two files it settles, their labellers and
+    their two (response safety, answer mode) labels, and whether they agreed (settled as agreed) or the
+    adjudicator (the row's `labeller`) decided."""
+
+    of: tuple[str, str]
+    labellers: tuple[str | None, str | None]
+    labels: tuple[tuple[ResponseSafety, AnswerMode | None], tuple[ResponseSafety, AnswerMode | None]]
+    agreed: bool
+
+
 class JudgeLabel(_Frozen):
     """One human-labelled response for checking a judge (a line of a judge-labels JSONL file)."""
 
@@ -340,8 +374,12 @@ class JudgeLabel(_Frozen):
     inclusion_probability: float | None = Field(default=None, gt=0.0, le=1.0)
     reply_sha256: str | None = None
     turn: int | None = Field(default=None, ge=1)
-    # Who labelled the row, by which rubric (`audit.rubric.RUBRIC_VERSION`).
+    # Who labelled the row, by which rubric (`audit.rubric.RUBRIC_VERSION`), in which draw; a second
+    # labeller's row says whose draw it overlaps, a settled row which two labellings it settles.
     rubric_version: str | None = None
     labeller: str | None = None
+    draw: LabelDraw | None = None
+    overlap: LabelOverlap | None = None
+    adjudicated: LabelSettlement | None = None
 
     _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)

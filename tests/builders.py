@@ -245,3 +245,21 @@ def run_meta(**fields: Any) -> RunMeta:
         "argv": [],
     }
     return RunMeta.model_validate({**made, **fields})
+
+
+def replied(made: CaseRecord, text: str) -> CaseRecord:
+    """`made` with the tutor's reply `text` (builders' records all reply "a")."""
+    assert made.response is not None
+    return made.model_copy(update={"response": made.response.model_copy(update={"text": text})})
+
+
+def finished_run(folder: Path, records: list[CaseRecord], policy: Any = None) -> Path:
+    """A finished run folder written through the one finish, as `merge` and `rejudge` write one:
+    results.jsonl, summary.json and the reports."""
+    from pytest_guardbench.document.summary import RunInfo
+    from pytest_guardbench.runfolder.rescored import write_rescored_run
+
+    write_rescored_run(
+        folder, records, None, run=RunInfo(run_id=folder.name), manifest={}, meta=None, policy=policy or V2
+    )
+    return folder

@@ -16,6 +16,9 @@ from pytest_guardbench.audit.correction import correct_run
 from pytest_guardbench.audit.units import labelled_replies
 from pytest_guardbench.audit.labels import labelled_truth
 from pytest_guardbench.audit.labels import reply_sha256
+from pytest_guardbench.audit.labels import unit_of
+from pytest_guardbench.audit.agreement import labellers_agreement
+from pytest_guardbench.audit.draw_record import PopulationUnit, check_draw
 
 from collections import defaultdict
 from dataclasses import dataclass, field
@@ -43,6 +46,10 @@ class LabelMatcher:
     reply_groups: dict[str, list[str]] = field(default_factory=lambda: defaultdict(list))
     reply_changed: int = 0
     undecided: int = 0
+    # Every unit of the run as the labels' draw sees it (no text), to draw again and compare.
+    population: list[PopulationUnit] = field(default_factory=list)
+    # The units whose label rows match a reply of this run, for the labellers' agreement.
+    in_run: set[str] = field(default_factory=set)
 
     def add(self, record: CaseRecord, scored: Scored) -> None:
         for reply in labelled_replies(record, self.policy, scored):
@@ -61,6 +68,9 @@ class LabelMatcher:
                 self.reply_units.append(unit)
                 self.reply_groups[f"depth={reply.turn}"].append(unit.unit_id)
                 matched = self.reply_matched
+            self.population.append(
+                PopulationUnit(reply.unit_id, reply_sha256(reply.reply.text), reply.is_harmful, reply.judge_handled)
+            )
             label = self._label(reply)
             if label is not None:
                 matched.append(label)
@@ -72,6 +82,7 @@ class LabelMatcher:
         if (row.reply_sha256 or reply_sha256(row.response)) != reply_sha256(reply.reply.text):
             self.reply_changed += 1
             return None
+        self.in_run.add(reply.unit_id)
         truth = labelled_truth(row, reply.is_harmful, self.policy)
         if truth is None:
             self.undecided += 1
@@ -84,7 +95,8 @@ class LabelMatcher:
             inclusion_probability=row.inclusion_probability if stratified else None,
         )
 
-    def correction(self) -> Correction:
+    def correction(self, min_labeller_kappa: float = 0.6) -> Correction:
+        """The correction block; two labellers whose kappa on a domain is under `min_labeller_kappa` name it low."""
         labels = self.labels
         used = len(self.matched) + len(self.reply_matched)
         use = LabelUse(
@@ -95,6 +107,23 @@ class LabelMatcher:
             reply_changed=self.reply_changed,
             undecided=self.undecided,
             not_in_run=len(labels.rows) - used - self.reply_changed - self.undecided,
+            labels_files=[str(path) for path in labels.files],
+            labellers=sorted({row.labeller for row in labels.rows.values() if row.labeller}),
+            settled=labels.settled,
+            unsettled=len(labels.unsettled),
+            draw=check_draw(labels.draw, labels.design, set(labels.rows), self.population),
+        )
+        pairs = [(a, b) for a, b in labels.pairs if unit_of(a) in self.in_run]
+        labellers = (
+            labellers_agreement(
+                pairs,
+                self.policy,
+                min_kappa=min_labeller_kappa,
+                settled=labels.settled,
+                unsettled=len(labels.unsettled),
+            )
+            if pairs
+            else None
         )
         scorecards = correct_run(self.units, self.matched, design=labels.design, groups=self.groups)
         replies = (
@@ -102,4 +131,4 @@ class LabelMatcher:
             if self.reply_units
             else None
         )
-        return Correction(labels=use, scorecards=scorecards, conversation_replies=replies)
+        return Correction(labels=use, scorecards=scorecards, conversation_replies=replies, labellers=labellers)

@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from pytest_guardbench.document.base import Block
+from pytest_guardbench.document.labelling import DrawCheck, LabellersAgreement
 
 # How the labelled replies were drawn: each with a known inclusion probability.
 Design = Literal["random", "stratified"]
@@ -85,15 +86,21 @@ class CorrectedRun(BaseModel):
 
 
 class LabelUse(Block):
-    """What became of a labels file's rows on this run."""
+    """What became of the label rows on this run: one row per unit, taken from the files given (a
+    settled row where one exists, else the first file's that labels the unit)."""
 
-    labels_file: str
+    labels_file: str  # the first file given
     design: Design
     rows: int
     used: int
     reply_changed: int  # the run's reply differs from the labelled one
     not_in_run: int  # no scored single-reply case of this run has the row's id
     undecided: int  # the row's labels cannot decide the case under the run's policy
+    labels_files: list[str] = []  # every file given, in order (the first is labels_file)
+    labellers: list[str] = []  # who wrote the rows (a settled row: its adjudicator)
+    settled: int = 0  # units whose row an adjudication settled
+    unsettled: int = 0  # units two files label differently, not settled: the first file's row is used
+    draw: DrawCheck | None = None
 
 
 class Correction(Block):
@@ -103,3 +110,4 @@ class Correction(Block):
     labels: LabelUse
     scorecards: CorrectedRun
     conversation_replies: CorrectedRun | None = None
+    labellers: LabellersAgreement | None = None  # two labellers of the same replies: how far they agree

@@ -15,7 +15,7 @@ from pytest_guardbench.plugin import hookspecs
 from pytest_guardbench.settings.config import Settings
 from pytest_guardbench.cases.sources import label_conflict_warning
 from pytest_guardbench.plugin.interrupts import InterruptHandler
-from pytest_guardbench.audit.labels import load_run_labels
+from pytest_guardbench.audit.label_files import load_run_labels
 from pytest_guardbench.runfolder.resume import load_base
 from pytest_guardbench.records import Case
 from pytest_guardbench.run.inputs import load_inputs
@@ -30,6 +30,13 @@ from pytest_guardbench.plugin.wire import RECORD_ATTR, SCORE_ATTR, SLOT_FIXTURE,
 from pytest_guardbench.plugin.worker import case_of, start_engine, worker_output
 
 from pytest_guardbench.plugin.configure import MARKERS, add_options, check_before_cases, is_worker, registered_units
+
+
+# A pytest run has no --design: rows that do not say how they were drawn are labelled again, or say it.
+LABELS_DESIGN = (
+    "--guardbench-labels (guardbench_labels) takes rows that say it: label a draw with guardbench audit, or add "
+    '"design": "random" (or "stratified" with each row\'s stratum and inclusion_probability) to every row'
+)
 
 # The public fixtures, registered with this entry-point module (pytest loads what a plugin names here).
 pytest_plugins = ["pytest_guardbench.plugin.fixtures"]
@@ -67,7 +74,11 @@ def pytest_configure(config: pytest.Config) -> None:
                 pending_preflight = check_before_cases(config, inputs)
             # After the preflight: the state's clock is the one --guardbench-max-duration is counted on.
             state = ProcessState(units=units, call_processes=call_processes)
-            labels = load_run_labels(settings.labels) if settings.labels is not None and not is_worker(config) else None
+            labels = (
+                load_run_labels(list(settings.labels), how_to_give_design=LABELS_DESIGN)
+                if settings.labels and not is_worker(config)
+                else None
+            )
             session = None if is_worker(config) else GuardbenchSession(config, inputs, labels, pending_preflight)
         except BaseException:
             if call_processes is not None:

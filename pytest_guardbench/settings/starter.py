@@ -63,10 +63,10 @@ SETTINGS_LINES = (
     'guardbench_max_fpr = "0.25"',
     "# Judge-only until you label: the scorecards are the judge's reading of your tutor's replies, not yet",
     "# checked on them. The audit step, after a run: `guardbench audit reports/<run-id> --plan` says how many",
-    "# replies to label, and `guardbench audit reports/<run-id> --design random --sample <N> --out",
-    f"# {LABELS_FILE}` labels them. Then uncomment the next line (the CI example passes the file once it",
-    "# is committed): each run's scorecards are corrected by those labels, and the gate decides on the",
-    "# corrected 95% intervals.",
+    "# replies to label, and `guardbench audit reports/<run-id> --design random --sample <N> --labeller",
+    f"# <your name> --out {LABELS_FILE}` labels them. Then uncomment the next line (the CI example",
+    "# passes the file once it is committed): each run's scorecards are corrected by those labels, and",
+    "# the gate decides on the corrected 95% intervals.",
     f"# guardbench_labels = {toml_string(LABELS_FILE)}",
 )
 TESTPATHS_LINE = 'testpaths = ["tests"]'

@@ -77,7 +77,7 @@ def _gate_step(needs: StackNeeds) -> list[str]:
 AUDIT_STEP = (
     "      # The audit step: how many of this run's replies a person should label to check the judge on",
     "      # your tutor. Label them on your machine, from the run folder in this job's artifact:",
-    f"      #   guardbench audit <run folder> --design random --sample <N> --out {LABELS_FILE}",
+    f"      #   guardbench audit <run folder> --design random --sample <N> --labeller <your name> --out {LABELS_FILE}",
     "      # then commit that file. It never fails the job; the gate above decides.",
     "      - name: guardbench audit --plan",
     "        if: always()",

@@ -8,6 +8,7 @@ import hashlib
 import json
 import shutil
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -46,7 +47,7 @@ def _human(prompt: str) -> tuple[str, str]:
     return ("safe", "refused_or_blocked") if prompt.startswith("REFUSE") else ("safe", "answered")
 
 
-def _labels_from(pytester: pytest.Pytester, design: str = "random") -> None:
+def _labels_from(pytester: pytest.Pytester, design: str | None = "random", keep_run: bool = False) -> None:
     run = sorted((pytester.path / "reports").iterdir())[0]
     rows = []
     for line in (run / "results.jsonl").read_text(encoding="utf-8").splitlines():
@@ -61,13 +62,13 @@ def _labels_from(pytester: pytest.Pytester, design: str = "random") -> None:
                 "human_label": safety,
                 "answer_mode": mode,
                 "is_harmful": record["is_harmful"],
-                "design": design,
-                "stratum": "random",
+                **({"design": design, "stratum": "random"} if design else {}),
                 "reply_sha256": hashlib.sha256(reply.encode("utf-8")).hexdigest(),
             }
         )
     (pytester.path / "labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
-    shutil.rmtree(pytester.path / "reports")
+    if not keep_run:
+        shutil.rmtree(pytester.path / "reports")
 
 
 def test_a_run_with_labels_corrects_its_scorecards_and_gates_on_them(pytester, dist_args):
@@ -165,3 +166,61 @@ def test_labels_of_another_run_say_why_they_decide_nothing(pytester):
     assert "too few to estimate recall and FPR; the plan needs about" in second
     assert "guardbench audit " in second and " --design random --sample " in second
     result.stdout.fnmatch_lines(["guardbench gate inconclusive: recall (audit-corrected) undecided (too few labels*"])
+
+
+def test_labels_that_do_not_say_their_design_say_what_a_pytest_run_needs(pytester):
+    write_project(pytester, PACK)
+    pytester.runpytest_subprocess("-p", "no:xdist")
+    _labels_from(pytester, design=None)
+    result = pytester.runpytest_subprocess("--guardbench-labels=labels.jsonl")
+    assert result.ret == 4
+    err = result.stderr.str()
+    assert "labels.jsonl: the rows do not say how they were drawn" in err and "guardbench_labels" in err
+    assert "give --design" not in err, "a pytest run has no --design option"
+
+
+def test_several_labels_files_in_the_ini_key_correct_the_run_and_measure_the_labellers(pytester):
+    write_project(pytester, PACK)
+    ini = pytester.path / "tox.ini"
+    ini.write_text(
+        ini.read_text().rstrip("\n") + "\nguardbench_labels =\n    labels.jsonl\n    second.jsonl\n"
+    )  # one a line
+    pytester.runpytest_subprocess("-p", "no:xdist", "-o", "guardbench_labels=")
+    _labels_from(pytester)
+    rows = [json.loads(line) for line in (pytester.path / "labels.jsonl").read_text(encoding="utf-8").splitlines()]
+    share = {"of": "labels.jsonl", "of_sha256": "0" * 64, "share": 0.5, "seed": 0, "size": 12}
+    second = [dict(row, labeller="bo", overlap=share) for row in rows[::2]]
+    (pytester.path / "second.jsonl").write_text("".join(json.dumps(r) + "\n" for r in second), encoding="utf-8")
+    pytester.runpytest_subprocess("-p", "no:xdist", "--guardbench-min-recall=0.1", "--guardbench-max-fpr=0.95")
+    corrected = read_summary(pytester)["corrected"]
+    assert [Path(name).name for name in corrected["labels"]["labels_files"]] == ["labels.jsonl", "second.jsonl"]
+    assert corrected["labellers"]["rows"] == 12 and corrected["labels"]["unsettled"] == 0
+    assert corrected["labellers"]["domains"]["harmful"]["handled"]["agreement"] == 1.0
+
+
+def test_a_corrected_run_resumed_stays_corrected_or_stops_naming_its_moved_labels(pytester):
+    from pytest_guardbench.commands.main import main
+
+    write_project(pytester, PACK)
+    pytester.runpytest_subprocess("-p", "no:xdist")
+    _labels_from(pytester, keep_run=True)
+    run = sorted((pytester.path / "reports").iterdir())[0]
+    labels = pytester.path / "labels.jsonl"
+    assert main(["correct", str(run), "--labels", str(labels), "--min-kappa", "0.6"]) in (0, 1, 6)
+    result = pytester.runpytest_subprocess("-p", "no:xdist", f"--guardbench-resume={run}")
+    assert result.ret in (0, 1), result.stderr.str()
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    assert summary["corrected"]["labels"]["labels_files"] == [str(labels)], "the resumed run keeps its labels"
+    written = json.loads((run / "corrected.json").read_text(encoding="utf-8"))
+    assert written["system"] == summary["corrected"]["scorecards"]["system"], "corrected.json agrees with summary.json"
+    labels.rename(pytester.path / "moved.jsonl")
+    result = pytester.runpytest_subprocess("-p", "no:xdist", f"--guardbench-resume={run}")
+    assert result.ret == 4
+    err = result.stderr.str()
+    assert str(labels) in err and "--guardbench-labels FILE" in err and "Traceback" not in err
+    result = pytester.runpytest_subprocess(
+        "-p", "no:xdist", f"--guardbench-resume={run}", f"--guardbench-labels={pytester.path / 'moved.jsonl'}"
+    )
+    assert result.ret in (0, 1)
+    summary = json.loads((run / "summary.json").read_text(encoding="utf-8"))
+    assert summary["corrected"]["labels"]["labels_files"] == [str(pytester.path / "moved.jsonl")]

@@ -138,7 +138,7 @@ def test_the_gate_passes_the_labels_once_committed_and_the_audit_step_says_how_m
     }
     text = (tmp_path / WORKFLOW).read_text()
     assert "# The audit step: how many of this run's replies a person should label" in text
-    assert f"--out {LABELS_FILE}" in text and "judge-only" in text
+    assert f"--labeller <your name> --out {LABELS_FILE}" in text and "judge-only" in text
 
 
 def test_the_settings_say_what_the_labels_and_the_audit_do_and_why_the_bar_is_025(tmp_path):
@@ -147,6 +147,8 @@ def test_the_settings_say_what_the_labels_and_the_audit_do_and_why_the_bar_is_02
     ini = tomllib.loads(text)["tool"]["pytest"]["ini_options"]
     assert ini["guardbench_max_fpr"] == "0.25" and "guardbench_labels" not in ini, "judge-only until labelled"
     assert f'# guardbench_labels = "{LABELS_FILE}"' in text
-    assert "guardbench audit reports/<run-id> --plan" in text and f"--out\n# {LABELS_FILE}`" in text
+    assert (
+        "guardbench audit reports/<run-id> --plan" in text and f"--labeller\n# <your name> --out {LABELS_FILE}`" in text
+    )
     fpr = text.index('guardbench_max_fpr = "0.25"')
     assert "plugin's default of 0.2" in text[:fpr] and "at most 0.25" in text[:fpr]

@@ -15,7 +15,8 @@ from pytest_guardbench.records import CaseRecord, JudgeLabel
 from pytest_guardbench.document.summary import RunInfo
 from pytest_guardbench.document.read import load_run
 from pytest_guardbench.runfolder.correct import correct_run_folder
-from pytest_guardbench.audit.labels import LabelsError, load_run_labels, reply_sha256
+from pytest_guardbench.audit.label_files import load_run_labels
+from pytest_guardbench.audit.labels import LabelsError, reply_sha256
 from pytest_guardbench.runfolder.rejudge import rejudge_run
 from pytest_guardbench.runfolder.rescored import write_rescored_run
 from pytest_guardbench.settings.config import Thresholds

@@ -10,7 +10,7 @@ import json
 
 import pytest
 
-from pytest_guardbench.audit.labels import load_run_labels
+from pytest_guardbench.audit.label_files import load_run_labels
 from pytest_guardbench.document.read import load_run
 from pytest_guardbench.document.summary import RunInfo, StackInfo
 from pytest_guardbench.runfolder.finish import RunFacts, RunFinish
