@@ -8,7 +8,8 @@ import json
 import random
 from pathlib import Path
 
-from pytest_guardbench.audit.labels import load_run_labels, reply_sha256
+from pytest_guardbench.audit.label_files import load_run_labels
+from pytest_guardbench.audit.labels import reply_sha256
 from pytest_guardbench.document.summary import RunInfo, RunSummary
 from pytest_guardbench.records import CaseRecord, JudgeLabel
 from pytest_guardbench.runfolder.correct import correct_run_folder

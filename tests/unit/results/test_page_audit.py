@@ -8,7 +8,8 @@ from __future__ import annotations
 import json
 
 from pytest_guardbench.audit.designs import draw_design
-from pytest_guardbench.audit.labels import HumanLabel, label_row, load_run_labels
+from pytest_guardbench.audit.labels import HumanLabel, label_row
+from pytest_guardbench.audit.label_files import load_run_labels
 from pytest_guardbench.audit.rubric import RUBRIC_VERSION, examples_of, rubric, rule_for
 from pytest_guardbench.commands.main import main
 from pytest_guardbench.document.read import load_records, load_run
