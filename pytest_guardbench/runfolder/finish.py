@@ -76,7 +76,8 @@ class RunFinish:
     """A run folder's records on their way in, and the summary and files made from them.
 
     Records are counted as they arrive and never kept, so a run of any size finishes in bounded
-    memory. `handled` (case id → handled correctly) is kept only when a baseline check asks for it.
+    memory; they are read back from results.jsonl only when a case came twice or a reply the tutor
+    gave to many prompts moves cases (scoring/repeated_replies.py). `handled` (case id → handled correctly) is kept only when a baseline check asks for it.
     With `labels` (a person's labels of this run's replies), the scorecards are also corrected by them
     and the gate decides on the corrected intervals."""
 

@@ -21,6 +21,11 @@ thousands of prompts from flagging a short reply ("Yes!") that a few dozen yes-o
 while a tutor that answers every prompt alike reaches 100%. A run with fewer than five base prompts
 is too small to tell.
 
+The check is the finish's (runfolder/finish.py), so a pytest run in one process or under xdist, a
+merge, a rejudge and a correction find the same replies in the same records. A shard counts only its
+own base prompts; the merge of the shards decides for the whole run. The test of a single case (and
+its JUnit entry) keeps the judge's outcome: which replies repeat is known only at the end.
+
 Memory is bounded as the tally's is: one short digest per distinct reply, with the base prompts it
 reached, and the reply's text only once it has reached a second one.
 """

@@ -3,7 +3,8 @@ keeps counters, never the records, so a run of a million cases is scored in boun
 
 What it keeps per record is small and fixed: the case id (to tell a repeated case and the missing
 ones), one code per prompt row and per variant of a base prompt (row buckets, flip rates), and a
-guard score and stage timings (sweeps and percentiles need every value). Scorecards are not added to
+guard score and stage timings (sweeps and percentiles need every value), and a short digest of each
+distinct tutor reply (the repeated-reply check, scoring/repeated_replies.py). Scorecards are not added to
 per scope as records arrive: a record adds one to the count of its combination of scopes and answer
 flags, and the cards of every scope are sums over those few counts. Pure; the same records in any
 order give the same metrics."""
