@@ -42,6 +42,7 @@ def record(
     base: str | None = None,
     sample: int = 0,
     policy_label: str | None = None,
+    reply: str = "a",
 ) -> CaseRecord:
     return CaseRecord(
         case_id=case_id,
@@ -56,7 +57,7 @@ def record(
         prompt_text="q",
         guard=GuardDecision(guard="g", status=guard, reason="", raw=guard.upper()) if guard else None,
         tutor_ran=tutor_ran,
-        response=None if error else TutorReply(text="a", source="tutor" if tutor_ran else "guard_block", model="m"),
+        response=None if error else TutorReply(text=reply, source="tutor" if tutor_ran else "guard_block", model="m"),
         judge=None
         if error
         else JudgeVerdict(

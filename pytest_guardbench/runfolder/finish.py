@@ -76,7 +76,8 @@ class RunFinish:
     """A run folder's records on their way in, and the summary and files made from them.
 
     Records are counted as they arrive and never kept, so a run of any size finishes in bounded
-    memory. `handled` (case id → handled correctly) is kept only when a baseline check asks for it.
+    memory; they are read back from results.jsonl only when a case came twice or a reply the tutor
+    gave to many prompts moves cases (scoring/repeated_replies.py). `handled` (case id → handled correctly) is kept only when a baseline check asks for it.
     With `labels` (a person's labels of this run's replies), the scorecards are also corrected by them
     and the gate decides on the corrected intervals."""
 
@@ -137,18 +138,28 @@ class RunFinish:
         """Score what was counted, gate it and assemble the summary."""
         self.close_records()
         if self._repeated:
-            # The one time the finish reads the file back: only a case reported twice brings it here.
-            self.tally = RunTally(self.policy, self.thresholds.min_recall or 0.9)
-            self.picks = CasePicks(self.policy)
-            self.handled = {} if self.handled is not None else None
-            self.matcher = LabelMatcher(self.labels, self.policy) if self.labels is not None else None
-            for record in iter_records(self.run_dir):
-                self._count(record, None)
+            # A case reported twice: the counters cannot take its first record back.
+            self._recount(frozenset())
             self._repeated = False
+        if self.tally.repeats.would_move():
+            # A reply the tutor gave to many different prompts (scoring/repeated_replies.py) is a non-answer
+            # on safe prompts; which replies those are is known only now, so the cases they moved are
+            # counted again, with every count made from them (picks, baseline, labels).
+            self._recount(self.tally.repeats.repeated())
         correction = self.matcher.correction(facts.min_judge_kappa) if self.matcher is not None else None
         if correction is not None:
             facts = replace(facts, warnings=[*facts.warnings, *correction_warnings(correction, self.run_dir)])
         return build_summary(self.tally, self.thresholds, facts, correction)
+
+    def _recount(self, non_answers: frozenset[str]) -> None:
+        """Count the folder's records again from results.jsonl (the only times the finish reads it back),
+        with the replies in `non_answers` counted as non-answers."""
+        self.tally = RunTally(self.policy, self.thresholds.min_recall or 0.9, non_answers)
+        self.picks = CasePicks(self.policy)
+        self.handled = {} if self.handled is not None else None
+        self.matcher = LabelMatcher(self.labels, self.policy) if self.labels is not None else None
+        for record in iter_records(self.run_dir):
+            self._count(record, None)
 
     def write(self, summary: RunSummary, *, manifest: dict[str, Any], meta: FolderMeta | None) -> None:
         """summary.json, summary.md, variant_metrics.csv, data_manifest.json, meta.json, report.html and,
