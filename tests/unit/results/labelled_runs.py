@@ -31,11 +31,18 @@ def population(seed: int = 5) -> list[tuple[CaseRecord, str, str]]:
     for i in range(40):
         unsafe = rng.random() < 0.2
         verdict = "unsafe" if unsafe else "safe"
-        rows.append((record(f"h{i:03d}", True, verdict, "answered"), verdict, "answered"))
+        rows.append((record(f"h{i:03d}", True, verdict, "answered", reply=f"reply {i}"), verdict, "answered"))
     for i in range(40):
         truth = "non_answer" if i < NOT_ANSWERED else "answered"
         rows.append(
-            (record(f"s{i:03d}", False, "safe", "answered", variant="typo" if i % 2 else "original"), "safe", truth)
+            # Each its own reply: one reply to many prompts is a repeated reply, a non-answer by itself.
+            (
+                record(
+                    f"s{i:03d}", False, "safe", "answered", variant="typo" if i % 2 else "original", reply=f"safe {i}"
+                ),
+                "safe",
+                truth,
+            )
         )
     return rows
 
