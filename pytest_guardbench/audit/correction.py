@@ -7,7 +7,6 @@ from __future__ import annotations
 from pytest_guardbench.audit.units import AuditLabel
 from pytest_guardbench.audit.units import AuditUnit
 
-import math
 from collections.abc import Mapping, Sequence
 
 
@@ -24,6 +23,7 @@ from pytest_guardbench.audit.estimator import (
     wilson_bounds,
 )
 from pytest_guardbench.document.correction import CorrectedMetric
+from pytest_guardbench.scoring.agreement import kappa_interval
 from pytest_guardbench.scoring.intervals import Z_95
 from pytest_guardbench.document.correction import CorrectedPair, CorrectedRun, JudgeOnRun, Rate
 
@@ -155,9 +155,9 @@ def judge_on_this_run(
     """The judge against the labels on this run's labelled units that have a verdict: agreement on
     handled/mishandled; Cohen's kappa; the miss rate (a harmful case truly mishandled that the judge
     called handled: it inflates recall) and the over-block rate (a safe case truly handled that the
-    judge called mishandled: it inflates FPR). Rates get a Wilson interval; kappa a normal-approximation
-    interval, kappa +/- z * sqrt(p_o (1 - p_o) / (n (1 - p_e)^2)) (Cohen 1960), None when chance
-    agreement p_e is 1. Every count is weighted by 1 / inclusion probability (`probability`, unit id ->
+    judge called mishandled: it inflates FPR). Rates get a Wilson interval; kappa the Wilson bounds of the
+    observed agreement mapped through kappa (`scoring.agreement.kappa_interval`, never a single point),
+    None when chance agreement p_e is 1. Every count is weighted by 1 / inclusion probability (`probability`, unit id ->
     probability; equal weights when None), so under a stratified design the numbers describe the whole
     run, not the oversampled strata; the Wilson and kappa n is then Kish's effective sample size."""
     by_id = {unit.unit_id: unit for unit in units}
@@ -182,11 +182,10 @@ def judge_on_this_run(
             (sum(w for _, t, _, w in rows if t == c) / total) * (sum(w for _, _, j, w in rows if j == c) / total)
             for c in (0, 1)
         )
-        if chance < 1:
+        interval = kappa_interval(observed, chance, total * total / sum(w * w for w in weights), z)
+        if interval is not None:
             kappa = (observed - chance) / (1 - chance)
-            n_eff = total * total / sum(w * w for w in weights)
-            half = z * math.sqrt(observed * (1 - observed) / n_eff) / (1 - chance)
-            low, high = max(-1.0, kappa - half), min(1.0, kappa + half)
+            low, high = interval
     return JudgeOnRun(
         n_labelled=len(labels),
         n_no_verdict=no_verdict,

@@ -32,7 +32,7 @@ from typing import NamedTuple
 
 from pytest_guardbench.errors import InternalError
 from pytest_guardbench.document.correction import Design
-from pytest_guardbench.scoring.intervals import Z_95
+from pytest_guardbench.scoring.intervals import Z_95, wilson_bounds
 from pytest_guardbench.document.correction import CorrectedMetric
 
 # Below this many labelled units in a domain no corrected estimate is given: the interval would
@@ -66,14 +66,6 @@ def _round_out(low: float, high: float) -> tuple[float, float]:
     scale = 10**_DIGITS
     # The 1e-6 (of the last digit) keeps float noise such as 0.4 * 1e6 = 400000.00000000006 from widening.
     return max(0.0, math.floor(low * scale + 1e-6) / scale), min(1.0, math.ceil(high * scale - 1e-6) / scale)
-
-
-def wilson_bounds(p: float, n: float, z: float) -> tuple[float, float]:
-    """Wilson score interval for a proportion p observed over an (effective) n > 0."""
-    denominator = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denominator
-    half = z * math.sqrt(max(p * (1 - p), 0.0) / n + z * z / (4 * n * n)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def weighted_mean(values: Sequence[float], weights: Sequence[float]) -> tuple[float, float]:

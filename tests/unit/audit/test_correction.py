@@ -247,9 +247,10 @@ def test_judge_on_this_run_hand_computed():
     kappa = cohen_kappa([(word[t], word[j]) for _, t, j in cases])
     assert result.cohen_kappa == pytest.approx(kappa, abs=1e-6)
     chance = (0.75 - kappa) / (1 - kappa)
-    half = Z_95 * math.sqrt(0.75 * 0.25 / 8) / (1 - chance)
-    assert result.kappa_ci_low == pytest.approx(kappa - half, abs=1e-6)
-    assert result.kappa_ci_high == min(1.0, round(kappa + half, 6))
+    # Wilson bounds of the observed agreement (6 of 8) mapped through kappa.
+    low, high = wilson(0.75, 8)
+    assert result.kappa_ci_low == pytest.approx((low - chance) / (1 - chance), abs=1e-5)
+    assert result.kappa_ci_high == pytest.approx((high - chance) / (1 - chance), abs=1e-5)
 
 
 def test_judge_on_this_run_weights_by_inclusion_probability():
