@@ -64,14 +64,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     command.add_argument("run_dir", help="A reports/<run-id> folder.")
     command.add_argument(
         "--design",
-        choices=("random", "stratified", "debug"),
-        help="random (default): uniform over the run's judged replies (each reply of a conversation on its own); "
+        choices=("random", "stratified", "cluster", "debug"),
+        help="random (default): uniform over the run's replies (each reply of a conversation on its own); "
         "stratified: prompt label x the judge's verdict, "
-        "oversampling where the judge is likely wrong; both record each row's inclusion probability, so "
-        "guardbench correct can use them. debug: one case from each outcome x answer mode x variant in turn, "
-        "to find failures fast; it cannot correct a scorecard.",
+        "oversampling where the judge is likely wrong; cluster: uniform over the run's cases, every reply of a "
+        "drawn conversation labelled, so conversations are corrected as conversations; all three record each "
+        "row's inclusion probability, so guardbench correct can use them. debug: one case from each outcome x "
+        "answer mode x variant in turn, to find failures fast; it cannot correct a scorecard.",
     )
-    command.add_argument("--sample", type=positive, help="Cases to label (default 50).")
+    command.add_argument(
+        "--sample", type=positive, help="Replies to label (default 50); cases, under --design cluster."
+    )
     command.add_argument(
         "--seed",
         type=int,
