@@ -14,8 +14,7 @@ from pytest_guardbench.audit.adjudication import LabelPair, check_replies, paire
 from pytest_guardbench.audit.audit_file import check_resumable, first_draw, overlap_share
 from pytest_guardbench.audit.draw_record import AuditDraw, draw_audit, population_of
 from pytest_guardbench.audit.labels import HumanLabel, LabelsError, label_row, read_label_rows
-from pytest_guardbench.audit.plan import judge_probability, plan_audit
-from pytest_guardbench.audit.units import audit_units
+from pytest_guardbench.audit.plan import plan_run
 from pytest_guardbench.commands.audit_adjudicate import Adjudication, run_adjudication
 from pytest_guardbench.commands.audit_tui import Labelling, run_audit
 from pytest_guardbench.commands.exit_status import OK
@@ -272,12 +271,10 @@ def _slug(name: str) -> str:
 
 
 def _plan(records: Sequence[CaseRecord], policy: ScoringPolicy, half_width: float) -> int:
-    units = audit_units(records, policy)
-    probability = {u.unit_id: p for r, u in units if (p := judge_probability(r, policy)) is not None}
-    plan = plan_audit([u for _, u in units], half_width, judge_probability=probability or None)
+    plan, cases = plan_run(records, policy, half_width)
     print(
         f"labels needed for 95% intervals of half-width {half_width:g} on system recall and FPR "
-        f"({len(units)} judged cases; variance from {plan.variance_from}):"
+        f"({cases} cases; variance from {plan.variance_from}):"
     )
     for name, design in (("random", plan.random), ("stratified", plan.stratified)):
         print(
