@@ -23,6 +23,22 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.unit.audit.coverage_sim import SweepRow, sweep  # noqa: E402
 
 
+def compact(rows: list[SweepRow]) -> list[str]:
+    """The lowest coverage of any metric, per setting: run x design x judge by labels."""
+    sizes = sorted({row[3] for row in rows})
+    lowest: dict[tuple[str, str, str], dict[int, float]] = {}
+    for run, judge, design, n, _, tally in rows:
+        cell = lowest.setdefault((run, design, judge), {})
+        cell[n] = min(cell.get(n, 1.0), tally.rate)
+    lines = [
+        "| run | design | judge | " + " | ".join(f"{n} labels" for n in sizes) + " |",
+        "|---|---|---|" + "---|" * len(sizes),
+    ]
+    for (run, design, judge), by_size in lowest.items():
+        lines.append(f"| {run} | {design} | {judge} | " + " | ".join(f"{by_size[n]:.3f}" for n in sizes) + " |")
+    return lines
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--audits", type=int, default=4000, help="Audits per setting (default 4000).")
@@ -47,6 +63,8 @@ def main() -> int:
         )
 
     rows = sweep(args.audits, args.seed, progress=show)
+    print()
+    print(*compact(rows), sep="\n")
     worst = min(rows, key=lambda row: row[5].rate)
     sparse = [row[5] for row in rows if row[2] == "random"]
     missed = sum(t.sparse for t in sparse)
