@@ -124,8 +124,9 @@ class AuditUnit(BaseModel):
 
 class AuditLabel(BaseModel):
     """A person's blind label of one case: whether it was truly handled correctly. Under the
-    stratified design it carries its stratum and inclusion probability (`audit_design.DrawnUnit`);
-    when they are missing they are worked out from the run (random: n / N; stratified: n_h / N_h)."""
+    stratified and cluster designs it carries its stratum and inclusion probability
+    (`audit.designs.DrawnUnit`); when they are missing they are worked out from the run (random:
+    n / N; stratified: n_h / N_h; cluster: the labelled cases' share of the cases)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -78,7 +78,7 @@ class CorrectedRun(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     design: Design
-    min_labels: int
+    min_labels: int  # the labels a domain needs for an interval (1 since every labelled domain gets one)
     n_units: int
     n_labelled: int
     system: CorrectedPair
