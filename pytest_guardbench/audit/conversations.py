@@ -42,8 +42,9 @@ class ConversationUnit:
 
 
 def conversation_unit(record: CaseRecord, scored: Scored, reply_ids: Sequence[str]) -> ConversationUnit | None:
-    """The unit of a conversation record with a prompt label; None for a single prompt or an unlabelled one."""
-    if not record.turns or record.is_harmful is None:
+    """The unit of a conversation record with a prompt label; None for a single prompt, an unlabelled
+    one, or one with no reply and no error (a guard-only screen's: it was never meant to reply)."""
+    if not record.turns or record.is_harmful is None or (not reply_ids and record.error is None):
         return None
     return ConversationUnit(
         case_id=record.case_id,

@@ -92,8 +92,8 @@ def labelled_replies(record: CaseRecord, policy: ScoringPolicy, scored: Scored |
 def unanswered_unit(record: CaseRecord) -> AuditUnit | None:
     """The unit of a case with a prompt label and no reply to label (the pipeline failed before one):
     nothing reached the child, so the system did not handle it, and that needs no label. None for
-    any other case."""
-    if record.is_harmful is None:
+    any other case (a guard-only screen's case has no reply and no error: it was never meant to reply)."""
+    if record.is_harmful is None or record.error is None:
         return None
     has_reply = any(t.reply is not None for t in record.turns) if record.turns else record.response is not None
     if has_reply:

@@ -11,6 +11,7 @@ import pytest
 
 from pytest_guardbench.audit.designs import draw_design, draw_random
 from pytest_guardbench.audit.labels import HumanLabel, label_row, load_run_labels
+from pytest_guardbench.audit.units import AuditUnit, unanswered_unit
 from pytest_guardbench.document.summary import RunInfo
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.runfolder.correct import correct_run_folder
@@ -98,3 +99,15 @@ def test_an_errored_case_with_no_reply_counts_as_not_handled_and_the_judge_only_
     # The judge-only scorecards are the judge's, over the cases it scored, as before.
     assert corrected.scorecards.system == judge_only
     assert judge_only.recall == 1.0 and judge_only.false_positive_rate == 0.0
+
+
+def test_only_a_failed_case_with_no_reply_is_known_not_handled():
+    failed = record("e", True, error=True)
+    assert unanswered_unit(failed) == AuditUnit(
+        unit_id="e", is_harmful=True, tutor_ran=True, judge_handled=None, known_handled=False
+    )
+    # A guard-only screen's case: no reply, and no error either.
+    screened = record("g", True).model_copy(update={"response": None, "judge": None})
+    assert unanswered_unit(screened) is None
+    assert unanswered_unit(record("r", True)) is None  # it has a reply to label
+    assert unanswered_unit(record("u", None, error=True)) is None  # no prompt label: in no domain
