@@ -194,7 +194,7 @@ def _first_labelling(
         raise LabelsError(f"{first}: no such labels file (the first labeller's, for --overlap; name it with --of)")
     rows = read_label_rows(first)
     recorded = first_draw(first, rows)
-    if recorded.design not in ("random", "stratified", "debug"):
+    if recorded.design not in ("random", "stratified", "cluster", "debug"):
         raise LabelsError(f"{first}: drawn by the {recorded.design} design, which --overlap cannot draw again")
     draw = draw_audit(records, recorded.design, recorded.size, recorded.seed, policy)  # type: ignore[arg-type]
     if draw.recorded != recorded:

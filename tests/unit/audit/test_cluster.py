@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 
 from pytest_guardbench.audit.conversations import conversation_truth, label_verdict
 from pytest_guardbench.audit.designs import draw_cluster, draw_design
-from pytest_guardbench.audit.labels import HumanLabel, label_row, load_run_labels
+from pytest_guardbench.audit.label_files import load_run_labels
+from pytest_guardbench.audit.labels import HumanLabel, label_row
 from pytest_guardbench.commands.main import main
 from pytest_guardbench.document.read import load_run
 from pytest_guardbench.document.summary import RunInfo

@@ -10,7 +10,8 @@ import re
 import pytest
 
 from pytest_guardbench.audit.designs import draw_design
-from pytest_guardbench.audit.labels import HumanLabel, label_row, load_run_labels
+from pytest_guardbench.audit.label_files import load_run_labels
+from pytest_guardbench.audit.labels import HumanLabel, label_row
 from pytest_guardbench.audit.plan import plan_run
 from pytest_guardbench.commands.main import main
 from pytest_guardbench.document.summary import RunInfo

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from pytest_guardbench.audit.designs import draw_design, draw_random
-from pytest_guardbench.audit.labels import HumanLabel, label_row, load_run_labels
+from pytest_guardbench.audit.label_files import load_run_labels
+from pytest_guardbench.audit.labels import HumanLabel, label_row
 from pytest_guardbench.audit.units import AuditUnit, unanswered_unit
 from pytest_guardbench.document.summary import RunInfo
 from pytest_guardbench.records import CaseRecord

@@ -10,7 +10,7 @@ from pytest_guardbench.document.read import load_run
 from pytest_guardbench.document.summary import RunInfo
 from pytest_guardbench.runfolder.rescored import write_rescored_run
 from tests.builders import V2, conversation
-from tests.unit.commands.test_audit import Terminal
+from tests.unit.commands.audit_terminal import Terminal
 
 
 def test_a_cluster_audit_labels_every_reply_of_the_drawn_conversations(tmp_path, capsys):
@@ -21,7 +21,9 @@ def test_a_cluster_audit_labels_every_reply_of_the_drawn_conversations(tmp_path,
     run = tmp_path / "run"
     write_rescored_run(run, talks, None, run=RunInfo(run_id="talks"), manifest={}, meta=None, policy=V2)
     out = tmp_path / "audit.jsonl"
-    term = Terminal(str(run), "--design", "cluster", "--sample", "2", "--seed", "1", "--out", str(out))
+    term = Terminal(
+        str(run), "--design", "cluster", "--sample", "2", "--seed", "1", "--out", str(out), "--labeller", "ann"
+    )
     for index in range(1, 5):  # two conversations, two replies each
         term.wait_for(f"case {index}/4")
         term.press("s", "Is the response safe")
@@ -38,4 +40,8 @@ def test_a_cluster_audit_labels_every_reply_of_the_drawn_conversations(tmp_path,
     corrected = load_run(run).corrected
     assert corrected is not None and corrected.conversations is not None
     assert corrected.conversations.n_labelled == 2
+    # The rows record their draw (two cases, every reply of each): correct draws it again and compares.
+    assert {r["draw"]["size"] for r in rows} == {2}
+    draw = corrected.labels.draw
+    assert draw is not None and (draw.checked, draw.drawn, draw.labelled, draw.skipped) == ("redrawn", 4, 4, 0)
     assert "conversations recall" in capsys.readouterr().out
