@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 
+from pytest_guardbench.errors import InternalError
 from pytest_guardbench.scoring.intervals import Z_95
 
 _ITERATIONS = 100  # bisection steps; each halves the bracket, so 100 is far past float precision
@@ -46,7 +47,7 @@ def hypergeometric_bounds(x: int, n: int, size: int, z: float = Z_95) -> tuple[f
     in a simple random sample of n drawn without replacement: every M that either one-sided test at
     alpha / 2 keeps. Conservative: it covers at least 1 - alpha for every M."""
     if not 0 <= x <= n <= size or size == 0:
-        raise ValueError(f"need 0 <= x <= n <= size and size > 0, got x={x}, n={n}, size={size}")
+        raise InternalError(f"need 0 <= x <= n <= size and size > 0, got x={x}, n={n}, size={size}")
     half = two_sided_alpha(z) / 2
     # The set holds at least x successes and at least n - x failures.
     fewest, most = x, size - (n - x)
@@ -115,7 +116,7 @@ def clopper_pearson_bounds(successes: float, n: float, z: float = Z_95) -> tuple
     """Clopper–Pearson interval for `successes` of `n`, both possibly fractional (Korn and Graubard's
     form for a weighted or clustered sample: n is the effective sample size, successes = p * n)."""
     if not 0 <= successes <= n or n <= 0:
-        raise ValueError(f"need 0 <= successes <= n and n > 0, got {successes} of {n}")
+        raise InternalError(f"need 0 <= successes <= n and n > 0, got {successes} of {n}")
     half = two_sided_alpha(z) / 2
     low = 0.0 if successes <= 0 else beta_quantile(half, successes, n - successes + 1)
     high = 1.0 if successes >= n else beta_quantile(1 - half, successes + 1, n - successes)
