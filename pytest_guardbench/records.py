@@ -313,7 +313,7 @@ class CaseRecord(_Frozen):
         )
 
 
-AuditDesign = Literal["random", "stratified", "debug"]
+AuditDesign = Literal["random", "stratified", "cluster", "debug"]
 
 
 class LabelDraw(_Frozen):

@@ -72,6 +72,38 @@ def record(
     )
 
 
+def conversation(case_id: str, harmful: bool, replies: list[tuple[str | None, str | None, str]]) -> CaseRecord:
+    """A conversation record: per depth from 1, the judge's (safety, answer mode) of the reply (None,
+    None: a verdict it could not give) and the reply's text; its whole verdict built from them as a run
+    builds it."""
+    from pytest_guardbench.records import TurnRecord
+    from pytest_guardbench.scoring.conversation_tally import conversation_verdict, first_unsafe_depth
+
+    turns = []
+    for depth, (safety, mode, text) in enumerate(replies, start=1):
+        turns.append(
+            TurnRecord(role="user", content=f"{case_id} q{depth}", source="pack", depth=depth, is_harmful=harmful)
+        )
+        verdict = JudgeVerdict(
+            judge="j", response_safety=safety, answer_mode=mode, reason="r", malformed=safety is None
+        )  # type: ignore[arg-type]
+        reply = TutorReply(text=text, model="m", source="tutor")
+        turns.append(
+            TurnRecord(role="assistant", content=text, source="tutor", depth=depth, reply=reply, judge=verdict)
+        )
+    if not replies:  # the pipeline failed before the first reply: the child's turn, and nothing after
+        turns.append(TurnRecord(role="user", content=f"{case_id} q1", source="pack", depth=1, is_harmful=harmful))
+    last = turns[-1].reply
+    return record(case_id, harmful, error=not replies).model_copy(
+        update={
+            "response": last,
+            "turns": tuple(turns),
+            "judge": conversation_verdict(turns, "j"),
+            "first_unsafe_turn": first_unsafe_depth(turns),
+        }
+    )
+
+
 def case(case_id: str, harmful: bool | None) -> Case:
     return Case(
         case_id=case_id,

@@ -17,6 +17,7 @@ from pytest_guardbench.audit.labels import labelled_truth, unit_of
 from pytest_guardbench.document.labelling import DomainAgreement, FieldAgreement, LabellersAgreement
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import JudgeLabel
+from pytest_guardbench.scoring.agreement import kappa_interval as wilson_kappa_interval
 from pytest_guardbench.scoring.intervals import wilson_interval
 from pytest_guardbench.scoring.policies import ScoringPolicy, assistant_policy_v2_label
 
@@ -44,13 +45,10 @@ def kappa_interval(pairs: Sequence[tuple[object, object]]) -> tuple[float | None
     chance = sum(first[c] * second[c] for c in first) / (n * n)
     if chance >= 1 - 1e-12:
         return None, None, None
-    bounds = wilson_interval(observed_count, n)
+    bounds = wilson_kappa_interval(observed_count / n, chance, n)
     assert bounds is not None
-
-    def kappa(p: float) -> float:
-        return round(max(-1.0, min(1.0, (p - chance) / (1 - chance))), 6)
-
-    return kappa(observed_count / n), kappa(bounds[0]), kappa(bounds[1])
+    kappa = max(-1.0, min(1.0, (observed_count / n - chance) / (1 - chance)))
+    return round(kappa, 6), round(bounds[0], 6), round(bounds[1], 6)
 
 
 def field_agreement(pairs: Sequence[tuple[object, object]]) -> dict[str, Any]:

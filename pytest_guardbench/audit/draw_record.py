@@ -23,9 +23,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from pytest_guardbench.audit.designs import DrawnUnit, draw_design, draw_random, draw_stratified, stratum_of
+from pytest_guardbench.audit.designs import (
+    DrawnUnit,
+    draw_cluster,
+    draw_design,
+    draw_random,
+    draw_stratified,
+    stratum_of,
+)
 from pytest_guardbench.audit.labels import RecordedDraw, reply_sha256
-from pytest_guardbench.audit.units import audit_units
+from pytest_guardbench.audit.units import audit_units, split_unit_id
 from pytest_guardbench.document.labelling import DrawCheck
 from pytest_guardbench.records import AuditDesign, CaseRecord, LabelDraw
 from pytest_guardbench.scoring.policies import ScoringPolicy
@@ -89,15 +96,20 @@ class AuditDraw:
     sample: list[tuple[CaseRecord, DrawnUnit | None]]
 
     @property
+    def size(self) -> int:
+        """What the design was asked to draw: units, or under `cluster` the cases they belong to."""
+        if self.design == "cluster":
+            return len({split_unit_id(record.case_id)[0] for record, _ in self.sample})
+        return len(self.sample)
+
+    @property
     def recorded(self) -> RecordedDraw:
-        return RecordedDraw(self.design, self.seed, len(self.sample), self.population_sha256)
+        return RecordedDraw(self.design, self.seed, self.size, self.population_sha256)
 
     def row_draw(self, unit_id: str) -> LabelDraw:
         """The draw record of the row that labels `unit_id`."""
         position = next(i for i, (record, _) in enumerate(self.sample, 1) if record.case_id == unit_id)
-        return LabelDraw(
-            seed=self.seed, size=len(self.sample), population_sha256=self.population_sha256, position=position
-        )
+        return LabelDraw(seed=self.seed, size=self.size, population_sha256=self.population_sha256, position=position)
 
 
 def draw_audit(
@@ -116,6 +128,9 @@ def redrawn_ids(draw: RecordedDraw, population: Sequence[PopulationUnit]) -> lis
         return [u.unit_id for u in draw_random([u.unit_id for u in population], draw.size, draw.seed)]
     if draw.design == "stratified":
         return [u.unit_id for u in draw_stratified([(u.unit_id, u.stratum) for u in population], draw.size, draw.seed)]
+    if draw.design == "cluster":
+        pairs = [(u.unit_id, split_unit_id(u.unit_id)[0]) for u in population]
+        return [u.unit_id for u in draw_cluster(pairs, draw.size, draw.seed)]
     return None
 
 

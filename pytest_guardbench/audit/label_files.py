@@ -74,7 +74,7 @@ def _one_design(read: Sequence[tuple[Path, list[JudgeLabel]]], design: str | Non
             said = (given[0], path)
     chosen = design or (said[0] if said else None)
     if chosen not in DESIGNS:
-        raise LabelsError(f"--design {chosen}: choose random or stratified")
+        raise LabelsError(f"--design {chosen}: choose {', '.join(DESIGNS)}")
     return chosen
 
 
@@ -104,8 +104,8 @@ def _by_unit(path: Path, rows: list[JudgeLabel], design: str) -> dict[str, Judge
         if unit in by_unit:
             where = "" if row.turn is None else f" turn {row.turn}"
             raise DataError(f"case {row.id}{where} is labelled twice", path=path)
-        if design == "stratified" and (row.stratum is None or row.inclusion_probability is None):
-            raise DataError(f"row {row.id}: a stratified label needs its stratum and inclusion_probability", path=path)
+        if design in ("stratified", "cluster") and (row.stratum is None or row.inclusion_probability is None):
+            raise DataError(f"row {row.id}: a {design} label needs its stratum and inclusion_probability", path=path)
         by_unit[unit] = row
     return by_unit
 

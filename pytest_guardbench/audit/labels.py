@@ -124,7 +124,7 @@ def label_row(
     reply = record.response.text if record.response is not None else ""
     if drawn is not None:
         design: dict[str, object] = {
-            "design": "random" if drawn.stratum == "random" else "stratified",
+            "design": drawn.design,
             "stratum": drawn.stratum,
             "inclusion_probability": drawn.inclusion_probability,
             # The judge's verdict must not ride along with a blind draw's rows: the bucket is the variant.

@@ -14,8 +14,7 @@ from pytest_guardbench.audit.adjudication import LabelPair, check_replies, paire
 from pytest_guardbench.audit.audit_file import check_resumable, first_draw, overlap_share
 from pytest_guardbench.audit.draw_record import AuditDraw, draw_audit, population_of
 from pytest_guardbench.audit.labels import HumanLabel, LabelsError, label_row, read_label_rows
-from pytest_guardbench.audit.plan import judge_probability, plan_audit
-from pytest_guardbench.audit.units import audit_units
+from pytest_guardbench.audit.plan import plan_run
 from pytest_guardbench.commands.audit_adjudicate import Adjudication, run_adjudication
 from pytest_guardbench.commands.audit_tui import Labelling, run_audit
 from pytest_guardbench.commands.exit_status import OK
@@ -64,14 +63,17 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     command.add_argument("run_dir", help="A reports/<run-id> folder.")
     command.add_argument(
         "--design",
-        choices=("random", "stratified", "debug"),
-        help="random (default): uniform over the run's judged replies (each reply of a conversation on its own); "
+        choices=("random", "stratified", "cluster", "debug"),
+        help="random (default): uniform over the run's replies (each reply of a conversation on its own); "
         "stratified: prompt label x the judge's verdict, "
-        "oversampling where the judge is likely wrong; both record each row's inclusion probability, so "
-        "guardbench correct can use them. debug: one case from each outcome x answer mode x variant in turn, "
-        "to find failures fast; it cannot correct a scorecard.",
+        "oversampling where the judge is likely wrong; cluster: uniform over the run's cases, every reply of a "
+        "drawn conversation labelled, so conversations are corrected as conversations; all three record each "
+        "row's inclusion probability, so guardbench correct can use them. debug: one case from each outcome x "
+        "answer mode x variant in turn, to find failures fast; it cannot correct a scorecard.",
     )
-    command.add_argument("--sample", type=positive, help="Cases to label (default 50).")
+    command.add_argument(
+        "--sample", type=positive, help="Replies to label (default 50); cases, under --design cluster."
+    )
     command.add_argument(
         "--seed",
         type=int,
@@ -192,7 +194,7 @@ def _first_labelling(
         raise LabelsError(f"{first}: no such labels file (the first labeller's, for --overlap; name it with --of)")
     rows = read_label_rows(first)
     recorded = first_draw(first, rows)
-    if recorded.design not in ("random", "stratified", "debug"):
+    if recorded.design not in ("random", "stratified", "cluster", "debug"):
         raise LabelsError(f"{first}: drawn by the {recorded.design} design, which --overlap cannot draw again")
     draw = draw_audit(records, recorded.design, recorded.size, recorded.seed, policy)  # type: ignore[arg-type]
     if draw.recorded != recorded:
@@ -269,12 +271,10 @@ def _slug(name: str) -> str:
 
 
 def _plan(records: Sequence[CaseRecord], policy: ScoringPolicy, half_width: float) -> int:
-    units = audit_units(records, policy)
-    probability = {u.unit_id: p for r, u in units if (p := judge_probability(r, policy)) is not None}
-    plan = plan_audit([u for _, u in units], half_width, judge_probability=probability or None)
+    plan, cases = plan_run(records, policy, half_width)
     print(
         f"labels needed for 95% intervals of half-width {half_width:g} on system recall and FPR "
-        f"({len(units)} judged cases; variance from {plan.variance_from}):"
+        f"({cases} cases; variance from {plan.variance_from}):"
     )
     for name, design in (("random", plan.random), ("stratified", plan.stratified)):
         print(

@@ -41,6 +41,13 @@ def correction_lines(correction: Correction) -> list[str]:
     if replies is not None:
         lines.append(f"  conversation replies recall: {metric_text(replies.system.recall)}")
         lines.append(f"  conversation replies FPR:    {metric_text(replies.system.false_positive_rate)}")
+    talks = correction.conversations
+    if talks is not None:
+        lines.append(f"  conversations recall: {metric_text(talks.scorecards.system.recall)}")
+        lines.append(f"  conversations FPR:    {metric_text(talks.scorecards.system.false_positive_rate)}")
+        lines += [
+            f"  conversations caught by depth {row.depth}: {metric_text(row.recall)}" for row in talks.recall_by_turn
+        ]
     lines += [f"  {line}" for line in judge_lines(correction)]
     return lines + [f"  {line}" for line in [*labels_lines(correction), *labeller_lines(correction)]]
 
@@ -144,9 +151,19 @@ def correction_markdown(correction: Correction) -> list[str]:
     if replies is not None:  # a conversation's replies, corrected as replies, overall and per depth
         pairs += [("conversation replies", replies.system)]
         pairs += [(f"conversation replies {name}", pair) for name, pair in sorted(replies.groups.items())]
+    talks = correction.conversations
+    if talks is not None:  # whole conversations drawn (cluster design), corrected as conversations
+        pairs += [
+            ("conversations", talks.scorecards.system),
+            ("conversations tutor_conditional", talks.scorecards.tutor_conditional),
+        ]
     for scope, pair in pairs:
         lines.append(_md_row(f"{scope} recall", pair.recall))
         lines.append(_md_row(f"{scope} FPR", pair.false_positive_rate))
+    if talks is not None:
+        lines += [
+            _md_row(f"conversations recall_by_turn depth={row.depth}", row.recall) for row in talks.recall_by_turn
+        ]
     lines += ["", *(f"{line}." for line in [*judge_lines(correction), *labels_lines(correction)])]
     return lines + labeller_markdown(correction)
 

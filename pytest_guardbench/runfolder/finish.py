@@ -178,11 +178,13 @@ def corrected_document(correction: Correction) -> dict[str, Any]:
     labels used (`guardbench correct --json` prints the same document)."""
     cards = correction.scorecards.model_dump(mode="json")
     replies = correction.conversation_replies
+    talks = correction.conversations
     return {
         **cards,
         "labels": correction.labels.model_dump(mode="json"),
         **({"conversation_replies": replies.model_dump(mode="json")} if replies is not None else {}),
         **({"labellers": correction.labellers.model_dump(mode="json")} if correction.labellers is not None else {}),
+        **({"conversations": talks.model_dump(mode="json")} if talks is not None else {}),
     }
 
 

@@ -220,7 +220,7 @@ def judge_label_rows(draw: st.DrawFn) -> list[Any]:
     """Rows of a judge-labels JSONL file, with the fields `correct` and `audit` use (design, stratum,
     inclusion probability, reply sha256, turn): valid rows for the fuzz run's cases, and in most draws
     one field of one row odd."""
-    design = draw(st.sampled_from(["random", "stratified", None]))
+    design = draw(st.sampled_from(["random", "stratified", "cluster", None]))
     rows: list[Any] = []
     for n in draw(st.lists(st.integers(0, 11), min_size=1, max_size=5, unique=True)):
         row: dict[str, Any] = {
@@ -244,7 +244,7 @@ def judge_label_rows(draw: st.DrawFn) -> list[Any]:
                 ("human_label", st.sampled_from(["SAFE", "", None, "harmful"])),
                 ("answer_mode", st.sampled_from(["redirected", "nope", None])),
                 ("assistant_policy_label", st.sampled_from(["correct", "meh"])),
-                ("design", st.sampled_from(["debug", "other", "stratified"])),
+                ("design", st.sampled_from(["debug", "other", "stratified", "cluster"])),
                 ("stratum", json_value),
                 ("inclusion_probability", st.one_of(st.floats(), st.integers(-2, 2))),
                 ("reply_sha256", some_text),

@@ -165,7 +165,7 @@ def test_labels_of_another_run_say_why_they_decide_nothing(pytester):
     )
     assert "too few to estimate recall and FPR; the plan needs about" in second
     assert "guardbench audit " in second and " --design random --sample " in second
-    result.stdout.fnmatch_lines(["guardbench gate inconclusive: recall (audit-corrected) undecided (too few labels*"])
+    result.stdout.fnmatch_lines(["guardbench gate inconclusive: recall (audit-corrected) undecided (no labels*"])
 
 
 def test_labels_that_do_not_say_their_design_say_what_a_pytest_run_needs(pytester):

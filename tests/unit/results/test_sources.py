@@ -119,20 +119,24 @@ def test_labels_of_another_run_say_how_many_matched_why_and_how_many_more_the_pl
     assert main(["correct", str(run), "--labels", str(labels)]) == 6, "undecided: too few labels (exit 6)"
     capsys.readouterr()
     summary = load_run(run)
+    # The three labels are of harmful replies: recall gets a wide interval, FPR none (no safe reply labelled).
     expected = (
         f"labels: 3 of 24 rows of {labels} match this run's replies (1 reply_changed: the reply changed since it "
-        "was labelled; 20 not_in_run: labels of another run's replies); too few to estimate recall and FPR; "
+        "was labelled; 20 not_in_run: labels of another run's replies); too few to estimate FPR; "
+        "a corrected interval straddles its bar; "
         f"the plan needs about {planned} labels of this run's replies for ±0.1, {planned - 3} more: "
         f"guardbench audit reports/run --design random --sample {planned}"
     )
     lines = terminal_lines(summary)
-    assert lines[:2] == [UNCHECKED, expected], "judge-only still, and why the labels decided nothing"
+    assert lines[0].startswith("corrected: recall corrected by 3 labels of this run's own replies")
+    assert lines[1] == expected, "why the labels decided so little"
     markdown = summary_markdown(summary)
     assert expected.replace(f"guardbench audit reports/run --design random --sample {planned}", "") in markdown
     assert markdown.index("labels: 3 of 24 rows") < markdown.index("**Gate: INCONCLUSIVE**")
-    assert "UNDECIDED: recall (audit-corrected) undecided (too few labels" in markdown
+    assert "UNDECIDED: recall (audit-corrected) 0.825 (95% CI 0.275-1.000, 3 of 40 labelled) straddles" in markdown
+    assert "UNDECIDED: false positive rate (audit-corrected) undecided (no labels" in markdown
     page = (run / "report.html").read_text(encoding="utf-8")
-    source = page.split("<div id='source' data-source='judge-only'>", 1)[1].split("</div>", 1)[0]
+    source = page.split("<div id='source' data-source='corrected'>", 1)[1].split("</div>", 1)[0]
     assert "3 of 24 rows" in source and "1 reply_changed" in source and "20 not_in_run" in source
     assert f"<code>guardbench audit reports/run --design random --sample {planned}</code>" in source
 
@@ -147,8 +151,10 @@ def test_a_corrected_interval_that_straddles_its_bar_asks_for_more_labels(tmp_pa
     (run / "summary.json").write_text(json.dumps(document), encoding="utf-8")
     assert main(["correct", str(run), "--labels", str(tmp_path / "labels.jsonl")]) == 6
     lines = terminal_lines(load_run(run))
-    assert lines[0].startswith("corrected: FPR corrected by 20 labels"), "20 labels estimate FPR, not recall"
-    assert "too few to estimate recall; a corrected interval straddles its bar; the plan needs about" in lines[1]
+    # 20 labels, 8 of them of harmful replies: both rates get an interval, however few their labels.
+    assert lines[0].startswith("corrected: recall and FPR corrected by 20 labels")
+    assert "too few to estimate" not in lines[1]
+    assert "; a corrected interval straddles its bar; the plan needs about" in lines[1]
 
 
 def test_the_github_step_summary_opens_with_the_source(tmp_path, monkeypatch):
