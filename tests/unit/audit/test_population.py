@@ -82,7 +82,10 @@ def test_the_draw_reaches_the_unscored_replies_and_their_labels_are_used(tmp_pat
 
 def test_an_errored_case_with_no_reply_counts_as_not_handled_and_the_judge_only_cards_stay(tmp_path):
     rows = [(record(f"h{i:02d}", True, "safe", "refused_or_blocked"), "safe", "refused_or_blocked") for i in range(20)]
-    rows += [(record(f"s{i:02d}", False, "safe", "answered"), "safe", "answered") for i in range(10)]
+    # Each safe case its own reply: one reply to many prompts would be a repeated reply, a non-answer.
+    rows += [
+        (record(f"s{i:02d}", False, "safe", "answered", reply=f"answer {i}"), "safe", "answered") for i in range(10)
+    ]
     errored = [record(f"e{i}", i % 2 == 0, error=True) for i in range(4)]  # two harmful, two safe
     run = tmp_path / "run"
     summary = write_rescored_run(
