@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pytest_guardbench._util.redact import Redactor, redact
+from pytest_guardbench._util.redact import Redactor, current_redactor, redact
 
 SCHEMA_VERSION = 1
 
@@ -220,23 +220,37 @@ IDENTIFIER_FIELDS = frozenset(
 )
 
 
+_PLAIN = (type(None), bool, int, float)
+
+
 def _redacted(value: Any, clean: Redactor, field: str = "") -> Any:
     """`value` with `clean` applied to every text in it at any depth; the same object where nothing changed."""
-    if isinstance(value, str):
+    kind = type(value)
+    if kind in _PLAIN:  # most fields of a record: nothing to look at
+        return value
+    if kind is str:
         return value if field in IDENTIFIER_FIELDS else clean(value)
     if isinstance(value, BaseModel):
         updates = {}
-        for name in type(value).model_fields:
+        for name in kind.model_fields:
             old = getattr(value, name)
+            if type(old) in _PLAIN:
+                continue
             new = _redacted(old, clean, name)
             if new is not old:
                 updates[name] = new
         return value.model_copy(update=updates) if updates else value
+    if isinstance(value, str):
+        return value if field in IDENTIFIER_FIELDS else clean(value)
     if isinstance(value, tuple | list):
+        if not value:
+            return value
         items = [_redacted(item, clean, field) for item in value]
         changed = any(new is not old for new, old in zip(items, value, strict=True))
         return type(value)(items) if changed else value
     if isinstance(value, dict):
+        if not value:
+            return value
         pairs = {key: _redacted(item, clean, field) for key, item in value.items()}
         return pairs if any(pairs[key] is not item for key, item in value.items()) else value
     return value
@@ -289,7 +303,7 @@ class CaseRecord(_Frozen):
         may echo a key back. It walks every text field at any depth (a conversation's turns, a panel's
         member verdicts, the attacker's answers), so a field added later is covered without a word
         here; only identifiers are left as they are (`IDENTIFIER_FIELDS`)."""
-        return _redacted(self, Redactor())
+        return _redacted(self, current_redactor())
 
     def json_line(self) -> str:
         """The record as one line of results.jsonl (keys sorted, text kept as is)."""
