@@ -226,6 +226,24 @@ class Engine:
             self._futures.pop(case.case_id, None)
         return record
 
+    def finished(self, cases: Iterable[Case | None]) -> list[CaseRecord]:
+        """The records of `cases`, in their order, for as long as each is finished and not yet taken
+        by `result` (a resumed case's included), without taking them: what the run folder may write
+        ahead of the tests that will ask for them. Stops at the first case that is not."""
+        found: list[CaseRecord] = []
+        with self._lock:
+            for case in cases:
+                if case is None:
+                    break
+                record = self._prior.get(case.case_id)
+                if record is None:
+                    future = self._futures.get(case.case_id)
+                    if future is None or not future.done() or future.exception() is not None:
+                        break
+                    record = future.result()
+                found.append(record)
+        return found
+
     def close(self) -> None:
         """Stop scheduling; batches already in a model finish in their threads."""
         self.closing = True

@@ -6,7 +6,7 @@ gate check is added in one place."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from pytest_guardbench.document.summary import (
 from pytest_guardbench.document.gate import SnapshotCheck
 from pytest_guardbench.document.read import iter_records
 from pytest_guardbench.results.artifacts import write_json
-from pytest_guardbench.runfolder.folder import ResultsWriter
+from pytest_guardbench.runfolder.folder import ResultsWriter, Span
 from pytest_guardbench.audit.matching import LabelMatcher
 from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.document.gate import BaselineComparison
@@ -53,6 +53,9 @@ class AddedChecks:
 
 
 CheckBuilder = Callable[[RunMetrics], AddedChecks]
+# A batch of results.jsonl is written once it holds this much, if nothing flushed it before (a merge,
+# a rejudge: no one waits for a record of theirs, so their lines go in large writes).
+BATCH_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -100,6 +103,8 @@ class RunFinish:
         self.matcher = LabelMatcher(labels, policy) if labels is not None else None
         # False when the records come from the folder's own results.jsonl (a correction in place).
         self._writer: ResultsWriter | None = ResultsWriter(run_dir / "results.jsonl") if write_records else None
+        # Records written ahead of their reports (`write_ahead`), by id, until `add` is given them.
+        self._ahead: dict[int, tuple[CaseRecord, Span]] = {}
         self._repeated = False
 
     @property
@@ -108,16 +113,37 @@ class RunFinish:
         return self.tally.received
 
     def add(self, record: CaseRecord, scored: Scored | None = None) -> None:
-        """Count `record` (scored under the policy unless the caller already did) and append it to
-        results.jsonl. A case given again (a rerun) is written, and the finish recounts: counters
-        cannot take a record back, and the last record of a case is the one that counts.
-        `ReportWriteError` when the folder cannot take it; the record is counted all the same."""
+        """Count `record` (scored under the policy unless the caller already did) and take it into the
+        batch of results.jsonl, written when the batch is large or by `flush`. A case given again (a
+        rerun) is written, and the finish recounts: counters cannot take a record back, and the last
+        record of a case is the one that counts. A record written ahead (`write_ahead`) is not written
+        again. `ReportWriteError` when the folder cannot take the batch; the record is counted all the same."""
         if record.case_id in self.tally.received:
             self._repeated = True
         else:
             self._count(record, scored)
+        if self._writer is None:
+            return
+        if self._ahead.pop(id(record), None) is None:
+            self._writer.add(record)
+        if self._writer.pending_bytes >= BATCH_BYTES:
+            self._writer.flush()
+
+    def write_ahead(self, records: Iterable[CaseRecord]) -> None:
+        """Take into the batch the records of cases that finished before their tests reported, so that
+        one write carries them all; each is counted when it is given to `add`. The lines of any never
+        given are taken out of the file when the records close (a run stopped early, a test that
+        failed before it asked for its record)."""
+        if self._writer is None:
+            return
+        for record in records:
+            if id(record) not in self._ahead:
+                self._ahead[id(record)] = (record, self._writer.add(record))
+
+    def flush(self) -> None:
+        """Write the records taken so far (`ReportWriteError` when the folder cannot take them)."""
         if self._writer is not None:
-            self._writer.write(record)
+            self._writer.flush()
 
     def _count(self, record: CaseRecord, scored: Scored | None) -> None:
         scored = self.tally.add(record, scored)
@@ -128,10 +154,15 @@ class RunFinish:
             self.matcher.add(record, scored)
 
     def close_records(self) -> None:
-        """No more records: results.jsonl is whole."""
+        """No more records: results.jsonl is whole, holds no line written ahead for a case that never
+        reported, and is synced once."""
         if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            try:
+                writer.discard([span for _, span in self._ahead.values()])
+            finally:
+                self._ahead.clear()
+                writer.close()
 
     def summary(self, facts: RunFacts) -> RunSummary:
         """Score what was counted, gate it and assemble the summary."""

@@ -534,3 +534,37 @@ def test_a_run_that_stops_at_its_preflight_leaves_no_call_process_behind(pyteste
     while _call_process_children() != before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _call_process_children() == before
+
+
+# A replay finishes every case before the first test runs, so their records are written ahead of their
+# tests; one test then fails in a fixture of the project's own before asking for its record, and the
+# run is stopped part-way.
+STOPPED_PART_WAY = """import pytest
+
+
+@pytest.fixture(autouse=True)
+def _project_fixture(request):
+    case = request.node.name.split("[")[-1].rstrip("]")
+    if case == "load.p003.original":
+        raise RuntimeError("the project's own fixture broke")
+    if case == "load.p020.original":
+        pytest.exit("stopped part-way", returncode=2)
+"""
+
+
+def test_records_written_ahead_of_tests_that_never_reported_leave_results_jsonl(pytester, stub_factory):
+    stub = stub_factory()
+    _project(pytester.path, 30)
+    roles = ["-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules"]
+    recorded = pytester.runpytest_subprocess("--guardbench-cache=write", *roles)
+    assert recorded.ret in (0, 1), recorded.stdout.str()
+    for run in (pytester.path / "reports").iterdir():
+        run.rename(pytester.path / f"first-{run.name}")
+    (pytester.path / "conftest.py").write_text(STOPPED_PART_WAY)
+    replayed = pytester.runpytest_subprocess("--guardbench-cache=replay", *roles)
+    assert replayed.ret == 2, replayed.stdout.str()
+    run = next((pytester.path / "reports").iterdir())
+    ids = [record.case_id for record in _records(run)]
+    assert ids == [f"load.p{i:03d}.original" for i in range(20) if i != 3], "the reported cases, each once, in order"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["coverage"]["missing"]["count"] == 11  # p003 and p020..p029
