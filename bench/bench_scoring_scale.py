@@ -93,7 +93,7 @@ def main() -> None:
         )
         summary = finish.summary(facts)
         scored = time.perf_counter()
-        finish.write(summary, manifest={"cases": n}, meta={})
+        finish.write(summary, manifest={"cases": n}, meta=None)
         written = time.perf_counter()
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"outcomes: {n}")

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
 from pytest_guardbench._util.redact import Redactor, current_redactor, redact
 
@@ -99,8 +99,17 @@ class Case(_Frozen):
         )
 
 
-def _redact_text(value: str) -> str:
-    return redact(value)
+# A validation context key: the redactor a reader took once for a whole record
+# (`CaseRecord.parse_json`), so that its texts do not each look the environment up again.
+REDACTOR_CONTEXT = "guardbench_redactor"
+
+
+def _redact_text(value: str, info: ValidationInfo) -> str:
+    if not value:
+        return value
+    context = info.context
+    clean = context.get(REDACTOR_CONTEXT) if context else None
+    return clean(value) if clean is not None else redact(value)
 
 
 class GuardDecision(_Frozen):
@@ -177,10 +186,7 @@ class PipelineError(_Frozen):
     stage: PipelineStage
     message: str
 
-    @field_validator("message")
-    @classmethod
-    def _no_secrets(cls, message: str) -> str:
-        return redact(message)
+    _no_secrets = field_validator("message")(_redact_text)
 
 
 class TurnRecord(_Frozen):
@@ -304,6 +310,12 @@ class CaseRecord(_Frozen):
         member verdicts, the attacker's answers), so a field added later is covered without a word
         here; only identifiers are left as they are (`IDENTIFIER_FIELDS`)."""
         return _redacted(self, current_redactor())
+
+    @classmethod
+    def parse_json(cls, line: str | bytes) -> CaseRecord:
+        """A record from one line of results.jsonl, its texts redacted as they are read (a line written
+        by an older version may hold a key) with one look at the environment for the whole record."""
+        return cls.model_validate_json(line, context={REDACTOR_CONTEXT: current_redactor()})
 
     def json_line(self) -> str:
         """The record as one line of results.jsonl (keys sorted, text kept as is)."""

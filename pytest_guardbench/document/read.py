@@ -122,7 +122,7 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 def _parsed(path: Path, lineno: int, line: str) -> CaseRecord:
     try:
-        return CaseRecord.model_validate_json(line)
+        return CaseRecord.parse_json(line)
     except (ValueError, RecursionError) as exc:
         raise DataError(f"not a case record ({str(exc).splitlines()[0]})", path=path, line=lineno) from None
 
