@@ -5,36 +5,27 @@ from __future__ import annotations
 
 from collections.abc import Generator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_guardbench._util.redact import redact
-from pytest_guardbench.errors import GuardbenchError
-from pytest_guardbench.exit_status import ExitStatus
 from pytest_guardbench.plugin import hookspecs
-from pytest_guardbench.settings.config import Settings
-from pytest_guardbench.cases.sources import label_conflict_warning
-from pytest_guardbench.plugin.interrupts import InterruptHandler
-from pytest_guardbench.audit.labels import load_run_labels
-from pytest_guardbench.runfolder.resume import load_base
-from pytest_guardbench.records import Case
-from pytest_guardbench.run.inputs import load_inputs
-from pytest_guardbench.run.preflight import PreflightInBackground
-from pytest_guardbench.run.process import ProcessState, start_call_processes
-from pytest_guardbench.plugin.console import header_line, listing
-from pytest_guardbench.run.stack import will_use_call_processes
+from pytest_guardbench.plugin.configure import MARKERS, add_options, is_worker
 from pytest_guardbench.plugin.keys import INPUTS_KEY, PROCESS_KEY, RECORD_KEY, SCORE_KEY, SESSION_KEY
-from pytest_guardbench.plugin.session import GuardbenchSession
-from pytest_guardbench.plugin.xdist_bridge import XdistBridge
 from pytest_guardbench.plugin.wire import RECORD_ATTR, SCORE_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY
-from pytest_guardbench.plugin.worker import case_of, start_engine, worker_output
 
-from pytest_guardbench.plugin.configure import MARKERS, add_options, check_before_cases, is_worker, registered_units
+if TYPE_CHECKING:
+    from pytest_guardbench.plugin.interrupts import InterruptHandler
+    from pytest_guardbench.records import Case
+
+# Only what registering the plugin needs is imported here; each hook imports the rest when it runs.
+# Every pytest run in an environment where guardbench is installed imports this module, and most
+# of the package (settings, cases, the run, the finish) is needed only by a run with cases.
 
 # The public fixtures, registered with this entry-point module (pytest loads what a plugin names here).
 pytest_plugins = ["pytest_guardbench.plugin.fixtures"]
 ATTACHED_KEY = pytest.StashKey[bool]()
-INTERRUPTS_KEY = pytest.StashKey[InterruptHandler]()
+INTERRUPTS_KEY: pytest.StashKey[InterruptHandler] = pytest.StashKey()
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -46,6 +37,22 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    from pytest_guardbench._util.redact import redact
+    from pytest_guardbench.audit.labels import load_run_labels
+    from pytest_guardbench.cases.sources import label_conflict_warning
+    from pytest_guardbench.errors import GuardbenchError
+    from pytest_guardbench.exit_status import ExitStatus
+    from pytest_guardbench.plugin.configure import check_before_cases, registered_units
+    from pytest_guardbench.plugin.interrupts import InterruptHandler
+    from pytest_guardbench.plugin.session import GuardbenchSession
+    from pytest_guardbench.plugin.xdist_bridge import XdistBridge
+    from pytest_guardbench.run.inputs import load_inputs
+    from pytest_guardbench.run.preflight import PreflightInBackground
+    from pytest_guardbench.run.process import ProcessState, start_call_processes
+    from pytest_guardbench.run.stack import will_use_call_processes
+    from pytest_guardbench.runfolder.resume import load_base
+    from pytest_guardbench.settings.config import Settings
+
     pending_preflight: PreflightInBackground | None = None
     for marker in MARKERS:
         config.addinivalue_line("markers", marker)
@@ -127,6 +134,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 def pytest_cmdline_main(config: pytest.Config) -> int | None:
     if not config.getoption("guardbench_list"):
         return None
+    from pytest_guardbench.plugin.console import listing
+
     config._do_configure()
     state = config.stash[PROCESS_KEY]
     lines = listing(state.units, Path(config.rootpath))
@@ -139,6 +148,8 @@ def pytest_report_header(config: pytest.Config) -> str | None:
     inputs = config.stash.get(INPUTS_KEY, None)
     if inputs is None or not inputs.cases:
         return None
+    from pytest_guardbench.plugin.console import header_line
+
     return header_line(inputs)
 
 
@@ -169,6 +180,8 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the stack and start the engine once the cases are known, before the first test."""
+    from pytest_guardbench.plugin.worker import case_of, start_engine
+
     config = session.config
     state = config.stash.get(PROCESS_KEY, None)
     if (
@@ -216,5 +229,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
         session.exitstatus = pytest.ExitCode.USAGE_ERROR  # no data is a usage error, not an interruption
     if not is_worker(config) or INPUTS_KEY not in config.stash:
         return
+    from pytest_guardbench.plugin.worker import worker_output
+
     output = worker_output(config, config.stash[PROCESS_KEY], session.items, config.stash[INPUTS_KEY].cases_by_id)
     config.workeroutput[WORKER_OUTPUT_KEY] = {"schema": 1, **output}  # type: ignore[attr-defined]
