@@ -42,7 +42,7 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_guardbench.cases.sources import label_conflict_warning
     from pytest_guardbench.errors import GuardbenchError
     from pytest_guardbench.exit_status import ExitStatus
-    from pytest_guardbench.plugin.configure import check_before_cases, registered_units
+    from pytest_guardbench.plugin.configure import check_before_cases, registered_units, spawns_workers
     from pytest_guardbench.plugin.interrupts import InterruptHandler
     from pytest_guardbench.plugin.session import GuardbenchSession
     from pytest_guardbench.plugin.xdist_bridge import XdistBridge
@@ -62,14 +62,12 @@ def pytest_configure(config: pytest.Config) -> None:
         inputs = load_inputs(Path(config.rootpath), settings, units)
         call_processes = None
         try:
-            if (
-                not config.option.collectonly
-                and not config.getoption("guardbench_list")
-                and will_use_call_processes(inputs)
-            ):
+            distributed = is_worker(config) or spawns_workers(config)
+            processes = will_use_call_processes(inputs, distributed)
+            if processes and not config.option.collectonly and not config.getoption("guardbench_list"):
                 # Started first, so they import the API client while this process asks the models and
                 # collects.
-                call_processes = start_call_processes(settings.api_processes)
+                call_processes = start_call_processes(processes)
             if not is_worker(config) and not config.option.collectonly and not config.getoption("guardbench_list"):
                 pending_preflight = check_before_cases(config, inputs)
             # After the preflight: the state's clock is the one --guardbench-max-duration is counted on.

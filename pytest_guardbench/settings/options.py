@@ -242,7 +242,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "api_processes",
         ("--guardbench-api-processes",),
-        "Worker processes that make the API models' calls, shared by every API model of the run (default 1: in the test process); 2 when many fast calls wait on the client's own CPU.",
+        "Worker processes that make the API models' calls, shared by every API model of the run; default: 2 when the run is one process, every role is an API model and it makes 1,500 calls or more, else 1 (the calls are made in the test process, as always under -n).",
         at_most(MAX_API_PROCESSES),
     ),
     OptionSpec(

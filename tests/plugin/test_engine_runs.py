@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.run.stack import AUTO_API_PROCESSES, AUTO_MIN_CALLS
 from pytest_guardbench.scoring.scorecard import score_record
 from tests.conftest import SUITE, read_summary
 from tests.openai_stub import FAULT_KINDS, OpenAIStub
@@ -568,3 +569,43 @@ def test_records_written_ahead_of_tests_that_never_reported_leave_results_jsonl(
     assert ids == [f"load.p{i:03d}.original" for i in range(20) if i != 3], "the reported cases, each once, in order"
     summary = json.loads((run / "summary.json").read_text())
     assert summary["coverage"]["missing"]["count"] == 11  # p003 and p020..p029
+
+
+def test_a_long_run_of_api_models_starts_call_processes_by_itself_and_the_option_still_wins(pytester, stub_factory):
+    stub = stub_factory()
+    _project(pytester.path, AUTO_MIN_CALLS // 3)  # guard, tutor and judge: three calls a case
+    url = stub.base_url
+    roles = [
+        "-p",
+        "no:xdist",
+        f"--guardrail=vllm:guard@{url}",
+        f"--tutor=vllm:tutor@{url}",
+        f"--judge=vllm:judge@{url}",
+        "--guardbench-concurrency=32",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+    ]
+    by_default = pytester.runpytest_subprocess(*roles)
+    assert by_default.ret == 0, by_default.stdout.str()
+    [first] = (pytester.path / "reports").iterdir()
+    first = first.rename(pytester.path / "by-default")
+    in_process = pytester.runpytest_subprocess(*roles, "--guardbench-api-processes=1")
+    assert in_process.ret == 0, in_process.stdout.str()
+    [second] = (pytester.path / "reports").iterdir()
+
+    def processes(run: Path) -> dict[str, object]:
+        calls = json.loads((run / "summary.json").read_text())["run"]["execution"]["api_calls"]
+        return {role: counts.get("processes") for role, counts in calls.items()}
+
+    assert processes(first) == {
+        "guardrail": AUTO_API_PROCESSES,
+        "tutor": AUTO_API_PROCESSES,
+        "judge": AUTO_API_PROCESSES,
+    }
+    assert set(processes(second).values()) <= {None, 1}
+    assert json.loads((first / "meta.json").read_text())["settings"]["api_processes"] is None, "as given: not given"
+    # The same records but for what was timed (each call's latency, each stage's time).
+    timed = {"timings_s": True, "response": {"latency_s"}, "turns": True}
+    assert [r.model_dump(exclude=timed) for r in _records(first)] == [
+        r.model_dump(exclude=timed) for r in _records(second)
+    ]
