@@ -209,6 +209,11 @@ def pytest_runtest_makereport(
             setattr(report, RECORD_ATTR, record.model_dump(mode="json"))
             setattr(report, SCORE_ATTR, [*scored])
         item.stash[ATTACHED_KEY] = True
+        # Handed over: the item no longer keeps it, so each record is freed with its test's fixtures
+        # rather than kept until the process ends (a run's every record would then be walked by each
+        # of the collector's full passes, pytest's two at the end among them).
+        del item.stash[RECORD_KEY]
+        del item.stash[SCORE_KEY]
     return report
 
 
