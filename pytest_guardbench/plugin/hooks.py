@@ -11,7 +11,7 @@ import pytest
 
 from pytest_guardbench.plugin import hookspecs
 from pytest_guardbench.plugin.configure import MARKERS, add_options, is_worker
-from pytest_guardbench.plugin.keys import INPUTS_KEY, PROCESS_KEY, RECORD_KEY, SCORE_KEY, SESSION_KEY
+from pytest_guardbench.plugin.keys import FROZEN_KEY, INPUTS_KEY, PROCESS_KEY, RECORD_KEY, SCORE_KEY, SESSION_KEY
 from pytest_guardbench.plugin.wire import RECORD_ATTR, SCORE_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY
 
 if TYPE_CHECKING:
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
 # of the package (settings, cases, the run, the finish) is needed only by a run with cases.
 
 # The public fixtures, registered with this entry-point module (pytest loads what a plugin names here).
-pytest_plugins = ["pytest_guardbench.plugin.fixtures"]
+pytest_plugins = ["pytest_guardbench.plugin.fixtures", "pytest_guardbench.plugin.collector"]
 ATTACHED_KEY = pytest.StashKey[bool]()
 INTERRUPTS_KEY: pytest.StashKey[InterruptHandler] = pytest.StashKey()
 
@@ -178,6 +178,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the stack and start the engine once the cases are known, before the first test."""
+    from pytest_guardbench.plugin.collector import freeze_long_lived, may_freeze
     from pytest_guardbench.plugin.worker import case_of, start_engine
 
     config = session.config
@@ -191,6 +192,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     run_session = config.stash.get(SESSION_KEY, None)
     start_engine(session, state, config.stash[INPUTS_KEY], run_session.abandon if run_session else lambda: None)
+    config.stash[FROZEN_KEY] = may_freeze()
+    freeze_long_lived(config)
 
 
 @pytest.hookimpl(wrapper=True)

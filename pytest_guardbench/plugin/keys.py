@@ -18,3 +18,5 @@ SESSION_KEY: pytest.StashKey[GuardbenchSession] = pytest.StashKey()
 PROCESS_KEY: pytest.StashKey[ProcessState] = pytest.StashKey()
 RECORD_KEY: pytest.StashKey[CaseRecord] = pytest.StashKey()
 SCORE_KEY: pytest.StashKey[Scored] = pytest.StashKey()
+# Whether this process froze its long-lived objects for the garbage collector (`plugin.collector`).
+FROZEN_KEY: pytest.StashKey[bool] = pytest.StashKey()
