@@ -36,7 +36,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     add_options(parser)
 
 
+def names_data(config: pytest.Config) -> bool:
+    """Whether the run names prompt data (`--guardbench-data` or the `guardbench_data` ini key)."""
+    return bool(config.getoption("guardbench_data") or config.getini("guardbench_data"))
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    for marker in MARKERS:
+        config.addinivalue_line("markers", marker)
+    if not names_data(config) and not config.getoption("guardbench_list"):
+        # No prompt data: no case to run, so nothing is loaded or checked (every pytest run of an
+        # environment with guardbench installed configures the plugin). A test that asks for a case
+        # stops collection with the one line that says so (`pytest_generate_tests`).
+        return
+    configure_run(config)
+
+
+def configure_run(config: pytest.Config) -> None:
+    """Settings, inputs, the controller's checks and this process's run objects, into `config.stash`."""
     from pytest_guardbench._util.redact import redact
     from pytest_guardbench.audit.labels import load_run_labels
     from pytest_guardbench.cases.sources import label_conflict_warning
@@ -54,8 +71,6 @@ def pytest_configure(config: pytest.Config) -> None:
     from pytest_guardbench.settings.config import Settings
 
     pending_preflight: PreflightInBackground | None = None
-    for marker in MARKERS:
-        config.addinivalue_line("markers", marker)
     units = registered_units(config)
     try:
         settings = Settings.from_pytest(config)
@@ -167,8 +182,8 @@ NO_DATA = "guardbench: no prompt data; pass --guardbench-data PATH or set the gu
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if SLOT_FIXTURE not in metafunc.fixturenames:
         return
-    inputs = metafunc.config.stash[INPUTS_KEY]
-    if not inputs.data.sources:
+    inputs = metafunc.config.stash.get(INPUTS_KEY, None)
+    if inputs is None or not inputs.data.sources:
         # Known only now (a project without guardbench tests needs no data); a CollectError shows as
         # its one line, and `pytest_sessionfinish` turns pytest's "interrupted" (2) into a usage error (4).
         raise pytest.Collector.CollectError(NO_DATA)
@@ -178,17 +193,14 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 def pytest_collection_finish(session: pytest.Session) -> None:
     """Build the stack and start the engine once the cases are known, before the first test."""
+    config = session.config
+    state = config.stash.get(PROCESS_KEY, None)
+    if state is None or state.engine is not None or config.option.collectonly:
+        return
     from pytest_guardbench.plugin.collector import freeze_long_lived, may_freeze
     from pytest_guardbench.plugin.worker import case_of, start_engine
 
-    config = session.config
-    state = config.stash.get(PROCESS_KEY, None)
-    if (
-        state is None
-        or state.engine is not None
-        or config.option.collectonly
-        or not any(case_of(item) for item in session.items)
-    ):
+    if not any(case_of(item) for item in session.items):
         return
     run_session = config.stash.get(SESSION_KEY, None)
     start_engine(session, state, config.stash[INPUTS_KEY], run_session.abandon if run_session else lambda: None)

@@ -126,6 +126,9 @@ class RunFinish:
             return
         if self._ahead.pop(id(record), None) is None:
             self._writer.add(record)
+        else:
+            # Written before; a file removed since is noticed now, as the write would have noticed it.
+            self._writer.check_kept(record.case_id)
         if self._writer.pending_bytes >= BATCH_BYTES:
             self._writer.flush()
 

@@ -114,11 +114,14 @@ class ResultsWriter:
                 "the file keeps every case written before it",
             ) from None
 
-    def _append(self, data: bytes, first: str | None) -> None:
-        if self._fd is None:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        # One fstat per batch: the file's end (where a failed write is cut back to) and whether it is
-        # still there.
+    def check_kept(self, case_id: str) -> None:
+        """`ReportWriteError` when the file was removed since `case_id`'s line was written (ahead of
+        its test's report): one fstat, as a write would have made."""
+        if self._fd is not None:
+            self._status(case_id)
+
+    def _status(self, first: str | None) -> os.stat_result:
+        assert self._fd is not None
         status = os.fstat(self._fd)
         if status.st_nlink == 0:
             # The folder or the file was deleted under the run: writing on would keep nothing.
@@ -127,7 +130,14 @@ class ResultsWriter:
                 f"{self.path}: removed while the run was writing it; "
                 f"the record of {first} and those after it are not kept",
             )
-        end = status.st_size
+        return status
+
+    def _append(self, data: bytes, first: str | None) -> None:
+        if self._fd is None:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # One fstat per batch: the file's end (where a failed write is cut back to) and whether it is
+        # still there.
+        end = self._status(first).st_size
         written = 0
         try:
             while written < len(data):
