@@ -79,6 +79,7 @@ class GuardbenchSession:
         # This process's items by node id, and how far records were written ahead of their tests.
         self._positions: dict[str, int] = {}
         self._ahead_upto = 0
+        self._made_meta: RunMeta | None = None
 
     @property
     def internal_errors(self) -> list[str]:
@@ -101,7 +102,13 @@ class GuardbenchSession:
         return self.folder.received
 
     def _meta(self, run_id: str | None, _run_dir: Path) -> RunMeta:
-        return run_meta.meta(self.inputs, run_id, Path(self.config.rootpath), self.config.invocation_params.args)
+        # Made once a run id: written when the folder is made and again at the end, and it asks git and
+        # every package's metadata, which do not change in between.
+        if self._made_meta is None or self._made_meta.run_id != run_id:
+            self._made_meta = run_meta.meta(
+                self.inputs, run_id, Path(self.config.rootpath), self.config.invocation_params.args
+            )
+        return self._made_meta
 
     def abandon(self) -> None:
         """The stack could not be built: no case ran, so the finish writes no run folder."""
