@@ -181,12 +181,13 @@ class GuardbenchSession:
         report). None under xdist, where records arrive on reports, one at a time."""
         engine = self.process.engine if self.process is not None else None
         position = self._positions.get(nodeid)
-        if engine is None or position is None or self._pytest_session is None:
+        # Not while the tests after this one are still written: a batch is written when the last one
+        # is used up, so the file is never more than one batch ahead of the reports.
+        if engine is None or position is None or self._pytest_session is None or self._ahead_upto > position + 1:
             return []
-        start = max(position + 1, self._ahead_upto)
-        following = self._pytest_session.items[start : start + WRITE_AHEAD]
+        following = self._pytest_session.items[position + 1 : position + 1 + WRITE_AHEAD]
         records = engine.finished(case_of(item) for item in following)
-        self._ahead_upto = start + len(records)
+        self._ahead_upto = position + 1 + len(records)
         return records
 
     def _stop_run(self, reason: str) -> None:
