@@ -221,9 +221,9 @@ def main() -> None:
     report(args, ideal, modes, finish, finish_before)
 
 
-def finish_of(count: int, checkout: str | None) -> tuple[float, float]:
+def finish_of(count: int, checkout: str | None) -> tuple[float, float, float]:
     """The finish of `count` synthetic outcomes (bench_scoring_scale.py, in a process of its own):
-    seconds and peak RSS in MB."""
+    seconds, peak RSS in MB, and the seconds of the read-back a rerun forces."""
     env = environment(False, checkout)
     done = subprocess.run(
         [sys.executable, str(HERE / "bench_scoring_scale.py"), str(count)], capture_output=True, text=True, env=env
@@ -232,8 +232,9 @@ def finish_of(count: int, checkout: str | None) -> tuple[float, float]:
         raise SystemExit(f"bench_scoring_scale.py {count} exited {done.returncode}:\n{done.stderr[-2000:]}")
     seconds = re.search(r"score \+ gate \+ write: ([0-9.]+) s", done.stdout)
     peak = re.search(r"peak RSS: ([0-9.]+) MB", done.stdout)
-    assert seconds is not None and peak is not None, done.stdout
-    return float(seconds.group(1)), float(peak.group(1))
+    recount = re.search(r"the read-back a rerun forces .*: ([0-9.]+) s", done.stdout)
+    assert seconds is not None and peak is not None and recount is not None, done.stdout
+    return float(seconds.group(1)), float(peak.group(1)), float(recount.group(1))
 
 
 def verdict(value: float, bar: float) -> str:
@@ -244,8 +245,8 @@ def report(
     args: argparse.Namespace,
     ideal: float,
     modes: list[Mode],
-    finish: tuple[float, float] | None,
-    finish_before: tuple[float, float] | None,
+    finish: tuple[float, float, float] | None,
+    finish_before: tuple[float, float, float] | None,
 ) -> None:
     print(
         f"cases: {args.cases} (3 calls each), server latency {args.latency * 1000:.0f} ms, concurrency "
@@ -284,14 +285,15 @@ def report(
                 f"replay / shape {mode.before_replay.median / mode.shape.median:.3f}"
             )
     if finish is not None:
-        seconds, peak = finish
+        seconds, peak, recount = finish
         lines.append(
             f"finish of {args.outcomes:,} outcomes: {seconds:.1f} s {verdict(seconds, BARS['finish_s'])}, "
-            f"peak {peak:.0f} MB {verdict(peak, BARS['finish_mb'])}"
+            f"peak {peak:.0f} MB {verdict(peak, BARS['finish_mb'])}; the read-back a rerun forces: {recount:.1f} s"
         )
     if finish_before is not None:
         lines.append(
-            f"before: finish of {args.outcomes:,} outcomes: {finish_before[0]:.1f} s, peak {finish_before[1]:.0f} MB"
+            f"before: finish of {args.outcomes:,} outcomes: {finish_before[0]:.1f} s, peak {finish_before[1]:.0f} MB; "
+            f"the read-back a rerun forces: {finish_before[2]:.1f} s"
         )
     print("\n" + "\n".join(lines))
 
