@@ -33,10 +33,18 @@ EXIT_STATUSES: tuple[tuple[ExitStatus, str], ...] = (
         ExitStatus.USAGE_ERROR,
         "usage error: a bad option, argument, ini key or value, pyproject table or input file; a check "
         "that matches no case; a model failing the preflight; a run folder that cannot be written or is in use; "
-        "runs that cannot be merged or compared (another policy, stack or judge id)",
+        "runs that cannot be merged or compared (another policy, stack or judge id, or audit-corrected "
+        "numbers beside judge-only ones)",
     ),
     (ExitStatus.NO_TESTS, "no tests were collected or selected (pytest's own status)"),
-    (ExitStatus.INCONCLUSIVE, "gate inconclusive (Wilson mode: nothing failed, but a check could not be decided)"),
+    (
+        ExitStatus.INCONCLUSIVE,
+        "gate inconclusive: nothing failed, but a check could not be decided. Wilson mode: a check's whole 95% "
+        "Wilson interval straddles its bar (too few cases to decide: run more cases). Labels mode "
+        "(--guardbench-labels, guardbench correct): a corrected 95% interval straddles its bar, or the labels cannot "
+        "estimate a rate (too few of them match this run's replies): label more of the run's replies "
+        "(guardbench audit RUN_DIR --plan says how many)",
+    ),
 )
 
 

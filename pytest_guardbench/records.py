@@ -6,14 +6,12 @@ rebuilds it with `CaseRecord.model_validate`. Everything here is plain JSON once
 
 from __future__ import annotations
 
-import functools
-import json
-from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from pytest_guardbench._util.redact import Redactor, current_redactor, redact
+from pytest_guardbench._util.json_text import sorted_json
+from pytest_guardbench._util.redact import current_redactor, redact, redacted_fields
 
 SCHEMA_VERSION = 1
 
@@ -228,61 +226,6 @@ IDENTIFIER_FIELDS = frozenset(
 )
 
 
-_PLAIN = (type(None), bool, int, float)
-
-
-def _redacted(value: Any, clean: Redactor, field: str = "") -> Any:
-    """`value` with `clean` applied to every text in it at any depth; the same object where nothing changed."""
-    kind = type(value)
-    if kind in _PLAIN:  # most fields of a record: nothing to look at
-        return value
-    if kind is str:
-        return value if field in IDENTIFIER_FIELDS else clean(value)
-    if isinstance(value, BaseModel):
-        updates = {}
-        for name in kind.model_fields:
-            old = getattr(value, name)
-            if type(old) in _PLAIN:
-                continue
-            new = _redacted(old, clean, name)
-            if new is not old:
-                updates[name] = new
-        return value.model_copy(update=updates) if updates else value
-    if isinstance(value, str):
-        return value if field in IDENTIFIER_FIELDS else clean(value)
-    if isinstance(value, tuple | list):
-        if not value:
-            return value
-        items = [_redacted(item, clean, field) for item in value]
-        changed = any(new is not old for new, old in zip(items, value, strict=True))
-        return type(value)(items) if changed else value
-    if isinstance(value, dict):
-        if not value:
-            return value
-        pairs = {key: _redacted(item, clean, field) for key, item in value.items()}
-        return pairs if any(pairs[key] is not item for key, item in value.items()) else value
-    return value
-
-
-def _line_encoder() -> Callable[[Any], str]:
-    """`json.dumps(value, sort_keys=True, ensure_ascii=False)`, byte for byte: the C encoder that
-    `dumps` builds at every call for these options, built once (a record's line cost a fifth more
-    with the set-up, a million times in the finish of a large run). Plain `dumps` where the C encoder
-    is missing."""
-    encoder = getattr(json.encoder, "c_make_encoder", None)
-    if encoder is None:
-        return functools.partial(json.dumps, sort_keys=True, ensure_ascii=False)
-    # The arguments JSONEncoder.iterencode gives it: no circular check (a record is a tree), `default`
-    # refusing what is not JSON, the default separators, sorted keys, NaN allowed.
-    encode = encoder(
-        None, json.JSONEncoder().default, json.encoder.encode_basestring, None, ": ", ", ", True, False, True
-    )
-    return lambda value: "".join(encode(value, 0))
-
-
-_json_text = _line_encoder()
-
-
 class CaseRecord(_Frozen):
     """Everything known about one case after the pipeline ran (one line of results.jsonl)."""
 
@@ -330,7 +273,7 @@ class CaseRecord(_Frozen):
         may echo a key back. It walks every text field at any depth (a conversation's turns, a panel's
         member verdicts, the attacker's answers), so a field added later is covered without a word
         here; only identifiers are left as they are (`IDENTIFIER_FIELDS`)."""
-        return _redacted(self, current_redactor())
+        return redacted_fields(self, current_redactor(), IDENTIFIER_FIELDS)
 
     @classmethod
     def parse_json(cls, line: str | bytes) -> CaseRecord:
@@ -340,7 +283,7 @@ class CaseRecord(_Frozen):
 
     def json_line(self) -> str:
         """The record as one line of results.jsonl (keys sorted, text kept as is)."""
-        return _json_text(self.model_dump(mode="json")) + "\n"
+        return sorted_json(self.model_dump(mode="json")) + "\n"
 
     @classmethod
     def for_case(cls, case: Case, **fields: Any) -> CaseRecord:
@@ -360,7 +303,41 @@ class CaseRecord(_Frozen):
         )
 
 
-AuditDesign = Literal["random", "stratified", "debug"]
+AuditDesign = Literal["random", "stratified", "cluster", "debug"]
+
+
+class LabelDraw(_Frozen):
+    """The draw an audit file's row came from (`guardbench audit` writes it on every row): the seed and
+    the number of units drawn, a hash of the population drawn from (`audit.draw_record`), and the row's
+    place in the draw's order. `correct` draws again from the run with them and compares."""
+
+    seed: int
+    size: int = Field(ge=1)
+    population_sha256: str
+    position: int = Field(ge=1)
+
+
+class LabelOverlap(_Frozen):
+    """A second labeller's row (`guardbench audit --overlap`): the first labeller's file whose draw it
+    shares (`of`, as given, and the sha256 of its bytes when the share was drawn), the share of that
+    draw given to the second labeller, the share's seed and size."""
+
+    of: str
+    of_sha256: str
+    share: float = Field(gt=0.0, le=1.0)
+    seed: int
+    size: int = Field(ge=1)
+
+
+class LabelSettlement(_Frozen):
+    """A settled row (`guardbench audit --adjudicate`): the two files it settles, their labellers and
+    their two (response safety, answer mode) labels, and whether they agreed (settled as agreed) or the
+    adjudicator (the row's `labeller`) decided."""
+
+    of: tuple[str, str]
+    labellers: tuple[str | None, str | None]
+    labels: tuple[tuple[ResponseSafety, AnswerMode | None], tuple[ResponseSafety, AnswerMode | None]]
+    agreed: bool
 
 
 class JudgeLabel(_Frozen):
@@ -387,5 +364,12 @@ class JudgeLabel(_Frozen):
     inclusion_probability: float | None = Field(default=None, gt=0.0, le=1.0)
     reply_sha256: str | None = None
     turn: int | None = Field(default=None, ge=1)
+    # Who labelled the row, by which rubric (`audit.rubric.RUBRIC_VERSION`), in which draw; a second
+    # labeller's row says whose draw it overlaps, a settled row which two labellings it settles.
+    rubric_version: str | None = None
+    labeller: str | None = None
+    draw: LabelDraw | None = None
+    overlap: LabelOverlap | None = None
+    adjudicated: LabelSettlement | None = None
 
     _old_mode = field_validator("answer_mode", mode="before")(_renamed_answer_mode)

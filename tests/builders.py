@@ -42,6 +42,7 @@ def record(
     base: str | None = None,
     sample: int = 0,
     policy_label: str | None = None,
+    reply: str = "a",
 ) -> CaseRecord:
     return CaseRecord(
         case_id=case_id,
@@ -56,7 +57,7 @@ def record(
         prompt_text="q",
         guard=GuardDecision(guard="g", status=guard, reason="", raw=guard.upper()) if guard else None,
         tutor_ran=tutor_ran,
-        response=None if error else TutorReply(text="a", source="tutor" if tutor_ran else "guard_block", model="m"),
+        response=None if error else TutorReply(text=reply, source="tutor" if tutor_ran else "guard_block", model="m"),
         judge=None
         if error
         else JudgeVerdict(
@@ -68,6 +69,38 @@ def record(
             assistant_policy_label=policy_label,
         ),
         error=PipelineError(stage="tutor", message="boom") if error else None,
+    )
+
+
+def conversation(case_id: str, harmful: bool, replies: list[tuple[str | None, str | None, str]]) -> CaseRecord:
+    """A conversation record: per depth from 1, the judge's (safety, answer mode) of the reply (None,
+    None: a verdict it could not give) and the reply's text; its whole verdict built from them as a run
+    builds it."""
+    from pytest_guardbench.records import TurnRecord
+    from pytest_guardbench.scoring.conversation_tally import conversation_verdict, first_unsafe_depth
+
+    turns = []
+    for depth, (safety, mode, text) in enumerate(replies, start=1):
+        turns.append(
+            TurnRecord(role="user", content=f"{case_id} q{depth}", source="pack", depth=depth, is_harmful=harmful)
+        )
+        verdict = JudgeVerdict(
+            judge="j", response_safety=safety, answer_mode=mode, reason="r", malformed=safety is None
+        )  # type: ignore[arg-type]
+        reply = TutorReply(text=text, model="m", source="tutor")
+        turns.append(
+            TurnRecord(role="assistant", content=text, source="tutor", depth=depth, reply=reply, judge=verdict)
+        )
+    if not replies:  # the pipeline failed before the first reply: the child's turn, and nothing after
+        turns.append(TurnRecord(role="user", content=f"{case_id} q1", source="pack", depth=1, is_harmful=harmful))
+    last = turns[-1].reply
+    return record(case_id, harmful, error=not replies).model_copy(
+        update={
+            "response": last,
+            "turns": tuple(turns),
+            "judge": conversation_verdict(turns, "j"),
+            "first_unsafe_turn": first_unsafe_depth(turns),
+        }
     )
 
 
@@ -245,3 +278,21 @@ def run_meta(**fields: Any) -> RunMeta:
         "argv": [],
     }
     return RunMeta.model_validate({**made, **fields})
+
+
+def replied(made: CaseRecord, text: str) -> CaseRecord:
+    """`made` with the tutor's reply `text` (builders' records all reply "a")."""
+    assert made.response is not None
+    return made.model_copy(update={"response": made.response.model_copy(update={"text": text})})
+
+
+def finished_run(folder: Path, records: list[CaseRecord], policy: Any = None) -> Path:
+    """A finished run folder written through the one finish, as `merge` and `rejudge` write one:
+    results.jsonl, summary.json and the reports."""
+    from pytest_guardbench.document.summary import RunInfo
+    from pytest_guardbench.runfolder.rescored import write_rescored_run
+
+    write_rescored_run(
+        folder, records, None, run=RunInfo(run_id=folder.name), manifest={}, meta=None, policy=policy or V2
+    )
+    return folder

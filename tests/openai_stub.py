@@ -10,6 +10,8 @@ before its own until the repair call). A request with a `json_schema` response_f
 gets a bare valid judge object whatever the markers say (guided decoding), or HTTP 400 when the model
 name contains `plain-only`. Every request is recorded.
 
+`tutors` maps a model name to a scripted tutor (the last user message in, the reply out).
+
 `fault_rate` injects faults into that share of requests, chosen by a hash of the request body and
 how many times the same body was seen, so a retry of a faulted call is decided afresh and a run
 is reproducible whatever order the calls arrive in: 429 with Retry-After, 500, 503, an answer
@@ -28,6 +30,7 @@ import socket
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -73,6 +76,9 @@ class OpenAIStub:
         self._lock = threading.Lock()
         self._released = threading.Event()
         self._released.set()
+        # Scripted tutors by model name, for tests of what a run makes of one kind of tutor: the last user
+        # message in, the reply out. Every other model answers by the markers above.
+        self.tutors: dict[str, Callable[[str], str]] = {}
         stub = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -294,6 +300,9 @@ class OpenAIStub:
         last_user = next((m["content"] for m in reversed(messages) if m.get("role") == "user"), "")
         if "FAULT:500" in everything:
             return 500, {"error": {"message": "the stub broke", "type": "server_error"}}
+        tutor = self.tutors.get(str(body.get("model")))
+        if tutor is not None:
+            return 200, self._envelope(body, tutor(last_user), everything)
         model = str(body.get("model")).lower()
         family = next((f for f in ("wildguard", "shieldgemma", "nemotron") if f in model), None)
         if family is not None:

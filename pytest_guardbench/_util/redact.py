@@ -136,3 +136,41 @@ def redact_json(value: Any, redactor: Redactor | None = None) -> Any:
     if isinstance(value, dict):
         return {key: redact_json(item, clean) for key, item in value.items()}
     return value
+
+
+_PLAIN = (type(None), bool, int, float)
+
+
+def redacted_fields(value: Any, clean: Redactor, identifiers: frozenset[str], field: str = "") -> Any:
+    """`value` (a pydantic model, a container, a text) with `clean` applied to every text in it at any
+    depth, in one pass with one redactor, except the texts of fields named in `identifiers`; the same
+    object where nothing changed. A model is known by its class's `model_fields` (pydantic's), so that
+    this module, which every pytest run imports with the plugin's options, does not import pydantic."""
+    kind = type(value)
+    if kind in _PLAIN:  # most fields of a record: nothing to look at
+        return value
+    if isinstance(value, str):
+        return value if field in identifiers else clean(value)
+    fields = getattr(kind, "model_fields", None)
+    if isinstance(fields, dict):
+        updates = {}
+        for name in fields:
+            old = getattr(value, name)
+            if type(old) in _PLAIN:
+                continue
+            new = redacted_fields(old, clean, identifiers, name)
+            if new is not old:
+                updates[name] = new
+        return value.model_copy(update=updates) if updates else value
+    if isinstance(value, tuple | list):
+        if not value:
+            return value
+        items = [redacted_fields(item, clean, identifiers, field) for item in value]
+        changed = any(new is not old for new, old in zip(items, value, strict=True))
+        return type(value)(items) if changed else value
+    if isinstance(value, dict):
+        if not value:
+            return value
+        pairs = {key: redacted_fields(item, clean, identifiers, field) for key, item in value.items()}
+        return pairs if any(pairs[key] is not item for key, item in value.items()) else value
+    return value

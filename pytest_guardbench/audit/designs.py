@@ -1,9 +1,12 @@
-"""Which of a run's cases a person labels: two audit designs, each drawn with a known inclusion
-probability per case, so that `audit.estimator` can weight the labels back to the whole run.
+"""Which of a run's replies a person labels: three audit designs, each drawn with a known inclusion
+probability per reply, so that `audit.estimator` can weight the labels back to the whole run.
 
-- `random`: `draw_random`, uniform without replacement over every case of the run.
+- `random`: `draw_random`, uniform without replacement over every reply of the run.
 - `stratified`: `draw_stratified`, strata = the prompt's label x the judge's verdict (handled,
   mishandled, or no usable verdict), each stratum drawn uniformly without replacement at its own rate.
+- `cluster`: `draw_cluster`, uniform without replacement over the run's cases, every reply of a drawn
+  case labelled (a conversation whole; a single prompt is a case of one reply), so that conversations
+  can be corrected as conversations.
 
 Seeded by `random.Random(seed)` alone, over ids sorted first, so the same ids, sizes and seed give
 the same sample on every machine and under any `PYTHONHASHSEED`. The drawn list is shuffled as a
@@ -18,7 +21,8 @@ from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.records import Outcome
 from pytest_guardbench.scoring.policies import ScoringPolicy
 from pytest_guardbench.scoring.scorecard import UnscoredReason
-from pytest_guardbench.audit.units import audit_units
+from pytest_guardbench.audit.units import audit_units, split_unit_id
+from pytest_guardbench.document.correction import Design
 from collections import defaultdict
 import itertools
 from pytest_guardbench.scoring.scorecard import score_record
@@ -35,6 +39,8 @@ from pytest_guardbench.errors import InternalError, UsageError
 
 # The judge's three verdicts as a stratum suffix: handled correctly, mishandled, no usable verdict.
 HANDLED, MISHANDLED, NO_VERDICT = "handled", "mishandled", "no_verdict"
+# The stratum every unit of the random and of the cluster design is in.
+RANDOM, CLUSTER = "random", "cluster"
 
 # Prior probability that the judge's verdict is wrong, per verdict, for the default allocation. Most
 # replies are handled, so "mishandled" is the judge's minority verdict, and by base rates a minority
@@ -52,6 +58,13 @@ class DrawnUnit(BaseModel):
     unit_id: str
     stratum: str
     inclusion_probability: float
+
+    @property
+    def design(self) -> Design:
+        """The design that drew it, as its stratum says: `random`, `cluster`, or a stratum of `stratified`."""
+        if self.stratum == RANDOM:
+            return "random"
+        return "cluster" if self.stratum == CLUSTER else "stratified"
 
 
 def stratum_of(is_harmful: bool, judge_handled: bool | None) -> str:
@@ -72,6 +85,28 @@ def _sorted_unique(unit_ids: Sequence[str]) -> list[str]:
     return ordered
 
 
+def draw_cluster(unit_cases: Sequence[tuple[str, str]], n: int, seed: int) -> list[DrawnUnit]:
+    """`n` cases (all of them when there are fewer), uniform without replacement, each with every one of
+    its units: `unit_cases` is (unit id, case id) pairs, a conversation's replies sharing its case id.
+    Each unit has inclusion probability n / N, N the number of cases. The drawn cases come in a
+    shuffled order, each case's units in the order given (a conversation's replies by depth)."""
+    if n < 0:
+        raise UsageError(f"sample size must be >= 0, got {n}")
+    _sorted_unique([unit_id for unit_id, _ in unit_cases])
+    members: dict[str, list[str]] = {}
+    for unit_id, case_id in unit_cases:
+        members.setdefault(case_id, []).append(unit_id)
+    cases = sorted(members)
+    take = min(n, len(cases))
+    chosen = random.Random(seed).sample(cases, take)
+    probability = take / len(cases) if cases else 0.0
+    return [
+        DrawnUnit(unit_id=unit_id, stratum=CLUSTER, inclusion_probability=probability)
+        for case_id in chosen
+        for unit_id in members[case_id]
+    ]
+
+
 def draw_random(unit_ids: Sequence[str], n: int, seed: int) -> list[DrawnUnit]:
     """`n` of the ids (all of them when there are fewer), uniform without replacement; each has
     inclusion probability n / N."""
@@ -81,7 +116,7 @@ def draw_random(unit_ids: Sequence[str], n: int, seed: int) -> list[DrawnUnit]:
     take = min(n, len(ids))
     chosen = random.Random(seed).sample(ids, take)
     probability = take / len(ids) if ids else 0.0
-    return [DrawnUnit(unit_id=unit_id, stratum="random", inclusion_probability=probability) for unit_id in chosen]
+    return [DrawnUnit(unit_id=unit_id, stratum=RANDOM, inclusion_probability=probability) for unit_id in chosen]
 
 
 def default_allocation(
@@ -243,13 +278,16 @@ OUTCOME_ORDER = ("FN", "FP", "TN", "TP")
 def draw_design(
     records: Sequence[CaseRecord], design: AuditDesign, n: int, seed: int, policy: ScoringPolicy
 ) -> list[tuple[CaseRecord, DrawnUnit | None]]:
-    """`n` cases to label under `design`, each with how it was drawn (None under `debug`)."""
+    """Replies to label under `design`, each with how it was drawn (None under `debug`): `n` replies,
+    or under `cluster` every reply of `n` cases."""
     if design == "debug":
         return [(record, None) for record in draw_sample(records, n, seed, policy)]
     units = audit_units(records, policy)
     by_id = {unit.unit_id: record for record, unit in units}
     if design == "random":
         drawn = draw_random(sorted(by_id), n, seed)
+    elif design == "cluster":
+        drawn = draw_cluster([(u.unit_id, split_unit_id(u.unit_id)[0]) for _, u in units], n, seed)
     else:
         drawn = draw_stratified([(u.unit_id, stratum_of(u.is_harmful, u.judge_handled)) for _, u in units], n, seed)
     return [(by_id[unit.unit_id], unit) for unit in drawn]

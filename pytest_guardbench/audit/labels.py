@@ -1,37 +1,38 @@
 """Label rows: a person's labels of a run's own replies, one judge-labels JSONL row each (`label_row`),
-written whole and atomically, read back to resume an audit (`read_labels`) or to correct a run
-(`load_run_labels`: the design that drew them, one row per reply). A row is matched to the run by case
-id (and turn, for a conversation's reply) and holds a hash of the reply it labels, so a label of a
-reply that changed since is never used (`matching`). Labels measure replies, not the judge, so a
-rejudged, merged or resumed run reuses them as they are (`carried_labels`)."""
+written whole and atomically (`write_labels`), read back to resume an audit (`read_label_rows`). A row
+is matched to the run by case id (and turn, for a conversation's reply) and holds a hash of the reply
+it labels, so a label of a reply that changed since is never used (`matching`).
+
+Every row says who labelled it (`labeller`), by which rubric (`rubric_version`) and from which draw
+(`draw`: seed, size, population hash, its place in the draw order); a second labeller's row names the
+file whose draw it shares (`overlap`), a settled row the two labellings it settles (`adjudicated`).
+`RunLabels` is the rows one correction uses (`label_files.load_run_labels` makes it from one or more
+files); labels measure replies, not the judge, so a rejudged, merged or resumed run reuses them."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from collections.abc import Sequence
-from pydantic import ValidationError
-from pytest_guardbench.audit.units import reply_unit_id, split_unit_id
-from pytest_guardbench.audit.designs import DrawnUnit
-from pytest_guardbench.scoring.policies import assistant_policy_v2_label
-from pytest_guardbench.scoring.scorecard import score_record
-
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from pytest_guardbench.cases.sources import load_judge_labels
-from pytest_guardbench.errors import DataError, UsageError
-from pytest_guardbench.records import CaseRecord, JudgeLabel
-from pytest_guardbench.document.summary import RunSummary
-from pytest_guardbench.document.correction import Design
-from pytest_guardbench.scoring.policies import ScoringPolicy, correct_under
+from pydantic import ValidationError
 
-DESIGN_NAMES = ("random", "stratified")
+from pytest_guardbench.audit.designs import DrawnUnit
+from pytest_guardbench.audit.rubric import RUBRIC_VERSION
+from pytest_guardbench.audit.units import reply_unit_id, split_unit_id
+from pytest_guardbench.document.correction import Design
+from pytest_guardbench.errors import DataError, UsageError
+from pytest_guardbench.records import CaseRecord, JudgeLabel, LabelDraw, LabelOverlap
+from pytest_guardbench.scoring.policies import ScoringPolicy, assistant_policy_v2_label, correct_under
+from pytest_guardbench.scoring.scorecard import score_record
 
 
 class LabelsError(UsageError):
-    """A labels file that cannot correct a run (no design, the `debug` design, one case twice)."""
+    """Label rows that cannot correct a run, or an audit that would lose or rewrite one; the message
+    names the file and what to do."""
 
 
 def reply_sha256(text: str) -> str:
@@ -39,54 +40,52 @@ def reply_sha256(text: str) -> str:
 
 
 @dataclass(frozen=True)
+class RecordedDraw:
+    """The draw label rows say they come from: its design, seed, size and population hash."""
+
+    design: str
+    seed: int
+    size: int
+    population_sha256: str
+
+    @classmethod
+    def of_row(cls, row: JudgeLabel) -> RecordedDraw | None:
+        if row.draw is None or row.design is None:
+            return None
+        return cls(row.design, row.draw.seed, row.draw.size, row.draw.population_sha256)
+
+    def differences(self, other: RecordedDraw) -> list[str]:
+        """What differs from `other`, in words (`seed 3, not 0`); empty when the same draw."""
+        said = []
+        for name in ("design", "seed", "size"):
+            mine, theirs = getattr(self, name), getattr(other, name)
+            if mine != theirs:
+                said.append(f"{'sample size' if name == 'size' else name} {mine}, not {theirs}")
+        if self.population_sha256 != other.population_sha256:
+            said.append("another population (another run, or its replies changed)")
+        return said
+
+
+@dataclass(frozen=True)
 class RunLabels:
-    """A labels file read for correcting a run: its rows by unit (case id, and `@<turn>` for a
-    conversation's reply) and the design that drew them."""
+    """The label rows one correction uses: one row per unit (case id, and `@<turn>` for a
+    conversation's reply), the design that drew them and the draw the rows record. From several files
+    (`label_files.load_run_labels`): `pairs` are two labellers' rows of one unit (their agreement),
+    `settled` how many units a settled row decides, `unsettled` the units two files label differently
+    with no settled row (the first file's row is used)."""
 
     path: Path
     design: Design
     rows: dict[str, JudgeLabel]
+    paths: tuple[Path, ...] = ()
+    pairs: tuple[tuple[JudgeLabel, JudgeLabel], ...] = ()
+    settled: int = 0
+    unsettled: tuple[str, ...] = ()
+    draw: RecordedDraw | None = None
 
-
-def load_run_labels(path: Path, design: str | None = None) -> RunLabels:
-    """The labels at `path`. `design` says how they were drawn when the rows do not (labels made outside
-    `guardbench audit`); rows drawn by the `debug` design, or by no known design, cannot correct."""
-    rows = load_judge_labels(path)
-    given = sorted({row.design for row in rows if row.design is not None})
-    if "debug" in given or design == "debug":
-        raise LabelsError(
-            f"{path}: drawn by the debug design, whose inclusion probabilities are unknown, so it cannot "
-            "correct a scorecard; draw a sample with guardbench audit --design random (or stratified)"
-        )
-    if design is None:
-        if len(given) != 1 or len([r for r in rows if r.design is None]):
-            raise LabelsError(
-                f"{path}: the rows do not say how they were drawn; give --design random or --design stratified"
-            )
-        design = given[0]
-    if design not in DESIGN_NAMES:
-        raise LabelsError(f"--design {design}: choose random or stratified")
-    by_id: dict[str, JudgeLabel] = {}
-    for row in rows:
-        unit = reply_unit_id(row.id, row.turn)
-        if unit in by_id:
-            raise DataError(
-                f"case {row.id}{'' if row.turn is None else f' turn {row.turn}'} is labelled twice", path=path
-            )
-        if design == "stratified" and (row.stratum is None or row.inclusion_probability is None):
-            raise DataError(f"row {row.id}: a stratified label needs its stratum and inclusion_probability", path=path)
-        by_id[unit] = row
-    return RunLabels(path=path, design=design, rows=by_id)  # type: ignore[arg-type]
-
-
-def carried_labels(summary: RunSummary | None) -> RunLabels | None:
-    """The labels a corrected run was corrected with, for a run made from its records (rejudge, merge):
-    the same replies, so the same labels; None when the run had none or the file is gone."""
-    if summary is None or summary.corrected is None:
-        return None
-    use = summary.corrected.labels
-    path = Path(use.labels_file)
-    return load_run_labels(path, use.design) if path.is_file() else None
+    @property
+    def files(self) -> tuple[Path, ...]:
+        return self.paths or (self.path,)
 
 
 def labelled_truth(row: JudgeLabel, is_harmful: bool, policy: ScoringPolicy) -> bool | None:
@@ -109,18 +108,25 @@ class HumanLabel:
 
 
 def label_row(
-    record: CaseRecord, label: HumanLabel, policy: ScoringPolicy, drawn: DrawnUnit | None = None
+    record: CaseRecord,
+    label: HumanLabel,
+    policy: ScoringPolicy,
+    drawn: DrawnUnit | None = None,
+    *,
+    labeller: str | None = None,
+    draw: LabelDraw | None = None,
+    overlap: LabelOverlap | None = None,
 ) -> JudgeLabel:
-    """The labels file's row for `record`: the person's labels and, for a design draw, how it was
-    drawn and a hash of the reply it labels (so a label of a reply that changed is never used)."""
+    """The labels file's row for `record`: the person's labels, who gave them by which rubric, and, for a
+    design draw, how it was drawn (`drawn`, `draw`) and a hash of the reply it labels (so a label of a
+    reply that changed is never used)."""
     outcome, reason = score_record(record, policy)
     reply = record.response.text if record.response is not None else ""
     if drawn is not None:
         design: dict[str, object] = {
-            "design": "random" if drawn.stratum == "random" else "stratified",
+            "design": drawn.design,
             "stratum": drawn.stratum,
             "inclusion_probability": drawn.inclusion_probability,
-            "reply_sha256": hashlib.sha256(reply.encode("utf-8")).hexdigest(),
             # The judge's verdict must not ride along with a blind draw's rows: the bucket is the variant.
             "bucket": record.variant,
         }
@@ -131,7 +137,7 @@ def label_row(
         id=case_id,
         turn=turn,
         prompt=record.prompt_text,
-        response=record.response.text if record.response is not None else "",
+        response=reply,
         human_label=label.response_safety,  # type: ignore[arg-type]
         answer_mode=label.answer_mode,  # type: ignore[arg-type]
         assistant_policy_label=assistant_policy_v2_label(record.is_harmful, label.response_safety, label.answer_mode),  # type: ignore[arg-type]
@@ -139,20 +145,32 @@ def label_row(
         category=record.category,
         source=record.response.source if record.response is not None else "tutor",
         finish_reason=record.response.finish_reason if record.response is not None else None,
+        reply_sha256=reply_sha256(reply),
+        rubric_version=RUBRIC_VERSION,
+        labeller=labeller,
+        draw=draw,
+        overlap=overlap,
         **design,  # type: ignore[arg-type]
     )
 
 
-def read_labels(path: Path) -> dict[str, HumanLabel]:
-    """Labels already given (to resume); a missing file is an empty audit. `DataError` naming the file
-    and line for a row that is not a label (a file cut short, edited, or of another format)."""
+def unit_of(row: JudgeLabel) -> str:
+    """The unit a row labels: its case id, and `@<turn>` for a conversation's reply."""
+    return reply_unit_id(row.id, row.turn)
+
+
+def read_label_rows(path: Path) -> list[JudgeLabel]:
+    """The rows of an audit file, to resume it; a missing file is an empty audit. `DataError` naming the
+    file and line for a row that is not a label (a file cut short, edited, or of another format), a
+    row without an answer mode, or a unit labelled twice."""
     if not path.is_file():
-        return {}
-    found = {}
+        return []
     try:
         text = path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         raise DataError("not UTF-8 text; move the file aside or fix it", path=path) from None
+    rows: list[JudgeLabel] = []
+    seen: set[str] = set()
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
@@ -166,9 +184,15 @@ def read_labels(path: Path) -> dict[str, HumanLabel]:
             ) from None
         if row.answer_mode is None:
             raise DataError("a label row needs an answer_mode", path=path, line=number)
-        unit = reply_unit_id(row.id, row.turn)
-        found[unit] = HumanLabel(case_id=unit, response_safety=row.human_label, answer_mode=row.answer_mode)
-    return found
+        if unit_of(row) in seen:
+            raise DataError(f"{unit_of(row)} is labelled twice", path=path, line=number)
+        seen.add(unit_of(row))
+        rows.append(row)
+    return rows
+
+
+def human_label(row: JudgeLabel) -> HumanLabel:
+    return HumanLabel(case_id=unit_of(row), response_safety=row.human_label, answer_mode=row.answer_mode or "")
 
 
 def write_labels(path: Path, rows: Sequence[JudgeLabel]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.scoring.policies import ScoringPolicy
 import re
+from collections import Counter
 
 import math
 from collections.abc import Mapping, Sequence
@@ -13,7 +14,8 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from pytest_guardbench.errors import UsageError
-from pytest_guardbench.audit.units import AuditUnit
+from pytest_guardbench.audit.designs import stratum_of
+from pytest_guardbench.audit.units import AuditUnit, audit_units, labelled_replies, unanswered_unit
 from pytest_guardbench.audit.estimator import PRIOR_DISAGREEMENT
 from pytest_guardbench.scoring.intervals import Z_95
 
@@ -46,8 +48,18 @@ def plan_audit(
     judge_probability: Mapping[str, float] | None = None,
     prior_disagreement: float = PRIOR_DISAGREEMENT,
     z: float = Z_95,
+    pool: int | None = None,
+    pool_strata: Mapping[str, int] | None = None,
 ) -> AuditPlan:
     """Labels needed so that the system recall and FPR intervals have about `half_width`.
+
+    `units` are the system scorecard's (every single-prompt case, scored or not); `pool` is how many
+    units the random design draws from (every reply of the run, a conversation's too: default, the
+    units alone), and `pool_strata` the size of each stratified-design stratum in that pool (a stratum
+    holds a conversation's replies too, so only N_k / pool_k of its labels land on the scorecard's
+    units, and the plan asks for that many more). A unit known without a label (a case with no reply)
+    needs none, and its share s of the domain scales the interval, so the labelable part needs
+    half-width h / s.
 
     Within a domain of N_d units, the corrected estimate's variance is that of Y around the judge's
     cell means: S_k^2 per judge cell k (share W_k), with S_k^2 = mean p(1 - p) over the cell when
@@ -58,21 +70,24 @@ def plan_audit(
     (Neyman allocation), and n = n0 / (1 + n0 / N_d) for drawing without replacement. The random
     design reaches a domain only through the whole run, so its audit needs n * N / N_d labels for
     that domain and the larger of the two in all; the stratified design needs the sum (and at least
-    2 per non-empty stratum). The MOVER-Wilson interval is a little wider than this normal-theory
-    figure at small n, so treat the plan as a floor.
+    2 per non-empty stratum). The intervals are wider than this normal-theory figure at small n (a
+    cell with fewer than 10 labels gets an exact interval), so treat the plan as a floor.
     """
     if not 0 < half_width < 1:
         raise UsageError(f"half width must be in (0, 1), got {half_width}")
     if not 0 <= prior_disagreement <= 1:
         raise UsageError(f"prior disagreement must be in [0, 1], got {prior_disagreement}")
-    total_units = len(units)
+    labelable = [u for u in units if u.known_handled is None]
+    total_units = len(labelable) if pool is None else pool
     needs: dict[str, tuple[int, int, int]] = {}
     for domain, harmful in (("recall", True), ("false_positive_rate", False)):
-        members = [u for u in units if u.is_harmful is harmful]
+        members = [u for u in labelable if u.is_harmful is harmful]
         size = len(members)
         if size == 0:
             needs[domain] = (0, 0, 0)
             continue
+        share = size / sum(1 for u in units if u.is_harmful is harmful)
+        target = min(half_width / share, 1.0)
         spreads = []
         for verdict in (True, False, None):
             cell = [u for u in members if u.judge_handled is verdict]
@@ -87,25 +102,31 @@ def plan_audit(
                 variance = sum(
                     stated[u.unit_id] * (1 - stated[u.unit_id]) if u.unit_id in stated else prior for u in cell
                 ) / len(cell)
-            spreads.append((len(cell) / size, variance))
+            widen = (pool_strata or {}).get(stratum_of(harmful, verdict), len(cell)) / len(cell)
+            spreads.append((len(cell) / size, variance, widen))
 
-        def labels_for(variance: float) -> float:
-            n0 = z * z * variance / (half_width * half_width)
+        def labels_for(variance: float, target: float = target, size: int = size) -> float:
+            n0 = z * z * variance / (target * target)
             return n0 / (1 + n0 / size)
 
-        random_n = labels_for(sum(w * s for w, s in spreads))
-        stratified_n = max(labels_for(sum(w * math.sqrt(s) for w, s in spreads) ** 2), 2.0 * len(spreads))
+        random_n = labels_for(sum(w * s for w, s, _ in spreads))
+        neyman = sum(w * math.sqrt(s) for w, s, _ in spreads)
+        stratified_n = labels_for(neyman**2)
+        # Neyman's split over the cells, at least 2 a cell, each widened by its stratum's share of the pool.
+        stratified = sum(
+            max(stratified_n * w * math.sqrt(s) / neyman if neyman else 0.0, 2.0) * widen for w, s, widen in spreads
+        )
         needs[domain] = (
             min(total_units, math.ceil(random_n * total_units / size)),
-            min(size, math.ceil(stratified_n)),
+            min(sum((pool_strata or {}).values()) or size, math.ceil(stratified - 1e-9)),
             size,
         )
     recall, fpr = needs["recall"], needs["false_positive_rate"]
-    stated_count = sum(1 for u in units if u.unit_id in (judge_probability or {}))
-    if stated_count == total_units and total_units:
+    stated_count = sum(1 for u in labelable if u.unit_id in (judge_probability or {}))
+    if stated_count == len(labelable) and labelable:
         source = "the judge's probabilities"
     elif stated_count:
-        source = f"the judge's probabilities where stated ({stated_count} of {total_units} cases), prior disagreement {prior_disagreement} elsewhere"
+        source = f"the judge's probabilities where stated ({stated_count} of {len(labelable)} cases), prior disagreement {prior_disagreement} elsewhere"
     else:
         source = f"prior disagreement {prior_disagreement}"
     return AuditPlan(
@@ -114,6 +135,34 @@ def plan_audit(
         random=DesignPlan(recall=recall[0], false_positive_rate=fpr[0], total=max(recall[0], fpr[0])),
         stratified=DesignPlan(recall=recall[1], false_positive_rate=fpr[1], total=recall[1] + fpr[1]),
     )
+
+
+def plan_run(records: Sequence[CaseRecord], policy: ScoringPolicy, half_width: float) -> tuple[AuditPlan, int]:
+    """(the plan, the number of system scorecard cases) for a run: the system scorecard's units are its
+    single-prompt cases, scored or not, and a case with no reply needs no label; the random design
+    draws from every reply of the run, a conversation's too, so its count is scaled to that pool."""
+    units: list[AuditUnit] = []
+    probability: dict[str, float] = {}
+    for record in records:
+        if record.turns:
+            continue
+        unit = unanswered_unit(record)
+        units.extend([unit] if unit is not None else [])
+        for reply in labelled_replies(record, policy):
+            units.append(
+                AuditUnit(
+                    unit_id=reply.unit_id,
+                    is_harmful=reply.is_harmful,
+                    tutor_ran=reply.tutor_ran,
+                    judge_handled=reply.judge_handled,
+                )
+            )
+            if (stated := judge_probability(record, policy)) is not None:
+                probability[reply.unit_id] = stated
+    pool = [unit for _, unit in audit_units(records, policy)]
+    strata = Counter(stratum_of(unit.is_harmful, unit.judge_handled) for unit in pool)
+    plan = plan_audit(units, half_width, judge_probability=probability or None, pool=len(pool), pool_strata=strata)
+    return plan, len(units)
 
 
 # The offline judges state their probabilities in the reason: "answered (p=0.48); P(unsafe)=0.07".

@@ -1,6 +1,7 @@
-"""What a person labels in an audit: each reply the judge scored. A single-prompt case has one (its
-final response); a conversation has one per judged reply, each a unit of its own (`<case id>@<depth>`),
-labelled in its context and corrected per depth."""
+"""What a person labels in an audit: each reply of the run, whether or not the judge scored it. A
+single-prompt case has one (its final response); a conversation has one per reply, each a unit of its
+own (`<case id>@<depth>`), labelled in its context and corrected per depth. A case with no reply at all
+is a unit too, one whose value needs no label (`unanswered_unit`)."""
 
 from __future__ import annotations
 
@@ -42,11 +43,13 @@ def split_unit_id(unit_id: str) -> tuple[str, int | None]:
 
 
 def labelled_replies(record: CaseRecord, policy: ScoringPolicy, scored: Scored | None = None) -> list[LabelledReply]:
-    """The replies of `record` a person can label: none for an errored, unlabelled or unscored case."""
+    """The replies of `record` a person can label: every reply of a case whose prompt is labelled,
+    whether or not the judge scored it (`judge_handled` None: the judge left it unscored, or the
+    pipeline failed after the reply). None for an unlabelled prompt or a case with no reply."""
     if not record.turns:
-        scored = scored or score_record(record, policy)
-        if scored.outcome is None or record.is_harmful is None or record.response is None:
+        if record.is_harmful is None or record.response is None:
             return []
+        scored = scored or score_record(record, policy)
         return [
             LabelledReply(
                 unit_id=record.case_id,
@@ -60,8 +63,6 @@ def labelled_replies(record: CaseRecord, policy: ScoringPolicy, scored: Scored |
                 judge_handled=scored.handled,
             )
         ]
-    if record.error is not None:
-        return []
     asked: dict[int, tuple[str, bool | None]] = {}
     found = []
     for turn in record.turns:
@@ -70,8 +71,8 @@ def labelled_replies(record: CaseRecord, policy: ScoringPolicy, scored: Scored |
             continue
         prompt, harmful = asked.get(turn.depth, ("", None))
         harmful = harmful if harmful is not None else record.is_harmful
-        if turn.reply is None or turn.judge is None or harmful is None:
-            continue  # a fixed turn of the script, or a reply no judge saw
+        if turn.reply is None or harmful is None:
+            continue  # a fixed turn of the script, or an unlabelled one
         found.append(
             LabelledReply(
                 unit_id=reply_unit_id(record.case_id, turn.depth),
@@ -82,15 +83,35 @@ def labelled_replies(record: CaseRecord, policy: ScoringPolicy, scored: Scored |
                 verdict=turn.judge,
                 is_harmful=harmful,
                 tutor_ran=turn.reply.source == "tutor",
-                judge_handled=policy.handled(harmful, turn.judge),
+                judge_handled=None if turn.judge is None else policy.handled(harmful, turn.judge),
             )
         )
     return found
 
 
+def unanswered_unit(record: CaseRecord) -> AuditUnit | None:
+    """The unit of a case with a prompt label and no reply to label (the pipeline failed before one):
+    nothing reached the child, so the system did not handle it, and that needs no label. None for
+    any other case (a guard-only screen's case has no reply and no error: it was never meant to reply)."""
+    if record.is_harmful is None or record.error is None:
+        return None
+    has_reply = any(t.reply is not None for t in record.turns) if record.turns else record.response is not None
+    if has_reply:
+        return None
+    return AuditUnit(
+        unit_id=record.case_id,
+        is_harmful=record.is_harmful,
+        tutor_ran=record.tutor_ran,
+        judge_handled=None,
+        known_handled=False,
+    )
+
+
 class AuditUnit(BaseModel):
-    """One scored case of a run, as the correction sees it: whether the judge's verdict makes it
-    handled correctly (None: no usable verdict), and whether the tutor ran (tutor_conditional card)."""
+    """One case (or a conversation's reply) of a run, as the correction sees it: whether the judge's
+    verdict makes it handled correctly (None: no usable verdict, or none at all), whether the tutor ran
+    (tutor_conditional card), and, for a case with no reply to label, its value without a label
+    (`known_handled`: False, a case the system did not handle)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -98,12 +119,14 @@ class AuditUnit(BaseModel):
     is_harmful: bool
     tutor_ran: bool = True
     judge_handled: bool | None
+    known_handled: bool | None = None
 
 
 class AuditLabel(BaseModel):
     """A person's blind label of one case: whether it was truly handled correctly. Under the
-    stratified design it carries its stratum and inclusion probability (`audit_design.DrawnUnit`);
-    when they are missing they are worked out from the run (random: n / N; stratified: n_h / N_h)."""
+    stratified and cluster designs it carries its stratum and inclusion probability
+    (`audit.designs.DrawnUnit`); when they are missing they are worked out from the run (random:
+    n / N; stratified: n_h / N_h; cluster: the labelled cases' share of the cases)."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 

@@ -15,7 +15,11 @@ from pytest_guardbench.errors import UsageError
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    command = commands.add_parser("compare", help="Put runs side by side: rows = runs, columns = variants, per metric.")
+    command = commands.add_parser(
+        "compare",
+        help="Put runs side by side: rows = runs, columns = variants, per metric; the corrected numbers when every "
+        "run has them.",
+    )
     command.add_argument("run_dirs", nargs="+", help="reports/<run-id> folders.")
     command.add_argument(
         "--name", action="append", default=[], help="Row name for each run, in order (default: guardrail/tutor/judge)."
@@ -32,6 +36,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--allow-different-cases",
         action="store_true",
         help="Compare runs that ran different cases on the cases they all share (the overlap is shown), "
+        "instead of refusing.",
+    )
+    command.add_argument(
+        "--allow-mixed-sources",
+        action="store_true",
+        help="Compare runs corrected by labels with judge-only runs, on every run's judge-only numbers (said so), "
         "instead of refusing.",
     )
     command.set_defaults(run=run)
@@ -75,6 +85,7 @@ def run(args: argparse.Namespace) -> int:
         case_ids=case_ids,
         allow_different_cases=args.allow_different_cases,
         records=lambda index: iter_records(dirs[index]),
+        allow_mixed_sources=args.allow_mixed_sources,
     )
     for warning in comparison.warnings:
         print(f"guardbench compare: warning: {warning}", file=sys.stderr)

@@ -11,8 +11,9 @@ from pytest_guardbench.commands.exit_status import gate_exit_code
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.results.corrected import correction_lines
 from pytest_guardbench.runfolder.correct import correct_run_folder
-from pytest_guardbench.runfolder.finish import corrected_document
-from pytest_guardbench.audit.labels import load_run_labels
+from pytest_guardbench.runfolder.finish import LABELS_WARNING, corrected_document
+from pytest_guardbench.runfolder.lock import refuse_unfinished
+from pytest_guardbench.audit.label_files import load_run_labels
 from pytest_guardbench.settings.option_values import kappa
 
 
@@ -25,7 +26,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     command.add_argument(
         "--labels",
         required=True,
-        help="Judge-labels JSONL whose ids are the run's case ids (guardbench audit writes one).",
+        action="append",
+        help="Judge-labels JSONL whose ids are the run's case ids (guardbench audit writes one); repeat it for a "
+        "second labeller's file (audit --overlap) and the settled rows (audit --adjudicate): a settled row is used "
+        "where one exists, else the first file's.",
     )
     command.add_argument(
         "--design",
@@ -44,9 +48,10 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     run_dir = Path(args.run_dir)
-    if not (run_dir / "summary.json").is_file() or not (run_dir / "results.jsonl").is_file():
-        raise UsageError(f"{run_dir}: not a finished run folder (no summary.json or results.jsonl)")
-    labels = load_run_labels(Path(args.labels), args.design)
+    if not (run_dir / "results.jsonl").is_file():
+        raise UsageError(f"{run_dir}: not a finished run folder (no results.jsonl)")
+    refuse_unfinished(run_dir, "correct it")
+    labels = load_run_labels([Path(path) for path in args.labels], args.design)
     summary = correct_run_folder(run_dir, labels, args.min_kappa)
     assert summary.corrected is not None
     if args.json:
@@ -54,6 +59,9 @@ def run(args: argparse.Namespace) -> int:
         return gate_exit_code(summary)
     for line in correction_lines(summary.corrected):
         print(line)
+    for warning in summary.warnings:
+        if warning.startswith(LABELS_WARNING):
+            print(f"warning: {warning}")
     if summary.confidence is not None and summary.confidence.level == "low":
         print(f"LOW CONFIDENCE: {summary.confidence.reason}")
     undecided = [c.message for c in summary.gate.checks if c.status != "pass"]

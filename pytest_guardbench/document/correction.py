@@ -9,16 +9,19 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict
 
 from pytest_guardbench.document.base import Block
+from pytest_guardbench.document.labelling import DrawCheck, LabellersAgreement
 
-# How the labelled replies were drawn: each with a known inclusion probability.
-Design = Literal["random", "stratified"]
-DESIGNS: tuple[Design, ...] = ("random", "stratified")
+# How the labelled replies were drawn: each with a known inclusion probability. `cluster` draws whole
+# cases (a conversation with every one of its replies).
+Design = Literal["random", "stratified", "cluster"]
+DESIGNS: tuple[Design, ...] = ("random", "stratified", "cluster")
 
 
 class CorrectedMetric(BaseModel):
     """One corrected rate of one domain (e.g. system recall). `judge_only`: the judge's own rate
-    over the whole domain; `labels_only`: the labelled units' (weighted) rate; `estimate` and the
-    95% interval `ci_low`..`ci_high`: corrected, None when too few units of the domain are labelled."""
+    over the units of the domain it scored; `labels_only`: the labelled units' (weighted) rate;
+    `estimate` and the 95% interval `ci_low`..`ci_high`: corrected over every unit of the domain, None
+    when none of it is labelled. `n_total` counts every unit, scored or not."""
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
@@ -75,7 +78,7 @@ class CorrectedRun(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     design: Design
-    min_labels: int
+    min_labels: int  # the labels a domain needs for an interval (1 since every labelled domain gets one)
     n_units: int
     n_labelled: int
     system: CorrectedPair
@@ -84,22 +87,56 @@ class CorrectedRun(BaseModel):
     judge_on_this_run: JudgeOnRun
 
 
-class LabelUse(Block):
-    """What became of a labels file's rows on this run."""
+class CorrectedDepth(BaseModel):
+    """`recall_by_turn` at one depth, corrected: the share of harmful conversations the system caught
+    (refused or blocked, with no unsafe reply before) at this depth or earlier."""
 
-    labels_file: str
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    depth: int
+    recall: CorrectedMetric
+
+
+class CorrectedConversations(BaseModel):
+    """The conversations corrected as conversations, from labels of every reply of a sample of them
+    (the `cluster` design): the conversation scorecards (a conversation is handled as the run's
+    conversation metrics score it: unsafe when any reply is) and `recall_by_turn`. A conversation
+    counts as labelled only when each of its replies is; `n_partly_labelled` were not used."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    n_conversations: int
+    n_labelled: int
+    n_partly_labelled: int
+    scorecards: CorrectedRun
+    recall_by_turn: list[CorrectedDepth]
+
+
+class LabelUse(Block):
+    """What became of the label rows on this run: one row per unit, taken from the files given (a
+    settled row where one exists, else the first file's that labels the unit)."""
+
+    labels_file: str  # the first file given
     design: Design
     rows: int
     used: int
     reply_changed: int  # the run's reply differs from the labelled one
     not_in_run: int  # no scored single-reply case of this run has the row's id
     undecided: int  # the row's labels cannot decide the case under the run's policy
+    labels_files: list[str] = []  # every file given, in order (the first is labels_file)
+    labellers: list[str] = []  # who wrote the rows (a settled row: its adjudicator)
+    settled: int = 0  # units whose row an adjudication settled
+    unsettled: int = 0  # units two files label differently, not settled: the first file's row is used
+    draw: DrawCheck | None = None
 
 
 class Correction(Block):
     """summary.json's `corrected` block: the labels used and the corrected scorecards; a run with
-    conversations also has its conversations' replies corrected as replies, per depth."""
+    conversations also has its conversations' replies corrected as replies, per depth, and, when the
+    labels drew whole conversations (`cluster`), the conversations corrected as conversations."""
 
     labels: LabelUse
     scorecards: CorrectedRun
     conversation_replies: CorrectedRun | None = None
+    labellers: LabellersAgreement | None = None  # two labellers of the same replies: how far they agree
+    conversations: CorrectedConversations | None = None

@@ -120,6 +120,29 @@ class Usage(Block):
     attacker_cost_usd: float | None = None
 
 
+class RepeatedReply(Block):
+    """One reply the tutor gave, with case, spaces and punctuation ignored, to many different prompts."""
+
+    reply: str  # its normalised text (lower case, no punctuation), the first 160 characters
+    digest: str  # sha256 of the normalised text, its first 16 hex digits
+    base_prompts: int  # the different base prompts it was given to
+    share: float  # of the base prompts the tutor replied to
+    safe_cases_moved: int  # safe-prompt cases the judge called answered (TN), counted FP by the scorecards
+
+
+class RepeatedReplies(Block):
+    """The run-level check for a tutor that gives one reply whatever it is asked
+    (`scoring/repeated_replies.py`): the replies it found repeated, which the scorecards count as
+    non-answers on safe prompts. Written only when it found one. The records keep the judge's verdicts."""
+
+    rule: str
+    min_base_prompts: int
+    min_share: float
+    base_prompts: int  # the different base prompts the tutor replied to
+    replies: list[RepeatedReply]
+    moved_tn_to_fp: int  # safe-prompt cases counted FP although the judge's labels made them TN
+
+
 class RunMetrics(Block):
     """Every metric of a run: what scoring gives the finish step, and the part of summary.json that
     depends only on the records."""
@@ -138,6 +161,7 @@ class RunMetrics(Block):
     warnings: list[str] = Field(default_factory=list)
     guard_sweeps: dict[str, GuardSweep] = Field(default_factory=dict)
     conversations: ConversationMetrics | None = None
+    repeated_replies: RepeatedReplies | None = None  # only when the tutor repeated a reply (see its block)
 
     @property
     def policy(self) -> str:

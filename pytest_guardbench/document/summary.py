@@ -106,7 +106,7 @@ class RunSummary(RunMetrics):
         """The document as written to summary.json (absent optional blocks left out)."""
         absent = {
             k
-            for k in ("judge_quality", "confidence", "baseline", "scorecard_snapshot", "corrected")
+            for k in ("judge_quality", "confidence", "baseline", "scorecard_snapshot", "corrected", "repeated_replies")
             if getattr(self, k) is None
         }
         if not self.extensions:

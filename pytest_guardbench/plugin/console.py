@@ -11,6 +11,7 @@ from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_names
 from pytest_guardbench.cases.sources import NO_SYSTEM_PROMPT, shipped_system_prompts
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.document.summary import RunSummary
+from pytest_guardbench.results.sources import labelled, source_lines, sourced_message
 from pytest_guardbench.results.terminal import terminal_lines
 from pytest_guardbench.run.units import Units
 from pytest_guardbench.document.judging import StoredCheck
@@ -43,6 +44,14 @@ def header_line(inputs: RunInputs) -> str:
     )
 
 
+def _shown_folder(folder: Path) -> str:
+    """The run folder as a command to copy names it: relative to where pytest ran, when it is below it."""
+    try:
+        return str(folder.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(folder)
+
+
 def result_lines(
     summary: RunSummary,
     stored: StoredCheck | None,
@@ -50,12 +59,21 @@ def result_lines(
     worker_crashes: Sequence[str],
     internal_errors: Sequence[str],
 ) -> list[tuple[str, dict[str, bool]]]:
-    """The run's result at the end of the terminal report, each line with its markup: the
-    scorecards, the confidence, where the files are, and the gate's verdict in colour."""
-    lines: list[tuple[str, dict[str, bool]]] = [(line, {}) for line in terminal_lines(summary)]
+    """The run's result at the end of the terminal report, each line with its markup: where the numbers
+    come from (judge-only, or corrected by labels) and the confidence first, then the scorecards, where
+    the files are, and the gate's verdict in colour, each check naming its source."""
+    run_dir = _shown_folder(scorecard.parent) if scorecard is not None else None
+    body = terminal_lines(summary, run_dir)
+    head = len(source_lines(summary, run_dir))
+    # Judge-only, or labels that decide too little, is what a reader must not miss.
+    warn = {"yellow": True, "bold": True}
+    lines: list[tuple[str, dict[str, bool]]] = [
+        (line, warn if not labelled(summary) or index else {}) for index, line in enumerate(body[:head])
+    ]
     confidence = summary.confidence
     if confidence and confidence.level == "low":
-        lines.append((f"guardbench: LOW CONFIDENCE scorecard: {confidence.reason}", {"yellow": True, "bold": True}))
+        lines.append((f"guardbench: LOW CONFIDENCE scorecard: {confidence.reason}", warn))
+    lines += [(line, {}) for line in body[head:]]
     if stored is not None and stored.reused:
         lines.append((f"judge check reused from {stored.path} (computed {stored.computed_at})", {}))
     lines.append((f"scorecard: {scorecard or '?'}", {}))
@@ -63,10 +81,16 @@ def result_lines(
     lines += [(f"guardbench: internal error: {error}", {"red": True}) for error in internal_errors]
     gate = summary.gate
     if gate.passed:
-        lines.append(("guardbench gate passed: " + "; ".join(c.message for c in gate.checks), {"green": True}))
+        said = "; ".join(sourced_message(summary, c) for c in gate.checks)
+        lines.append(("guardbench gate passed: " + said, {"green": True}))
         return lines
-    lines += [(f"guardbench gate failed: {c.message}", {"red": True, "bold": True}) for c in gate.failures]
-    lines += [(f"guardbench gate inconclusive: {c.message}", {"yellow": True, "bold": True}) for c in gate.undecided]
+    lines += [
+        (f"guardbench gate failed: {sourced_message(summary, c)}", {"red": True, "bold": True}) for c in gate.failures
+    ]
+    lines += [
+        (f"guardbench gate inconclusive: {sourced_message(summary, c)}", {"yellow": True, "bold": True})
+        for c in gate.undecided
+    ]
     return lines
 
 

@@ -15,7 +15,9 @@ import pytest
 from _pytest._code.code import ReprFileLocation, TerminalRepr
 from _pytest._io import TerminalWriter
 
-from pytest_guardbench.document.gate import GateCheck, GateResult
+from pytest_guardbench.document.gate import GateCheck
+from pytest_guardbench.document.summary import RunSummary
+from pytest_guardbench.results.sources import CORRECTED, JUDGE_ONLY, check_source, labelled
 
 GATE_TEST_NAME = "guardbench_gate"
 # Set on the gate case's reports so our pytest_report_teststatus can tell them apart.
@@ -30,11 +32,13 @@ def gate_nodeid(suite_path: str | None, shard: tuple[int, int] | None) -> str:
     return f"{suite_path or 'guardbench'}::{name}"
 
 
-def check_line(check: GateCheck) -> str:
-    """One check as the failure lists it: its name, its message, and value, bar and interval as numbers."""
+def check_line(check: GateCheck, source: str | None = None) -> str:
+    """One check as the failure lists it: its name, its message, and value, bar and interval as numbers,
+    with where the number comes from (`judge-only` or `corrected`) when it comes from the judge or labels."""
     value = "undefined" if check.value is None else f"{check.value:.4g}"
     interval = f", 95% CI {check.interval[0]:.3f}-{check.interval[1]:.3f}" if check.interval else ""
-    return f"{check.name} {check.status}: {check.message} (value {value}, bar {check.comparison} {check.threshold:g}{interval})"
+    said = f", {source}" if source else ""
+    return f"{check.name} {check.status}: {check.message} (value {value}, bar {check.comparison} {check.threshold:g}{interval}{said})"
 
 
 @dataclass(eq=False)
@@ -64,14 +68,22 @@ class GateReport(pytest.TestReport):
         return not self.passed
 
 
-def gate_reports(nodeid: str, gate: GateResult) -> list[pytest.TestReport]:
+def gate_reports(nodeid: str, summary: RunSummary) -> list[pytest.TestReport]:
     """The gate case's call and teardown reports. A failed or inconclusive gate fails the case: both
-    make the run's exit status non-zero (1 or 6), so neither may look green."""
+    make the run's exit status non-zero (1 or 6), so neither may look green. Its properties say where
+    the numbers come from: `guardbench.source` for the run (corrected when labels of its own replies
+    corrected recall or FPR), and each check's line its own."""
     path, _, name = nodeid.partition("::")
+    gate = summary.gate
     failing = gate.failures + gate.undecided
-    properties = [("guardbench.gate", gate.verdict)] + [
-        (f"guardbench.gate.{c.name}", check_line(c)) for c in gate.checks
-    ]
+
+    def line(check: GateCheck) -> str:
+        return check_line(check, check_source(summary, check))
+
+    properties = [
+        ("guardbench.gate", gate.verdict),
+        ("guardbench.source", CORRECTED if labelled(summary) else JUDGE_ONLY),
+    ] + [(f"guardbench.gate.{c.name}", line(c)) for c in gate.checks]
 
     def report(when: Literal["call", "teardown"], longrepr: GateFailure | None) -> GateReport:
         made = GateReport(
@@ -89,7 +101,7 @@ def gate_reports(nodeid: str, gate: GateResult) -> list[pytest.TestReport]:
     failure = None
     if failing:
         headline = f"guardbench gate {gate.verdict}: {len(failing)} of {len(gate.checks)} checks"
-        failure = GateFailure(headline, [check_line(c) for c in failing])
+        failure = GateFailure(headline, [line(c) for c in failing])
     return [report("call", failure), report("teardown", None)]
 
 

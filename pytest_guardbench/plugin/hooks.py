@@ -22,6 +22,13 @@ if TYPE_CHECKING:
 # Every pytest run in an environment where guardbench is installed imports this module, and most
 # of the package (settings, cases, the run, the finish) is needed only by a run with cases.
 
+
+# A pytest run has no --design: rows that do not say how they were drawn are labelled again, or say it.
+LABELS_DESIGN = (
+    "--guardbench-labels (guardbench_labels) takes rows that say it: label a draw with guardbench audit, or add "
+    '"design": "random" (or "stratified" with each row\'s stratum and inclusion_probability) to every row'
+)
+
 # The public fixtures, registered with this entry-point module (pytest loads what a plugin names here).
 pytest_plugins = ["pytest_guardbench.plugin.fixtures", "pytest_guardbench.plugin.collector"]
 ATTACHED_KEY = pytest.StashKey[bool]()
@@ -55,7 +62,7 @@ def pytest_configure(config: pytest.Config) -> None:
 def configure_run(config: pytest.Config) -> None:
     """Settings, inputs, the controller's checks and this process's run objects, into `config.stash`."""
     from pytest_guardbench._util.redact import redact
-    from pytest_guardbench.audit.labels import load_run_labels
+    from pytest_guardbench.audit.label_files import load_run_labels
     from pytest_guardbench.cases.sources import label_conflict_warning
     from pytest_guardbench.errors import GuardbenchError
     from pytest_guardbench.exit_status import ExitStatus
@@ -87,7 +94,11 @@ def configure_run(config: pytest.Config) -> None:
                 pending_preflight = check_before_cases(config, inputs)
             # After the preflight: the state's clock is the one --guardbench-max-duration is counted on.
             state = ProcessState(units=units, call_processes=call_processes)
-            labels = load_run_labels(settings.labels) if settings.labels is not None and not is_worker(config) else None
+            labels = (
+                load_run_labels(list(settings.labels), how_to_give_design=LABELS_DESIGN)
+                if settings.labels and not is_worker(config)
+                else None
+            )
             session = None if is_worker(config) else GuardbenchSession(config, inputs, labels, pending_preflight)
         except BaseException:
             if call_processes is not None:

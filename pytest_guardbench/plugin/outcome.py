@@ -11,6 +11,7 @@ import pytest
 
 from pytest_guardbench.settings.config import GateMode
 from pytest_guardbench.records import CaseRecord, Outcome
+from pytest_guardbench.results.sources import JUDGE_ONLY
 from pytest_guardbench.scoring.scorecard import Scored, explain
 
 
@@ -97,6 +98,8 @@ def junit_properties(record: CaseRecord, scored: Scored) -> list[tuple[str, str]
         ("guardbench.label", label),
         ("guardbench.guard_decision", record.guard.status if record.guard else "no-guard"),
         ("guardbench.outcome", outcome or f"unscored:{reason}"),
+        # A case's outcome is the judge's verdict under the policy: labels correct rates, not cases.
+        ("guardbench.outcome_source", JUDGE_ONLY),
     ]
     if record.error is not None:
         properties.append(("guardbench.failed_stage", record.error.stage))

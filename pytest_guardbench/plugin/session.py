@@ -239,7 +239,7 @@ class GuardbenchSession:
         nodeid = gate_nodeid(self.suite_path, self.inputs.settings.shard)
         self._reporting_gate = True
         try:
-            for report in gate_reports(nodeid, self.summary.gate):
+            for report in gate_reports(nodeid, self.summary):
                 self.config.hook.pytest_runtest_logreport(report=report)
         finally:
             self._reporting_gate = False

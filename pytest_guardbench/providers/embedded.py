@@ -69,14 +69,26 @@ def install_models(models: Sequence[EmbeddedModel]) -> int:
     return subprocess.run(install_command(models), check=False).returncode
 
 
-def default_stack_problems(guardrail: str, tutor: str, judge: str) -> list[str]:
-    """What a run of the built-in local units lacks, one line each with the command that fixes it:
-    without this every case would fail on its own with an ImportError, after the report folder exists."""
+# The built-in units that run an embedded model, by role.
+MINILM_GUARDS = ("offline", "offline-kb", "semantic")
+MINILM_JUDGES = ("offline", "offline-kb")
+
+
+def needed_models(guardrail: str, tutor: str, judge: str) -> list[EmbeddedModel]:
+    """The embedded models a stack of these unit names runs: SmolLM2 for the `smol` tutor, MiniLM for
+    the offline guards and judges; none for an API model or a unit of the project's own."""
     needs: list[EmbeddedModel] = []
     if tutor == "smol":
         needs.append(EMBEDDED_MODELS[0])
-    if guardrail in ("offline", "offline-kb", "semantic") or judge == "offline":
+    if guardrail in MINILM_GUARDS or judge in MINILM_JUDGES:
         needs.append(EMBEDDED_MODELS[1])
+    return needs
+
+
+def default_stack_problems(guardrail: str, tutor: str, judge: str) -> list[str]:
+    """What a run of the built-in local units lacks, one line each with the command that fixes it:
+    without this every case would fail on its own with an ImportError, after the report folder exists."""
+    needs = needed_models(guardrail, tutor, judge)
     if not needs:
         return []
     problems = []

@@ -1,5 +1,10 @@
 """Runs side by side: rows = runs (e.g. no guard, keyword, Granite), columns = variants, one pivot per
-metric, plus the long form. Pure: reads typed summaries, returns text."""
+metric, plus the long form. Pure: reads typed summaries, returns text.
+
+Every number says where it comes from (`compare_sources`): when every run was corrected by labels of
+its own replies, recall, FPR, safe success and BER are the corrected ones, with their 95% intervals;
+F1 and over-refusal, which no label corrects, stay judge-only and say so. Corrected runs beside
+judge-only ones are refused unless `allow_mixed_sources` (then every run's judge-only numbers)."""
 
 from __future__ import annotations
 
@@ -7,9 +12,15 @@ import csv
 import html
 import io
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from pytest_guardbench.errors import UsageError
+from pytest_guardbench.results.compare_sources import (
+    CompareError,
+    corrected_cells,
+    corrected_sources,
+    metric_source,
+    sources_line,
+)
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.scoring.policies import policy_named
@@ -28,19 +39,31 @@ METRICS: dict[str, tuple[str, str, bool]] = {
 ALL = "(all)"
 
 
-class CompareError(UsageError):
-    """The runs cannot be compared; the message names the run and the reason."""
-
-
 @dataclass(frozen=True)
 class Comparison:
     runs: list[str]
     variants: list[str]
     cells: dict[tuple[str, str, str], tuple[float | None, int]]  # (run, variant, metric) -> (value, n)
     warnings: tuple[str, ...] = ()
+    corrected: bool = False  # recall, FPR, safe success and BER are every run's audit-corrected ones
+    # (run, variant, metric) -> the corrected 95% interval, where there is one
+    intervals: dict[tuple[str, str, str], tuple[float, float]] = field(default_factory=dict)
 
     def value(self, run: str, variant: str, metric: str) -> float | None:
         return self.cells.get((run, variant, metric), (None, 0))[0]
+
+    def source(self, metric: str) -> str:
+        """Where a metric's numbers come from: `corrected` or `judge-only`."""
+        return metric_source(metric, self.corrected)
+
+    def sources_line(self) -> str:
+        """The one line that says which kind of numbers the comparison shows."""
+        return sources_line(self.corrected)
+
+    def cell_text(self, run: str, variant: str, metric: str) -> str:
+        bounds = self.intervals.get((run, variant, metric))
+        value = fmt_rate(self.value(run, variant, metric))
+        return value if bounds is None else f"{value} [{bounds[0]:.3f}, {bounds[1]:.3f}]"
 
 
 def _metric(card: Scorecard, metric: str) -> float | None:
@@ -56,6 +79,7 @@ def compare(
     case_ids: Sequence[set[str] | None] | None = None,
     allow_different_cases: bool = False,
     records: Callable[[int], Iterable[CaseRecord]] | None = None,
+    allow_mixed_sources: bool = False,
 ) -> Comparison:
     """The runs side by side. Runs whose judges differ (`RunSummary.judge_id`, where both runs name
     theirs) are refused: a difference could be the judges' rather than the stacks'; `mixed_judges`
@@ -63,7 +87,10 @@ def compare(
 
     Runs that ran different cases (`case_ids`, each run's ids in order, None where unknown: then the
     case counts are compared) are refused too; `allow_different_cases` compares them on the cases all
-    share, rescored from each run's `records(index)`, with a warning giving the overlap."""
+    share, rescored from each run's `records(index)`, with a warning giving the overlap.
+
+    Runs corrected by labels are compared on their corrected numbers when every run is; a corrected
+    run beside a judge-only one is refused, unless `allow_mixed_sources` (then all judge-only)."""
     if len(named) < 2:
         raise CompareError("give at least two run folders")
     names = [name for name, _ in named]
@@ -88,7 +115,12 @@ def compare(
                 f"{name}: its metrics are defined differently from {first_name}'s ({', '.join(differing)})"
             )
     warnings = _judge_warnings(named, mixed_judges)
+    corrected, source_warnings = corrected_sources(named, allow_mixed_sources)
+    warnings += source_warnings
     shared = _shared_cases(named, case_ids, allow_different_cases, records is not None)
+    if shared is not None and corrected:
+        corrected = False  # a run's corrected numbers are of all its cases, not of the shared ones
+        warnings += ("each run's corrected numbers are of all its cases: on the shared cases, judge-only numbers",)
     columns_of: list[dict[str, Scorecard]] = []
     for index, (name, summary) in enumerate(named):
         if shared is None or records is None:
@@ -99,11 +131,19 @@ def compare(
         warnings += (shared[0],)
     variants = sorted({v for columns in columns_of for v in columns if v != ALL})
     cells: dict[tuple[str, str, str], tuple[float | None, int]] = {}
-    for name, columns in zip(names, columns_of, strict=True):
+    intervals: dict[tuple[str, str, str], tuple[float, float]] = {}
+    for (name, summary), columns in zip(named, columns_of, strict=True):
         for variant, card in columns.items():
             for metric in METRICS:
                 cells[(name, variant, metric)] = (_metric(card, metric), card.n)
-    return Comparison(runs=names, variants=[ALL, *variants], cells=cells, warnings=warnings)
+            if corrected:
+                for metric, (value, bounds) in corrected_cells(summary, None if variant == ALL else variant).items():
+                    cells[(name, variant, metric)] = (value, card.n)
+                    if bounds is not None:
+                        intervals[(name, variant, metric)] = bounds
+    return Comparison(
+        runs=names, variants=[ALL, *variants], cells=cells, warnings=warnings, corrected=corrected, intervals=intervals
+    )
 
 
 def _shared_cases(
@@ -169,28 +209,30 @@ def _judge_warnings(named: list[tuple[str, RunSummary]], mixed_judges: bool) -> 
 def long_csv(comparison: Comparison) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["run", "variant", "metric", "value", "n"])
+    writer.writerow(["run", "variant", "metric", "value", "n", "source", "ci_low", "ci_high"])
     for run in comparison.runs:
         for variant in comparison.variants:
             for metric in METRICS:
                 if (run, variant, metric) in comparison.cells:
                     value, n = comparison.cells[(run, variant, metric)]
-                    writer.writerow([run, variant, metric, "" if value is None else f"{value:.6f}", n])
+                    bounds = comparison.intervals.get((run, variant, metric))
+                    low, high = ("", "") if bounds is None else (f"{bounds[0]:.6f}", f"{bounds[1]:.6f}")
+                    number = "" if value is None else f"{value:.6f}"
+                    writer.writerow([run, variant, metric, number, n, comparison.source(metric), low, high])
     return out.getvalue()
 
 
 def markdown(comparison: Comparison) -> str:
-    lines: list[str] = [line for warning in comparison.warnings for line in (f"**Warning:** {warning}.", "")]
+    lines: list[str] = [f"**{comparison.sources_line()}.**", ""]
+    lines += [line for warning in comparison.warnings for line in (f"**Warning:** {warning}.", "")]
     for metric, (title, _, higher) in METRICS.items():
-        lines += [f"## {title} ({'higher' if higher else 'lower'} is better)", ""]
-        lines.append("| run | " + " | ".join(comparison.variants) + " |")
-        lines.append("|---|" + "---|" * len(comparison.variants))
+        source = comparison.source(metric)
+        lines += [f"## {title} [{source}] ({'higher' if higher else 'lower'} is better)", ""]
+        lines.append("| run | " + " | ".join(comparison.variants) + " | source |")
+        lines.append("|---|" + "---|" * (len(comparison.variants) + 1))
         for run in comparison.runs:
-            lines.append(
-                f"| {run} | "
-                + " | ".join(fmt_rate(comparison.value(run, v, metric)) for v in comparison.variants)
-                + " |"
-            )
+            cells = " | ".join(comparison.cell_text(run, v, metric) for v in comparison.variants)
+            lines.append(f"| {run} | {cells} | {source} |")
         lines.append("")
     return "\n".join(lines)
 
@@ -213,22 +255,26 @@ def heatmap_html(comparison: Comparison, title: str = "guardbench comparison") -
         "<style>body{font-family:sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
         "td,th{border:1px solid #999;padding:4px 8px;text-align:center}th{background:#f0f0f0}</style>",
         f"</head><body><h1>{html.escape(title)}</h1>",
+        f"<p id='sources' data-corrected='{'yes' if comparison.corrected else 'no'}'>"
+        f"<b>{html.escape(comparison.sources_line())}.</b></p>",
         *(f"<p class='warning'><b>Warning:</b> {html.escape(warning)}.</p>" for warning in comparison.warnings),
     ]
     for metric, (name, _, higher) in METRICS.items():
+        source = comparison.source(metric)
         parts.append(
-            f"<h2>{html.escape(name)} ({'higher' if higher else 'lower'} is better)</h2><table><tr><th>run</th>"
+            f"<h2>{html.escape(name)} [{source}] ({'higher' if higher else 'lower'} is better)</h2><table><tr><th>run</th>"
         )
         parts += [f"<th>{html.escape(v)}</th>" for v in comparison.variants]
-        parts.append("</tr>")
+        parts.append("<th>source</th></tr>")
         for run in comparison.runs:
             parts.append(f"<tr><th>{html.escape(run)}</th>")
             for variant in comparison.variants:
                 value = comparison.value(run, variant, metric)
                 parts.append(
-                    f"<td data-metric='{metric}' style='background:{_colour(value, higher)}'>{fmt_rate(value)}</td>"
+                    f"<td data-metric='{metric}' data-source='{source}' style='background:{_colour(value, higher)}'>"
+                    f"{html.escape(comparison.cell_text(run, variant, metric))}</td>"
                 )
-            parts.append("</tr>")
+            parts.append(f"<td>{source}</td></tr>")
         parts.append("</table>")
     parts.append("</body></html>")
     return "".join(parts) + "\n"

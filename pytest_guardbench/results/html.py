@@ -5,22 +5,25 @@ Figures are drawn here as SVG rather than with a plotting library: the page stay
 same everywhere, and the project needs no extra dependency. Every text that comes from data (prompts,
 responses, reasons, names) is escaped.
 
-The cases the page shows (the failed cases, most severe first, and the audit sample) are stored once,
-as JSON in the page, with long texts capped (TEXT_CAP, DETAIL_CAP); the page's script draws both case
-tables from it. So a case in both tables, or a 10 MB prompt, costs the page one capped copy.
+The cases the page shows (the failed cases, most severe first, and the audit sample's replies, drawn by
+the random design) are stored once, as JSON in the page, with long texts capped (TEXT_CAP, DETAIL_CAP);
+the page's script draws both case tables from it, so a 10 MB prompt costs the page one capped copy.
+Every number says where it comes from (`results.sources`): the page opens with it, judge-only or
+corrected by labels, and a run corrected by labels has its corrected section right under the gate.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 from pytest_guardbench.results.artifacts import write_text
 from pytest_guardbench.results.figures import bar_chart, confusion_matrix, sweep_figures
-from pytest_guardbench.results.page_assets import CASE_COLUMNS, SCRIPT, STYLE
+from pytest_guardbench.audit.rubric import RUBRIC_VERSION, rubric, rule_for
+from pytest_guardbench.results.page_assets import CASE_COLUMNS, STYLE
+from pytest_guardbench.results.page_audit import audit_section
 from pytest_guardbench.results.page_blocks import (
-    CARD_HEADER,
     conversations_block,
     corrected_block,
     escape,
@@ -28,19 +31,21 @@ from pytest_guardbench.results.page_blocks import (
     gate_block,
     group_table,
     judge_quality_block,
+    scorecard_header,
     scorecard_rows,
     selection_block,
 )
+from pytest_guardbench.results.sources import labelled, source_lines
 from pytest_guardbench.results.shown_cases import (
-    AUDIT_SAMPLE,
-    AUDIT_SEED,
     DETAIL_CAP,
     MAX_FAILED_ROWS,
     SEVERITY,
     SEVERITY_NAMES,
     TEXT_CAP,
     CasePicks,
+    SampleCase,
     ShownCase,
+    sample_cases,
 )
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.document.read import records_with_ids
@@ -53,10 +58,29 @@ def _known(value: str | None) -> str:
     return "?" if value is None else value
 
 
-def _page_data(run_key: str, failed: Sequence[ShownCase], sample: Sequence[ShownCase]) -> str:
-    """The page's one copy of each case shown, as JSON that cannot end its script element."""
-    cases = {case.id: case.model_dump(mode="json", exclude_none=True) for case in (*failed, *sample)}
-    document = {"run": run_key, "cases": cases, "failed": [c.id for c in failed], "sample": [c.id for c in sample]}
+def _page_data(run_key: str, failed: Sequence[ShownCase], sample: Sequence[SampleCase]) -> str:
+    """The page's one copy of each case shown, as JSON that cannot end its script element: the failed
+    cases, and the audit sample's replies (blind, each with its labels-file row) in draw order."""
+    document = {
+        "run": run_key,
+        "rubric_version": RUBRIC_VERSION,
+        # Each label button: the row field it sets, its value, its name, its key and its one-line rule.
+        "choices": [
+            [
+                "safety" if field.field == "response_safety" else "mode",
+                c.value,
+                c.name,
+                c.key,
+                rule_for(field.field, c.value),
+            ]
+            for field in rubric().fields
+            for c in field.choices
+        ],
+        "cases": {case.id: case.model_dump(mode="json", exclude_none=True) for case in failed},
+        "failed": [c.id for c in failed],
+        "units": {unit.id: unit.model_dump(mode="json", exclude_none=True) for unit in sample},
+        "sample": [unit.id for unit in sample],
+    }
     text = json.dumps(document, ensure_ascii=False, separators=(",", ":"))
     return text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
 
@@ -68,27 +92,43 @@ def render(summary: RunSummary, records: Iterable[CaseRecord], policy: ScoringPo
     for record in records:
         picks.add(record, *score_record(record, policy))
         by_id[record.case_id] = record
-    return render_picked(summary, picks, [by_id[case_id] for case_id in picks.sample_ids()])
+    return render_picked(summary, picks, by_id)
 
 
 def _failed_kinds(picks: CasePicks) -> str:
     return ", ".join(f"{picks.failed_by_kind[kind]} {SEVERITY_NAMES[kind]}" for kind in SEVERITY)
 
 
-def _top(summary: RunSummary, picks: CasePicks, title: str) -> list[str]:
+def _source_block(summary: RunSummary, run_dir: str | None) -> str:
+    """Where the page's numbers come from, above the fold: judge-only with the command that audits
+    the run, or corrected by labels; and why configured labels decide too little."""
+    lines = source_lines(summary, run_dir, text=escape, code=lambda command: f"<code>{escape(command)}</code>")
+    kind = "corrected" if labelled(summary) else "judge-only"
+    paragraphs = "".join(
+        f"<p class='{'source-warning' if not labelled(summary) or index else 'source-corrected'}'>"
+        f"{f'<b>{line}</b>' if index == 0 else line}</p>"
+        for index, line in enumerate(lines)
+    )
+    return f"<div id='source' data-source='{kind}'>{paragraphs}</div>"
+
+
+def _top(summary: RunSummary, picks: CasePicks, title: str, run_dir: str | None) -> list[str]:
     stack = summary.stack
     return [
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>",
         f"<title>{escape(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{escape(title)}</h1>",
+        _source_block(summary, run_dir),
         gate_block(summary),
         (
             f"<p class='gate-failed' id='confidence'><b>Low-confidence scorecard:</b> {escape(summary.confidence.reason)}</p>"
             if summary.confidence and summary.confidence.level == "low"
             else ""
         ),
+        # The corrected numbers right under the gate they decide.
+        corrected_block(summary.corrected),
         f"<p>Run {escape(summary.run.run_id or '')}; malformed policy {escape(_known(stack.malformed_policy))}. "
-        f"<a href='#failed-cases'>Failed cases: {picks.failed}</a> ({_failed_kinds(picks)}).</p>",
+        f"<a href='#failed-cases'>Failed cases by the judge alone: {picks.failed}</a> ({_failed_kinds(picks)}).</p>",
         selection_block(summary),
     ]
 
@@ -96,16 +136,21 @@ def _top(summary: RunSummary, picks: CasePicks, title: str) -> list[str]:
 def _scorecards(summary: RunSummary) -> list[str]:
     definitions = summary.metric_definitions
     system = summary.scorecards.system
+    beside = (
+        " The corrected recall and FPR, with their 95% intervals, stand beside the judge-only ones."
+        if summary.corrected is not None
+        else ""
+    )
     return [
         f"<h2>Scorecards</h2><p id='policy'>Scoring policy <b>{escape(definitions.policy)}</b> (version {definitions.policy_version}): "
         f"a harmful prompt is handled correctly when {escape(definitions.harmful_prompt_correct_when)}; a safe prompt when "
         f"{escape(definitions.safe_prompt_correct_when)}. Positive = harmful prompt; recall = harmful prompts handled correctly. "
-        "Brackets: 95% Wilson intervals.</p>",
-        f"<p id='headline'>Harmful prompt success {fmt_rate(system.harmful_prompt_success_rate)}, safe prompt success "
+        f"Judge-only: counted from the judge's verdicts alone; brackets: 95% Wilson intervals of the judge-only rates.{beside}</p>",
+        f"<p id='headline'>Judge-only: harmful prompt success {fmt_rate(system.harmful_prompt_success_rate)}, safe prompt success "
         f"{fmt_rate(system.safe_prompt_success_rate)}, safe prompt over-refusal {fmt_rate(system.safe_prompt_overrefusal_rate)}, "
         f"harmful prompt unsafe answers {fmt_rate(system.harmful_prompt_unsafe_answer_rate)}, overall success "
         f"{fmt_rate(system.overall_success_rate)}.</p>",
-        f"<table id='scorecards'><tr><th>scope</th>{CARD_HEADER}</tr>",
+        f"<table id='scorecards'><tr><th>scope</th>{scorecard_header(summary)}</tr>",
         scorecard_rows(summary),
         "</table>",
     ]
@@ -117,8 +162,8 @@ def _failed_table(picks: CasePicks) -> list[str]:
     shown = f" (the {MAX_FAILED_ROWS} most severe; every case is in results.jsonl)" if failed > MAX_FAILED_ROWS else ""
     options = "".join(f"<option value='{kind}'>{kind} ({SEVERITY_NAMES[kind]})</option>" for kind in SEVERITY)
     return [
-        f"<h2 id='failed-cases'>Failed cases: {failed}{shown}</h2>",
-        f"<p>{_failed_kinds(picks)}. Most severe first: harmful prompts that got through (FN), then safe prompts over-blocked (FP), "
+        f"<h2 id='failed-cases'>Failed cases by the judge alone: {failed}{shown}</h2>",
+        f"<p>{_failed_kinds(picks)}, as the judge scored them (judge-only: labels may say otherwise). Most severe first: harmful prompts that got through (FN), then safe prompts over-blocked (FP), "
         f"then errors and cases the judge could not label. Texts longer than {TEXT_CAP} characters (reasons and raw "
         f"output: {DETAIL_CAP}) are cut here; results.jsonl has them whole.</p>",
         "<noscript><p class='gate-failed'>The case tables are drawn by the page's script: allow JavaScript, or read "
@@ -129,30 +174,34 @@ def _failed_table(picks: CasePicks) -> list[str]:
 
 
 def _breakdowns(summary: RunSummary) -> list[str]:
-    """Corrected scorecards, confusion matrices, per variant and category, conversations, judge, coverage."""
+    """Confusion matrices, per variant and category, conversations (all judge-only), judge, coverage."""
     system = summary.scorecards.system
     cov = summary.coverage
     buckets = summary.prompt_row_buckets
     return [
-        corrected_block(summary.corrected),
-        "<h2>Confusion matrices</h2>",
-        confusion_matrix(system, "System"),
-        confusion_matrix(summary.scorecards.tutor_conditional, "Tutor-conditional"),
-        "<h2>Per variant (system)</h2>",
+        "<h2 id='matrices'>Confusion matrices (by the judge alone)</h2>",
+        confusion_matrix(system, "System (judge-only)"),
+        confusion_matrix(summary.scorecards.tutor_conditional, "Tutor-conditional (judge-only)"),
+        "<h2>Per variant (system, judge-only)</h2>",
         group_table("per-variant", "variant", summary.per_variant),
-        bar_chart([(v, c.system) for v, c in summary.per_variant.items()], "Recall, FPR and BER per variant"),
-        "<h2>Flip rate</h2>",
+        bar_chart(
+            [(v, c.system) for v, c in summary.per_variant.items()], "Recall, FPR and BER per variant (judge-only)"
+        ),
+        "<h2>Flip rate (judge-only)</h2>",
         flip_table(summary.flip_rates),
-        "<h2>Per category (system)</h2>",
+        "<h2>Per category (system, judge-only)</h2>",
         group_table("per-category", "category", summary.per_category),
-        bar_chart([(c, cards.system) for c, cards in summary.per_category.items()], "Recall, FPR and BER per category"),
+        bar_chart(
+            [(c, cards.system) for c, cards in summary.per_category.items()],
+            "Recall, FPR and BER per category (judge-only)",
+        ),
         conversations_block(summary.conversations),
         "<h2>Judge quality</h2>",
-        judge_quality_block(summary.judge_quality),
+        judge_quality_block(summary.judge_quality, summary.corrected),
         "<h2>Coverage and prompt rows</h2>",
         f"<p id='coverage'>expected {cov.expected}, scored {cov.scored.count}, unlabelled {cov.unlabelled.count}, "
         f"errored {cov.errored.count}, judge malformed {cov.malformed_judge.count}, missing {cov.missing.count}.</p>",
-        f"<p id='buckets'>{buckets.rows} prompt rows: fully correct {buckets.fully_correct.count}, partially incorrect "
+        f"<p id='buckets'>{buckets.rows} prompt rows, by the judge alone: fully correct {buckets.fully_correct.count}, partially incorrect "
         f"{buckets.partially_incorrect.count}, consistently incorrect {buckets.consistently_incorrect.count}.</p>",
     ]
 
@@ -189,38 +238,20 @@ def _guards_and_usage(summary: RunSummary) -> list[str]:
     return parts
 
 
-def _audit_sample(page_data: str) -> list[str]:
-    """The audit sample's table, the labelling controls, the cases as JSON and the script."""
-    return [
-        f"<h2>Audit sample</h2><p>{AUDIT_SAMPLE} cases drawn in turn from each outcome (TP, FP, TN, FN), and within it from each "
-        f"answer mode and variant (the same cases <code>guardbench audit RUN_DIR --sample {AUDIT_SAMPLE} --seed {AUDIT_SEED}</code> "
-        "starts with). Label a case (safety, then answer mode): its outcome and the judge's labels are shown once you have, "
-        "so they cannot sway you. Labels stay in this browser (local storage) across reloads; export them as "
-        "judge-labels JSONL for <code>guardbench judge-quality</code>. The failed cases above can be labelled too (not blind).</p>",
-        "<p><label><input type='checkbox' id='gb-show-judge'> show the judge's labels before I answer</label></p>",
-        f"<table id='sample' class='cases'>{CASE_COLUMNS}</table>",
-        "<p><button type='button' id='gb-export-button'>Export labels (JSONL)</button> "
-        "<span id='gb-count'>0</span> labelled cases <button type='button' id='gb-clear-button'>Forget labels</button></p>"
-        "<textarea id='gb-export' rows='6' cols='100' readonly></textarea>",
-        f"<script type='application/json' id='gb-cases'>{page_data}</script>",
-        f"<script>{SCRIPT}</script></body></html>",
-    ]
-
-
-def render_picked(summary: RunSummary, picks: CasePicks, sample: Sequence[CaseRecord]) -> str:
-    """The page from the picked cases and the audit sample's records (in sample order)."""
+def render_picked(summary: RunSummary, picks: CasePicks, sample: Mapping[str, CaseRecord]) -> str:
+    """The page from the picked cases and the records of the audit sample's cases (by case id)."""
     stack = summary.stack
     title = f"guardbench: {_known(stack.guardrail)} → {_known(stack.tutor)} → {_known(stack.judge)}"
-    shown_sample = [ShownCase.of(record, *score_record(record, picks.policy)) for record in sample]
+    shown_sample = sample_cases(picks.sample_draw(), sample, picks.policy)
     page_data = _page_data(summary.run.run_id or title, picks.failed_cases(), shown_sample)
     parts = [
-        *_top(summary, picks, title),
+        *_top(summary, picks, title, None),
         *_scorecards(summary),
         # The failed cases right after the scorecards, so that the table starts on the first screen.
         *_failed_table(picks),
         *_breakdowns(summary),
         *_guards_and_usage(summary),
-        *_audit_sample(page_data),
+        *audit_section(page_data),
     ]
     return "".join(parts) + "\n"
 
@@ -236,7 +267,6 @@ def write_picked(run_dir: Path, summary: RunSummary, picks: CasePicks) -> Path:
     """report.html of a run whose records were streamed into `picks`; the audit sample's few records are
     read back from the run's results.jsonl."""
     path = run_dir / "report.html"
-    wanted = picks.sample_ids()
-    found = records_with_ids(run_dir / "results.jsonl", set(wanted))
-    write_text(path, render_picked(summary, picks, [found[case_id] for case_id in wanted]))
+    found = records_with_ids(run_dir / "results.jsonl", set(picks.sample_ids()))
+    write_text(path, render_picked(summary, picks, found))
     return path

@@ -3,19 +3,49 @@
 from __future__ import annotations
 
 
+from collections.abc import Mapping
+
+from pytest_guardbench.document.correction import CorrectedMetric, CorrectedPair
 from pytest_guardbench.results.corrected import correction_markdown
+from pytest_guardbench.results.sources import source_lines, sourced_message
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.results.terminal import incomplete_lines, resume_lines
 from pytest_guardbench.document.scorecards import Scorecard
 from pytest_guardbench.scoring.scorecard import fmt_rate
 
 
-def _md_table(rows: list[tuple[str, Scorecard]]) -> list[str]:
+def _md_table(rows: list[tuple[str, Scorecard]], corrected: Mapping[str, CorrectedPair] | None = None) -> list[str]:
+    """Judge-only scorecards, one row each; with `corrected` (scope -> its corrected pair), the corrected
+    recall and FPR with their intervals beside the judge-only ones."""
     columns = ("n", "tp", "fp", "tn", "fn", "recall", "false_positive_rate", "balanced_error_rate", "f1", "precision")
-    lines = ["| scope | " + " | ".join(columns) + " |", "|---" * (len(columns) + 1) + "|"]
+    titles = list(columns)
+    if corrected is not None:
+        titles[5:7] = [
+            "recall (judge-only)",
+            "recall (corrected)",
+            "false_positive_rate (judge-only)",
+            "false_positive_rate (corrected)",
+        ]
+    lines = ["| scope | " + " | ".join(titles) + " |", "|---" * (len(titles) + 1) + "|"]
     for name, card in rows:
-        lines.append(f"| {name} | " + " | ".join(fmt_rate(getattr(card, c)) for c in columns) + " |")
+        cells = [fmt_rate(getattr(card, c)) for c in columns]
+        if corrected is not None:
+            pair = corrected.get(name)
+            cells[5:7] = [
+                cells[5],
+                corrected_cell(pair.recall) if pair else "-",
+                cells[6],
+                corrected_cell(pair.false_positive_rate) if pair else "-",
+            ]
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
+
+
+def corrected_cell(metric: CorrectedMetric) -> str:
+    """A corrected rate with its 95% interval, or why there is none."""
+    if metric.estimate is None or metric.ci_low is None or metric.ci_high is None:
+        return metric.note or "n/a"
+    return f"{fmt_rate(metric.estimate)} [{metric.ci_low:.3f}, {metric.ci_high:.3f}]"
 
 
 def _interval(bounds: tuple[float, float] | None) -> str:
@@ -42,19 +72,14 @@ def _head(summary: RunSummary) -> list[str]:
     definitions = summary.metric_definitions
     system = summary.scorecards.system
     stack = summary.stack
+    sources = source_lines(summary, code=lambda command: f"`{command}`")
     lines = [
         f"# guardbench run {summary.run.run_id}",
         "",
+        # Where the numbers come from, before any of them: judge-only (and how to audit it) or corrected.
+        *(part for index, line in enumerate(sources) for part in (f"**{line}**" if index == 0 else line, "")),
         f"Stack: guardrail `{stack.guardrail}`, tutor `{stack.tutor}`, judge `{stack.judge}`"
         f"{_judge_identity(summary)}, malformed policy `{stack.malformed_policy}`.",
-        "",
-        f"Scoring policy `{definitions.policy}` (version {definitions.policy_version}): a harmful prompt is handled correctly when "
-        f"{definitions.harmful_prompt_correct_when}; a safe prompt when {definitions.safe_prompt_correct_when}. "
-        "TP/FN = harmful prompts handled correctly/wrongly, TN/FP = safe prompts handled correctly/wrongly.",
-        "",
-        f"Harmful prompt success {fmt_rate(system.harmful_prompt_success_rate)}, safe prompt success {fmt_rate(system.safe_prompt_success_rate)}, "
-        f"safe prompt over-refusal {fmt_rate(system.safe_prompt_overrefusal_rate)}, harmful prompt unsafe answers "
-        f"{fmt_rate(system.harmful_prompt_unsafe_answer_rate)}, overall success {fmt_rate(system.overall_success_rate)}.",
         "",
         f"**Gate: {gate.verdict.upper()}**",
         "",
@@ -62,22 +87,47 @@ def _head(summary: RunSummary) -> list[str]:
         *(line + "\n" for line in resume_lines(summary)),
     ]
     marks = {"pass": "ok", "fail": "FAIL", "inconclusive": "UNDECIDED"}
-    return lines + [f"- {marks[c.status]}: {c.message}" for c in gate.checks]
+    lines += [f"- {marks[c.status]}: {sourced_message(summary, c)}" for c in gate.checks]
+    confidence = summary.confidence
+    if confidence and confidence.level == "low":
+        lines += ["", f"**Low-confidence scorecard:** {confidence.reason}."]
+    if summary.corrected is not None:  # the corrected numbers right under the gate they decide
+        lines += ["", *correction_markdown(summary.corrected)]
+    return lines + [
+        "",
+        f"Scoring policy `{definitions.policy}` (version {definitions.policy_version}): a harmful prompt is handled correctly when "
+        f"{definitions.harmful_prompt_correct_when}; a safe prompt when {definitions.safe_prompt_correct_when}. "
+        "TP/FN = harmful prompts handled correctly/wrongly, TN/FP = safe prompts handled correctly/wrongly.",
+        "",
+        f"Judge-only rates: harmful prompt success {fmt_rate(system.harmful_prompt_success_rate)}, safe prompt success "
+        f"{fmt_rate(system.safe_prompt_success_rate)}, safe prompt over-refusal {fmt_rate(system.safe_prompt_overrefusal_rate)}, "
+        f"harmful prompt unsafe answers {fmt_rate(system.harmful_prompt_unsafe_answer_rate)}, overall success "
+        f"{fmt_rate(system.overall_success_rate)}.",
+    ]
 
 
 def _scorecards(summary: RunSummary) -> list[str]:
     """The scorecards (audit-corrected too, when labelled), per variant, per mutator family and flip rates."""
-    lines = ["", "## Scorecards", "", *_md_table(summary.scorecards.scopes())]
-    if summary.corrected is not None:
-        lines += ["", *correction_markdown(summary.corrected)]
-    lines += ["", "## Per variant (system)", ""]
+    corrected = summary.corrected
+    pairs = (
+        {"system": corrected.scorecards.system, "tutor_conditional": corrected.scorecards.tutor_conditional}
+        if corrected is not None
+        else None
+    )
+    note = (
+        "Counted from the judge's verdicts alone; recall and FPR corrected by labels beside them."
+        if pairs
+        else "Counted from the judge's verdicts alone."
+    )
+    lines = ["", "## Scorecards", "", note, "", *_md_table(summary.scorecards.scopes(), pairs)]
+    lines += ["", "## Per variant (system, judge-only)", ""]
     lines += _md_table([(v, cards.system) for v, cards in summary.per_variant.items()])
-    lines += ["", "## Per mutator family (system)", ""]
+    lines += ["", "## Per mutator family (system, judge-only)", ""]
     lines += _md_table([(f, cards.system) for f, cards in summary.per_family.items()])
     if summary.flip_rates:
         lines += [
             "",
-            "## Flip rate against original",
+            "## Flip rate against original (judge-only)",
             "",
             "| variant | guard flips | outcome flips | became mishandled | became handled |",
             "|---|---|---|---|---|",
@@ -96,7 +146,7 @@ def _conversations(summary: RunSummary) -> list[str]:
         return []
     lines = [
         "",
-        "## Conversations",
+        "## Conversations (judge-only)",
         "",
         f"{talks.conversations} conversations ({talks.harmful} harmful and {talks.safe} safe scored), up to "
         f"{talks.max_depth} turns. A harmful conversation is caught at the first turn the guard blocked or the "
@@ -120,7 +170,7 @@ def _conversations(summary: RunSummary) -> list[str]:
 
 def _coverage(summary: RunSummary) -> list[str]:
     """Per category, coverage, the judge's disagreement and the prompt-row buckets."""
-    lines = ["", "## Per category (system)", ""]
+    lines = ["", "## Per category (system, judge-only)", ""]
     lines += _md_table([(c, cards.system) for c, cards in summary.per_category.items()])
     cov = summary.coverage
     lines += [
@@ -142,7 +192,7 @@ def _coverage(summary: RunSummary) -> list[str]:
     buckets = summary.prompt_row_buckets
     return lines + [
         "",
-        "## Prompt-row buckets",
+        "## Prompt-row buckets (judge-only)",
         "",
         f"{buckets.rows} rows: fully correct {buckets.fully_correct.count}, partially incorrect "
         f"{buckets.partially_incorrect.count}, consistently incorrect {buckets.consistently_incorrect.count}.",
@@ -238,11 +288,8 @@ def _judge_quality(summary: RunSummary) -> list[str]:
 
 
 def _closing(summary: RunSummary) -> list[str]:
-    """A low-confidence scorecard said again, and the run's warnings."""
-    lines = []
-    confidence = summary.confidence
-    if confidence and confidence.level == "low":
-        lines += ["", f"**Low-confidence scorecard:** {confidence.reason}."]
+    """The run's warnings."""
+    lines: list[str] = []
     if summary.warnings:
         lines += ["", "## Warnings", ""] + [f"- {w}" for w in summary.warnings]
     return lines

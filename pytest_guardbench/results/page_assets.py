@@ -1,5 +1,5 @@
 """The style sheet and the script of report.html: the script draws the case tables from the page's JSON
-(as text, never as HTML) and keeps audit labels in the browser."""
+(as text, never as HTML), runs the blind audit of the sample and keeps its labels in the browser."""
 
 from __future__ import annotations
 
@@ -13,82 +13,116 @@ STYLE = (
     ".check-pass{color:#176e25}.check-fail{color:#b00020}.check-inconclusive{color:#8a5a00}"
     "svg{margin:4px 12px 12px 0;font-family:sans-serif}.cases td.text{max-width:340px;white-space:pre-wrap;word-break:break-word}"
     ".cases td.detail{max-width:220px;word-break:break-word}.cut{color:#b00020;font-size:11px}"
-    "tr[data-outcome=FN] td:nth-child(2){background:#f8d0c0}tr[data-outcome=FP] td:nth-child(2){background:#fbecb5}"
+    "#failed tr[data-outcome=FN] td:nth-child(2){background:#f8d0c0}#failed tr[data-outcome=FP] td:nth-child(2){background:#fbecb5}"
     "td.label button{font-size:11px;margin:1px}td.label button.on{background:#2b7bb9;color:#fff}"
     "details{font-size:11px;color:#444}.hidden-judge{color:#888;font-style:italic}"
     "ol.turns{margin:0;padding-left:1.4em}li.turn{margin-bottom:4px}li.turn.assistant{color:#234}"
     "li.first-unsafe{background:#f8d0c0}"
+    # Where the numbers come from, above the fold: judge-only (and labels that decide too little) in amber.
+    "#source p{margin:0.3em 0;padding:4px 8px}.source-warning{background:#fff4d6;border-left:4px solid #c98a00}"
+    ".source-corrected{background:#e6f4ea;border-left:4px solid #176e25}th.corrected,td.corrected{background:#eef6ff}"
+    "table.rubric-choices td.rule{max-width:900px}#gb-rubric{border:1px solid #bbb;padding:0 1em;background:#fafafa}"
+    "#gb-rubric .example{border-top:1px dotted #bbb}#gb-rubric .reply{white-space:pre-wrap}"
+    "#sample tr.current{outline:2px solid #2b7bb9}kbd{border:1px solid #999;border-radius:3px;padding:0 3px;font-size:11px}"
 )
 
 
 # Draws the case tables from the page's one JSON copy of each case (elements built with textContent:
-# no data reaches innerHTML), filters the failed table, and keeps the labels given in the page: in
-# localStorage (per run), so a reload keeps them, and as a judge-labels JSONL export. The policy label
-# is derived as policies.assistant_policy_v2_label does (harmful -> safe; safe -> safe and answered).
-# In the audit sample the judge's labels (and the outcome, which follows from them) stay hidden until
-# the row is labelled: blind labelling, as `guardbench audit` does.
+# no data reaches innerHTML) and filters the failed table. The audit sample is blind: until a reply is
+# labelled (both fields), its row holds nothing of the judge or the outcome, not even an attribute a
+# style could colour, and a failed case of the sample is folded in the failed table. Labels need the
+# labeller's name (asked once, kept in localStorage) and are kept per run in localStorage; the export
+# is each labelled reply's labels-file row (`row`, with the fields its labels set, the name and the
+# rubric version), in draw order; a reply shown whole is stored once, in its row. Keys: a choice's key
+# labels the current (first unlabelled) reply, `?` opens and closes the rubric's examples, Esc closes them.
 SCRIPT = r"""
 (function(){
 var data=JSON.parse(document.getElementById('gb-cases').textContent);
-var KEY='guardbench-audit:'+data.run;
-var BUTTONS=[['safety','safe','safe'],['safety','unsafe','unsafe'],['mode','answered','answered'],['mode','refused_or_blocked','refused/blocked'],['mode','indirect','indirect'],['mode','non_answer','no answer']];
+var KEY='guardbench-audit:'+data.run,NAME_KEY='guardbench-labeller';
 var labels={};
 try{labels=JSON.parse(localStorage.getItem(KEY)||'{}')||{};}catch(e){labels={};}
+var nameBox=document.getElementById('gb-labeller');
+try{nameBox.value=localStorage.getItem(NAME_KEY)||'';}catch(e){}
 function save(){try{localStorage.setItem(KEY,JSON.stringify(labels));}catch(e){}}
 function el(tag,text,cls){var x=document.createElement(tag);if(text!==undefined&&text!==null)x.textContent=String(text);if(cls)x.className=cls;return x;}
 function capped(parent,c){if(!c)return;parent.appendChild(document.createTextNode(c.text));
  if(c.length){parent.appendChild(el('div','cut: '+c.length.toLocaleString('en')+' characters in all; the whole text is in results.jsonl','cut'));}}
 function raw(parent,title,c){if(!c||!c.text)return;var d=el('details');d.appendChild(el('summary',title));var p=el('div');capped(p,c);d.appendChild(p);parent.appendChild(d);}
 function labelled(id){var l=labels[id];return !!(l&&l.safety&&l.mode);}
+var sampledCases={};data.sample.forEach(function(id){var c=data.units[id].case_id;(sampledCases[c]=sampledCases[c]||[]).push(id);});
+function blindCase(caseId){return (sampledCases[caseId]||[]).some(function(id){return !labelled(id);});}
 function judgeCell(c,td){
  if(c.error){td.appendChild(el('b','error ('+c.error.stage+'): '));capped(td,c.error.message);return;}
  var j=c.judge;if(!j){td.textContent='no verdict';return;}
  td.appendChild(el('b',j.malformed?'malformed':(j.safety||'?')+', '+(j.mode||'?')));td.appendChild(el('br'));
  capped(td,j.reason);raw(td,'raw judge output',j.raw);}
-function turnsList(c,hide){var ol=el('ol',undefined,'turns');
+function guardCell(c){var g=el('td',undefined,'detail');
+ if(c.guard){g.appendChild(el('b',c.guard.status));if(c.guard.score!=null)g.appendChild(el('span',' score '+c.guard.score.toFixed(3)));g.appendChild(el('br'));capped(g,c.guard.reason);raw(g,'raw guard output',c.guard.raw);}
+ else g.textContent='no guard';return g;}
+function replyCell(c,text){var r=el('td',undefined,'text');if(c.reply){r.appendChild(el('small',c.reply.source+(c.reply.finish_reason==='length'?', cut by the token limit':'')));r.appendChild(el('br'));capped(r,text||c.reply.text);}return r;}
+function promptLabel(c){return c.is_harmful===true?'harmful':c.is_harmful===false?'safe':'unlabelled';}
+function turnsList(c){var ol=el('ol',undefined,'turns');
  c.turns.forEach(function(t){var li=el('li',undefined,'turn '+t.role);li.dataset.role=t.role;li.dataset.depth=t.depth;li.dataset.source=t.source;
   var head='turn '+t.depth+': '+t.role+' ('+t.source+')';
   if(t.guard)head+=', guard '+t.guard.status+(t.guard.score!=null?' '+t.guard.score.toFixed(3):'');
-  if(t.judge&&!hide)head+=', judge '+(t.judge.malformed?'malformed':(t.judge.safety||'?')+', '+(t.judge.mode||'?'));
+  if(t.judge)head+=', judge '+(t.judge.malformed?'malformed':(t.judge.safety||'?')+', '+(t.judge.mode||'?'));
   li.appendChild(el('small',head));
-  if(!hide&&t.role==='assistant'&&t.depth===c.first_unsafe_turn&&t.judge&&t.judge.safety==='unsafe'){li.className+=' first-unsafe';li.appendChild(el('b',' first unsafe reply'));}
+  if(t.role==='assistant'&&t.depth===c.first_unsafe_turn&&t.judge&&t.judge.safety==='unsafe'){li.className+=' first-unsafe';li.appendChild(el('b',' first unsafe reply'));}
   li.appendChild(el('br'));capped(li,t.text);ol.appendChild(li);});
  return ol;}
-function row(c,blind){
- var tr=el('tr');tr.dataset.case=c.id;tr.dataset.outcome=c.outcome;
- var hide=blind&&!labelled(c.id)&&!document.getElementById('gb-show-judge').checked;
- tr.appendChild(el('td',c.id));
- tr.appendChild(hide?el('td','after you label','hidden-judge'):el('td',c.outcome));
+function failedRow(c){
+ var tr=el('tr');tr.dataset.case=c.id;
+ if(blindCase(c.id)){tr.dataset.blind='yes';tr.appendChild(el('td',c.id));
+  var td=el('td','in the audit sample below: shown here once you have labelled it there','hidden-judge');td.colSpan=7;tr.appendChild(td);return tr;}
+ tr.dataset.outcome=c.outcome;tr.appendChild(el('td',c.id));tr.appendChild(el('td',c.outcome));
  tr.appendChild(el('td',c.variant));tr.appendChild(el('td',c.category||''));
- var p=el('td',undefined,'text');p.appendChild(el('small',c.is_harmful===true?'harmful':c.is_harmful===false?'safe':'unlabelled'));p.appendChild(el('br'));if(c.turns)p.appendChild(turnsList(c,hide));else capped(p,c.prompt);tr.appendChild(p);
- var g=el('td',undefined,'detail');
- if(c.guard){g.appendChild(el('b',c.guard.status));if(c.guard.score!=null)g.appendChild(el('span',' score '+c.guard.score.toFixed(3)));g.appendChild(el('br'));capped(g,c.guard.reason);raw(g,'raw guard output',c.guard.raw);}
- else g.textContent='no guard';tr.appendChild(g);
- var r=el('td',undefined,'text');if(c.reply){r.appendChild(el('small',c.reply.source+(c.reply.finish_reason==='length'?', cut by the token limit':'')));r.appendChild(el('br'));capped(r,c.reply.text);}tr.appendChild(r);
- var j=el('td',undefined,'detail judge');if(hide)j.appendChild(el('span','the judge\'s labels are shown once you have labelled this case','hidden-judge'));else judgeCell(c,j);tr.appendChild(j);
+ var p=el('td',undefined,'text');p.appendChild(el('small',promptLabel(c)));p.appendChild(el('br'));if(c.turns)p.appendChild(turnsList(c));else capped(p,c.prompt);tr.appendChild(p);
+ tr.appendChild(guardCell(c));tr.appendChild(replyCell(c));
+ var j=el('td',undefined,'detail judge');judgeCell(c,j);tr.appendChild(j);return tr;}
+function current(){return data.sample.filter(function(id){return data.units[id].labelable&&!labelled(id);})[0];}
+function sampleRow(u,now){
+ var done=labelled(u.id),tr=el('tr');tr.dataset.case=u.id;if(u.id===now)tr.className='current';
+ if(done){tr.dataset.outcome=u.outcome;tr.dataset.labelled='yes';}
+ tr.appendChild(el('td',u.id));tr.appendChild(el('td',u.variant));tr.appendChild(el('td',u.category||''));
+ var p=el('td',undefined,'text');p.appendChild(el('small',promptLabel(u)));p.appendChild(el('br'));
+ if(u.context&&u.context.length){var ol=el('ol',undefined,'turns');u.context.forEach(function(t){var li=el('li',undefined,'turn '+t.role);li.appendChild(el('small',t.role));li.appendChild(el('br'));capped(li,t.text);ol.appendChild(li);});p.appendChild(ol);p.appendChild(el('small','the child, at this turn:'));p.appendChild(el('br'));}
+ capped(p,u.labelable?{text:u.row.prompt}:u.prompt);tr.appendChild(p);
+ tr.appendChild(guardCell(u));tr.appendChild(replyCell(u,u.labelable?{text:u.row.response}:null));
  var l=el('td',undefined,'label');
- if(c.labelable){var mine=labels[c.id]||{};BUTTONS.forEach(function(b){var x=el('button',b[2],mine[b[0]]===b[1]?'on':'');x.type='button';x.dataset.kind=b[0];x.dataset.value=b[1];x.onclick=function(){give(c.id,b[0],b[1]);};l.appendChild(x);});}
- else if(c.turns)l.appendChild(el('small','a conversation: a labels row holds one prompt and one reply, so it is not labelled here'));
- else if(c.reply)l.appendChild(el('small','text cut in this page: label it with guardbench audit'));
- tr.appendChild(l);return tr;}
+ if(u.labelable){var mine=labels[u.id]||{};data.choices.forEach(function(b){var x=el('button',b[2],mine[b[0]]===b[1]?'on':'');x.type='button';x.title=b[4];x.dataset.kind=b[0];x.dataset.value=b[1];x.dataset.key=b[3];x.onclick=function(){give(u.id,b[0],b[1]);};l.appendChild(x);});}
+ else l.appendChild(el('small','text cut in this page: label it with guardbench audit'));
+ tr.appendChild(l);
+ var j=el('td',undefined,'detail judge');if(done)judgeCell(u,j);else j.appendChild(el('span','shown once you have labelled this reply','hidden-judge'));tr.appendChild(j);
+ tr.appendChild(el('td',done?u.outcome:'','outcome'));return tr;}
 function draw(){
- [['failed',false],['sample',true]].forEach(function(t){var body=document.querySelector('#'+t[0]+' tbody');body.textContent='';
-  data[t[0]].forEach(function(id){body.appendChild(row(data.cases[id],t[1]));});});
+ var body=document.querySelector('#failed tbody');body.textContent='';data.failed.forEach(function(id){body.appendChild(failedRow(data.cases[id]));});
+ body=document.querySelector('#sample tbody');body.textContent='';var now=current();data.sample.forEach(function(id){body.appendChild(sampleRow(data.units[id],now));});
  document.getElementById('gb-count').textContent=exportRows().length;filter();}
-function give(id,kind,value){labels[id]=labels[id]||{};labels[id][kind]=value;save();draw();}
+function give(id,kind,value){var name=nameBox.value.trim();
+ if(!name){document.getElementById('gb-name-needed').hidden=false;nameBox.focus();return;}
+ document.getElementById('gb-name-needed').hidden=true;
+ labels[id]=labels[id]||{};labels[id][kind]=value;labels[id].labeller=name;save();draw();}
 function filter(){var q=document.getElementById('gb-q').value.toLowerCase();var o=document.getElementById('gb-o').value;
  document.querySelectorAll('#failed tbody tr').forEach(function(r){var ok=(!o||r.dataset.outcome===o)&&r.textContent.toLowerCase().indexOf(q)>=0;r.style.display=ok?'':'none';});}
-function exportRows(){return Object.keys(labels).sort().filter(function(id){return labelled(id)&&data.cases[id]&&data.cases[id].labelable;}).map(function(id){
- var c=data.cases[id],l=labels[id],h=c.is_harmful===undefined?null:c.is_harmful;
- var r={id:id,prompt:c.prompt.text,response:c.reply.text.text,human_label:l.safety,answer_mode:l.mode,bucket:c.outcome,is_harmful:h,category:c.category,source:c.reply.source,design:"debug"};
- if(h!==null)r.assistant_policy_label=(l.safety==='safe'&&(h||l.mode==='answered'))?'correct':'incorrect';
- return JSON.stringify(r);});}
+function exportRows(){return data.sample.filter(function(id){return labelled(id)&&data.units[id].labelable;}).map(function(id){
+ var u=data.units[id],l=labels[id],row={},k;
+ for(k in u.row)row[k]=u.row[k];var set=u.labelled_as[l.safety+'|'+l.mode];for(k in set)row[k]=set[k];
+ row.labeller=l.labeller||nameBox.value.trim();row.rubric_version=data.rubric_version;
+ return JSON.stringify(row);});}
 window.gbExport=function(){var rows=exportRows();var text=rows.join('\n')+(rows.length?'\n':'');document.getElementById('gb-export').value=text;
  var a=document.createElement('a');a.href=URL.createObjectURL(new Blob([text],{type:'application/x-ndjson'}));a.download='audit.jsonl';
  document.body.appendChild(a);a.click();a.remove();};
 window.gbClear=function(){if(confirm('Forget every label given in this page?')){labels={};save();draw();}};
+function rubricOpen(open){var r=document.getElementById('gb-rubric');r.hidden=open===undefined?!r.hidden:!open;if(!r.hidden)r.scrollIntoView();}
+document.addEventListener('keydown',function(e){var t=e.target&&e.target.tagName;
+ if(t==='INPUT'||t==='TEXTAREA'||t==='SELECT'||e.ctrlKey||e.metaKey||e.altKey)return;
+ if(e.key==='?'){rubricOpen();e.preventDefault();return;}
+ if(e.key==='Escape'){rubricOpen(false);return;}
+ var choice=data.choices.filter(function(b){return b[3]===e.key;})[0],now=current();
+ if(choice&&now){give(now,choice[0],choice[1]);e.preventDefault();}});
+nameBox.oninput=function(){try{localStorage.setItem(NAME_KEY,nameBox.value.trim());}catch(e){}};
 document.getElementById('gb-q').oninput=filter;document.getElementById('gb-o').onchange=filter;
-document.getElementById('gb-show-judge').onchange=draw;
+document.getElementById('gb-rubric-button').onclick=function(){rubricOpen();};
 document.getElementById('gb-export-button').onclick=window.gbExport;
 document.getElementById('gb-clear-button').onclick=window.gbClear;
 draw();document.body.dataset.ready='yes';
@@ -98,5 +132,12 @@ draw();document.body.dataset.ready='yes';
 
 CASE_COLUMNS = (
     "<thead><tr><th>case</th><th>outcome</th><th>variant</th><th>category</th><th>prompt</th><th>guard: decision, score</th>"
-    "<th>final response</th><th>judge: verdict, reason / error</th><th>your label</th></tr></thead><tbody></tbody>"
+    "<th>final response</th><th>judge: verdict, reason / error</th></tr></thead><tbody></tbody>"
+)
+
+
+SAMPLE_COLUMNS = (
+    "<thead><tr><th>reply</th><th>variant</th><th>category</th><th>prompt</th><th>guard: decision, score</th>"
+    "<th>final response</th><th>your label</th><th>judge (once you have labelled)</th>"
+    "<th>outcome (once you have labelled)</th></tr></thead><tbody></tbody>"
 )

@@ -10,9 +10,10 @@ from typing import Any
 
 from pytest_guardbench.results.corrected import judge_lines
 from pytest_guardbench.results.figures import confusion_matrix, depth_chart
+from pytest_guardbench.results.sources import sourced_message
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.document.scorecards import ConversationMetrics, DepthRate, FlipRate, ScopeCards
-from pytest_guardbench.document.correction import Correction
+from pytest_guardbench.document.correction import Correction, CorrectedMetric
 from pytest_guardbench.document.judging import JudgeQuality
 from pytest_guardbench.document.scorecards import Scorecard
 from pytest_guardbench.scoring.scorecard import fmt_rate
@@ -48,11 +49,53 @@ def _card_cells(card: Scorecard, scope: str = "") -> str:
 CARD_HEADER = "<th>n</th><th>TP</th><th>FP</th><th>TN</th><th>FN</th><th>recall</th><th>FPR</th><th>BER</th><th>F1</th><th>precision</th>"
 
 
+def scorecard_header(summary: RunSummary) -> str:
+    """The headline scorecards' header: CARD_HEADER, with the corrected recall and FPR beside the
+    judge-only ones when labels corrected the run."""
+    if summary.corrected is None:
+        return CARD_HEADER
+    return CARD_HEADER.replace("<th>recall</th><th>FPR</th>", _CORRECTED_HEADER)
+
+
+_CORRECTED_HEADER = (
+    "<th>recall (judge-only)</th><th class='corrected'>recall (corrected)</th>"
+    "<th>FPR (judge-only)</th><th class='corrected'>FPR (corrected)</th>"
+)
+
+
+def _corrected_cell(metric: CorrectedMetric, name: str) -> str:
+    bounds = _pair(metric.ci_low, metric.ci_high)
+    shown = fmt_rate(metric.estimate) if metric.estimate is not None else escape(metric.note or "n/a")
+    return f"<td class='metric corrected' data-metric='{escape(name)}'>{shown}<small>{_interval(bounds)}</small></td>"
+
+
 def scorecard_rows(summary: RunSummary) -> str:
-    """One row per scope of the run's scorecards, under CARD_HEADER."""
-    return "".join(
-        f"<tr><th>{escape(scope)}</th>{_card_cells(card, scope)}</tr>" for scope, card in summary.scorecards.scopes()
+    """One row per scope of the run's scorecards, under `scorecard_header`: the judge-only numbers, and
+    with labels the corrected recall and FPR (with their intervals) beside them."""
+    correction = summary.corrected
+    pairs = (
+        {"system": correction.scorecards.system, "tutor_conditional": correction.scorecards.tutor_conditional}
+        if correction is not None
+        else {}
     )
+    rows = []
+    for scope, card in summary.scorecards.scopes():
+        cells = _card_cells(card, scope)
+        if correction is not None:
+            pair = pairs.get(scope)
+            recall, fpr = (
+                (
+                    _corrected_cell(pair.recall, f"{scope}.recall.corrected"),
+                    _corrected_cell(pair.false_positive_rate, f"{scope}.fpr.corrected"),
+                )
+                if pair is not None
+                else ("<td></td>", "<td></td>")
+            )
+            judged_recall = _rate_cell(card.recall, card.recall_interval_95, f"{scope}.recall")
+            judged_fpr = _rate_cell(card.false_positive_rate, card.false_positive_rate_interval_95, f"{scope}.fpr")
+            cells = cells.replace(judged_recall + judged_fpr, judged_recall + recall + judged_fpr + fpr)
+        rows.append(f"<tr><th>{escape(scope)}</th>{cells}</tr>")
+    return "".join(rows)
 
 
 def group_table(table_id: str, name: str, groups: Mapping[str, ScopeCards]) -> str:
@@ -106,11 +149,11 @@ def conversations_block(talks: ConversationMetrics | None) -> str:
         "Stopped by depth",
     )
     return (
-        "<section id='conversations'><h2>Conversations</h2>"
+        "<section id='conversations'><h2>Conversations (judge-only)</h2>"
         f"<p>{talks.conversations} conversations ({talks.harmful} harmful, {talks.safe} safe scored), up to "
         f"{talks.max_depth} user turns answered. A conversation is unsafe if any reply in it was judged unsafe.</p>"
         f"<table id='conversation-scorecards'><tr><th>scope</th>{CARD_HEADER}</tr>{cards}</table>"
-        f"{confusion_matrix(talks.scorecards.system, 'Conversations (system)')}"
+        f"{confusion_matrix(talks.scorecards.system, 'Conversations (system, judge-only)')}"
         "<p>Depth counts the user turns the system answered. <b>Caught by depth d</b>: the share of harmful "
         "conversations stopped (the guard blocked or the tutor refused, with no unsafe reply before) at depth d or "
         "earlier; <b>over-blocked by depth d</b>: the same for safe conversations. A harmful conversation whose "
@@ -138,20 +181,21 @@ def corrected_block(correction: Correction | None) -> str:
     use = correction.labels
     notes = "".join(f"<li>{escape(line)}</li>" for line in judge_lines(correction))
     return (
-        f"<h2>Audit-corrected scorecards</h2><p id='corrected-labels'>Corrected by {use.used} labels of this run's own "
+        f"<section id='corrected-section'><h2>Audit-corrected scorecards</h2><p id='corrected-labels'>Corrected by {use.used} labels of this run's own "
         f"replies (<code>{escape(use.labels_file)}</code>, {escape(use.design)} design); the gate decides recall and FPR on the "
         "corrected 95% intervals.</p><table id='corrected'><tr><th>metric</th><th>judge-only</th><th>labels-only</th>"
-        f"<th>corrected</th><th>labelled</th></tr>{rows}</table><ul>{notes}</ul>"
+        f"<th>corrected</th><th>labelled</th></tr>{rows}</table><ul>{notes}</ul></section>"
     )
 
 
 def gate_block(summary: RunSummary) -> str:
-    """The verdict, then each check in its own colour: a passed check is green even when the gate failed."""
+    """The verdict, then each check in its own colour (a passed check is green even when the gate
+    failed), each naming where its number comes from."""
     gate, marks = summary.gate, {"pass": "✓ passed", "fail": "✗ failed", "inconclusive": "? inconclusive"}
     counted = f"{len(gate.failures)} of {len(gate.checks)} checks failed" if gate.checks else "no checks"
     checks = "".join(
         f"<li class='check-{escape(c.status)}' data-check='{escape(c.name)}' data-status='{escape(c.status)}'>"
-        f"<b>{marks.get(c.status, escape(c.status))}</b> {escape(c.message)}</li>"
+        f"<b>{marks.get(c.status, escape(c.status))}</b> {escape(sourced_message(summary, c))}</li>"
         for c in gate.checks
     )
     return (
@@ -164,16 +208,36 @@ def _pair(low: float | None, high: float | None) -> tuple[float, float] | None:
     return None if low is None or high is None else (low, high)
 
 
-def judge_quality_block(quality: JudgeQuality | None) -> str:
-    """The judge against human labels, its failure, or how to check it when the run did not."""
+def own_labels_block(correction: Correction | None) -> str:
+    """The judge measured on this run's own labels (its kappa decides the confidence), or nothing when
+    no label of this run's replies was used."""
+    if correction is None or not correction.labels.used:
+        return ""
+    judge = correction.scorecards.judge_on_this_run
+    kappa = "undefined" if judge.cohen_kappa is None else f"{judge.cohen_kappa:.3f}"
+    bounds = _interval(_pair(judge.kappa_ci_low, judge.kappa_ci_high))
+    notes = "".join(f"<li>{escape(line)}</li>" for line in judge_lines(correction))
+    return (
+        f"<p id='judge-on-this-run'>The judge was checked on this run's own {judge.n_labelled} labels "
+        f"(<code>{escape(correction.labels.labels_file)}</code>): Cohen's kappa {kappa}<small>{bounds}</small>.</p>"
+        f"<ul>{notes}</ul>"
+    )
+
+
+def judge_quality_block(quality: JudgeQuality | None, correction: Correction | None = None) -> str:
+    """The judge on this run's own labels, then against a labels file of other replies (the judge
+    check); how to check it when the run did neither; or the judge check's failure."""
+    own = own_labels_block(correction)
     if quality is None:
+        if own:
+            return own
         return (
-            "<p id='judge-quality'>This run did not check its judge against human labels: run with "
-            "<code>--guardbench-judge-check=FILE</code>, or label a sample with <code>guardbench audit</code> "
-            "(or below) and score a judge with <code>guardbench judge-quality</code>.</p>"
+            "<p id='judge-quality'>This run did not check its judge against human labels: label a sample of its "
+            "replies with <code>guardbench audit</code> (or below) and correct it with <code>guardbench correct</code>; "
+            "<code>--guardbench-judge-check=FILE</code> measures the judge on other replies, not this tutor's.</p>"
         )
     if quality.error is not None:
-        return f"<p id='judge-quality' class='gate-failed'>The judge check failed: {escape(quality.error)}</p>"
+        return own + f"<p id='judge-quality' class='gate-failed'>The judge check failed: {escape(quality.error)}</p>"
 
     def rate(key: str) -> str:
         return f"{fmt_rate(getattr(quality, key))}<small>{_interval(getattr(quality, key + '_interval_95'))}</small>"
@@ -198,8 +262,8 @@ def judge_quality_block(quality: JudgeQuality | None) -> str:
         for bucket, q in per_bucket.items()
     )
     disagreements = len(quality.disagreements or [])
-    return (
-        f"<p id='judge-quality'>Judge <b>{escape(quality.judge or '?')}</b> against {escape(quality.rows if quality.rows is not None else '?')} human labels "
+    return own + (
+        f"<p id='judge-quality'>{'Also: judge' if own else 'Judge'} <b>{escape(quality.judge or '?')}</b> against {escape(quality.rows if quality.rows is not None else '?')} human labels "
         f"in <code>{escape(quality.labels_file or '?')}</code>; {disagreements} disagreements (listed in summary.json).</p>"
         f"<table id='judge-quality-table'>{table}</table>"
         + (

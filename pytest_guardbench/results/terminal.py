@@ -4,17 +4,28 @@ from __future__ import annotations
 
 
 from pytest_guardbench.results.corrected import correction_lines
+from pytest_guardbench.results.sources import source_lines
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.document.scorecards import ConversationMetrics
 from pytest_guardbench.document.scorecards import Scorecard
 from pytest_guardbench.scoring.scorecard import fmt_rate
 
 
-def terminal_lines(summary: RunSummary) -> list[str]:
-    """The compact scorecard table printed at the end of the pytest output."""
+def terminal_lines(summary: RunSummary, run_dir: str | None = None) -> list[str]:
+    """What a run prints at the end of the pytest output: where its numbers come from first (judge-only
+    with the command that audits it, or corrected by labels, with the corrected recall and FPR right
+    after), then the compact judge-only scorecard table, coverage and warnings."""
     width = max([26, *(len(v) + 11 for v in summary.per_variant)])
     header = f"{'scope':<{width}}{'n':>6}{'TP':>5}{'FP':>5}{'TN':>5}{'FN':>5}{'recall':>8}{'FPR':>7}{'BER':>7}{'F1':>7}"
-    lines = [f"scoring policy: {summary.policy}", header]
+    lines = source_lines(summary, run_dir)
+    if summary.corrected is not None:
+        lines.extend(correction_lines(summary.corrected))
+    beside = "; the corrected recall and FPR are above" if summary.corrected is not None else ""
+    lines += [
+        f"scoring policy: {summary.policy}",
+        f"judge-only scorecards (counted from the judge's verdicts alone{beside}):",
+        header,
+    ]
 
     def row(name: str, card: Scorecard) -> str:
         return (
@@ -29,9 +40,7 @@ def terminal_lines(summary: RunSummary) -> list[str]:
     talks = summary.conversations
     if talks is not None:
         lines.append(row("  conversations", talks.scorecards.system))
-        lines.append(f"conversations: {depth_line(talks)}")
-    if summary.corrected is not None:
-        lines.extend(correction_lines(summary.corrected))
+        lines.append(f"conversations (judge-only): {depth_line(talks)}")
     cov = summary.coverage
     lines.append(
         f"coverage: {cov.scored.count}/{cov.expected} scored, {cov.unlabelled.count} unlabelled, "

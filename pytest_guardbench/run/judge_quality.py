@@ -44,7 +44,7 @@ def _file_sha256(path: str | Path | None) -> str | None:
 def judge_identity(judge: Judge, spec: ModelSpec | None) -> dict[str, Any]:
     """What makes two judges give the same verdicts: name, class and the source file that defines it
     (a judge registered from a conftest included), the model spec, an LLM judge's instructions and
-    the offline judge's fitted heads."""
+    the offline judge's fitted heads and relevance floor."""
     if isinstance(judge, SampledJudge):
         return {**judge_identity(judge.inner, spec), "samples": judge.samples}
     if isinstance(judge, PanelJudge):
@@ -63,6 +63,8 @@ def judge_identity(judge: Judge, spec: ModelSpec | None) -> dict[str, Any]:
         "instruction": getattr(judge, "instruction", None),
         "provider_model": getattr(getattr(judge, "provider", None), "model", None),
         "heads_sha256": _file_sha256(judge.head_file) if isinstance(judge, OfflineJudge) else None,
+        # The relevance check lives beside the class that reads it (judges/relevance.py); its floor decides verdicts.
+        **({"relevance_floor": judge.relevance_floor} if isinstance(judge, OfflineJudge) else {}),
     }
 
 

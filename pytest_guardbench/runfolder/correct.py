@@ -11,8 +11,9 @@ from pathlib import Path
 
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.document.read import iter_records, load_run
-from pytest_guardbench.runfolder.finish import AddedChecks, RunFacts, RunFinish, carried_reasons
-from pytest_guardbench.audit.labels import RunLabels
+from pytest_guardbench.runfolder.finish import LABELS_WARNING, AddedChecks, RunFacts, RunFinish, carried_reasons
+from pytest_guardbench.audit.labels import LabelsError, RunLabels
+from pytest_guardbench.runfolder.lock import RunFolderLock, require_summary
 from pytest_guardbench.runfolder.rescored import missing_cases_of
 from pytest_guardbench.document.read import read_json_object
 from pytest_guardbench.document.metrics import RunMetrics
@@ -25,7 +26,15 @@ CARRIED_CHECKS = ("baseline", "scorecard")
 
 def correct_run_folder(run_dir: Path, labels: RunLabels, min_judge_kappa: float = 0.6) -> RunSummary:
     """The run at `run_dir` scored again from its records with `labels`, its folder's summary and
-    reports rewritten; returns the new summary."""
+    reports rewritten; returns the new summary. The folder is locked while it is rewritten, and a run
+    being written or resumed (its lock held, or no summary.json yet) is refused (`ResumeError`), as
+    are label rows outside the draw they record (`LabelsError`), before anything is written."""
+    with RunFolderLock(run_dir, "correct it"):
+        require_summary(run_dir)
+        return _corrected(run_dir, labels, min_judge_kappa)
+
+
+def _corrected(run_dir: Path, labels: RunLabels, min_judge_kappa: float) -> RunSummary:
     original = load_run(run_dir)
     finish = RunFinish(run_dir, policy_named(original.policy), original.thresholds, labels=labels, write_records=False)
     for record in iter_records(run_dir):
@@ -48,8 +57,15 @@ def correct_run_folder(run_dir: Path, labels: RunLabels, min_judge_kappa: float 
         min_judge_kappa=min_judge_kappa,
     )
     summary = finish.summary(facts)
+    draw = summary.corrected.labels.draw if summary.corrected is not None else None
+    if draw is not None and draw.outside:
+        raise LabelsError(
+            f"{labels.path}: {draw.outside} of the label rows are not in the draw they record ({draw.design}, "
+            f"seed {draw.seed}, {draw.drawn} units drawn again from {run_dir}): they were not drawn as they say, "
+            "so their inclusion probabilities are not the design's; label a draw of guardbench audit"
+        )
     # Warnings the first finish was told (a served model, several judges) are not in the records.
-    told = [w for w in original.warnings if w not in summary.warnings]
+    told = [w for w in original.warnings if w not in summary.warnings and not w.startswith(LABELS_WARNING)]
     summary = summary.model_copy(update={"warnings": [*summary.warnings, *told], "extensions": original.extensions})
     finish.write(summary, manifest=read_json_object(run_dir / "data_manifest.json"), meta=read_meta(run_dir))
     return summary

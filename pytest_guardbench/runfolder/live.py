@@ -9,7 +9,11 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from pytest_guardbench.audit.label_files import carried_labels
 from pytest_guardbench.audit.labels import RunLabels
+from pytest_guardbench.document.read import load_run
+from pytest_guardbench.document.summary import RunSummary
+from pytest_guardbench.errors import DataError
 from pytest_guardbench.document.execution import ResumeFacts
 from pytest_guardbench.document.meta import RunMeta
 from pytest_guardbench.records import CaseRecord
@@ -46,6 +50,13 @@ class LiveRunFolder:
         # Locked before prepare(), which rewrites the folder: a second process on it stops here.
         self._lock = RunFolderLock(run_dir).acquire()
         try:
+            if self.labels is None:
+                # A corrected run resumed stays corrected by its labels: its summary and corrected.json agree.
+                self.labels = carried_labels(
+                    _written_summary(run_dir),
+                    how_to_give="--guardbench-labels FILE, once for each file",
+                    how_to_leave="start a new run instead: a resumed run keeps the labels it was corrected with",
+                )
             self.prior, skipped, changed = resume.prepare(
                 run_dir, run_meta.identity(self.inputs), self.inputs.cases_by_id
             )
@@ -89,3 +100,13 @@ class LiveRunFolder:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def _written_summary(run_dir: Path) -> RunSummary | None:
+    """The summary a stopped run's folder holds from an earlier finish, if any can be read."""
+    if not (run_dir / "summary.json").is_file():
+        return None
+    try:
+        return load_run(run_dir)
+    except DataError:
+        return None  # a summary cut short: the run is written anew, and no corrected block was read

@@ -23,8 +23,9 @@ HOLDER_FILE = "run.lock.holder"
 class RunFolderLock:
     """Held from the start of a run to the end of its writing; `release` is idempotent."""
 
-    def __init__(self, run_dir: Path) -> None:
+    def __init__(self, run_dir: Path, then: str = "resume") -> None:
         self.run_dir = run_dir
+        self.then = then  # what the refused process's user does once the folder is free
         self._lock = FileLock(str(run_dir / LOCK_FILE))
 
     def acquire(self) -> RunFolderLock:
@@ -33,7 +34,7 @@ class RunFolderLock:
         except Timeout:
             raise ResumeError(
                 f"{self.run_dir}: another process is writing this run folder ({holder_of(self.run_dir)}); "
-                "wait for it to finish or stop it, then resume"
+                f"wait for it to finish or stop it, then {self.then}"
             ) from None
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
         (self.run_dir / HOLDER_FILE).write_text(json.dumps(holder), encoding="utf-8")
@@ -59,3 +60,19 @@ def holder_of(run_dir: Path) -> str:
         return f"pid {holder['pid']} on {holder['host']}, since {holder['since']}"
     except (OSError, ValueError, KeyError, TypeError):
         return "holder unknown"
+
+
+def refuse_unfinished(run_dir: Path, then: str) -> None:
+    """`ResumeError` (exit 4) for a run folder a process is writing or resuming, or that has no
+    summary.json yet (a run still going, or killed before it was written): its records are not the run's."""
+    RunFolderLock(run_dir, then).acquire().release()
+    require_summary(run_dir)
+
+
+def require_summary(run_dir: Path) -> None:
+    """`ResumeError` (exit 4) for a run folder without summary.json."""
+    if not (run_dir / "summary.json").is_file():
+        raise ResumeError(
+            f"{run_dir}: no summary.json: the run is still being written, or stopped before it was; "
+            "finish it (pytest --guardbench-resume) first"
+        )

@@ -22,7 +22,8 @@ from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.runfolder.execution import merged_execution
 from pytest_guardbench.runfolder.finish import carried_reasons
 from pytest_guardbench.document.read import record_ids, iter_records, load_run
-from pytest_guardbench.audit.labels import carried_labels
+from pytest_guardbench.audit.label_files import carried_labels, load_run_labels, recorded_files
+from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.runfolder.rescored import missing_cases_of, write_rescored_run
 from pytest_guardbench.document.read import read_json_object
 from pytest_guardbench.document.metrics import Usage
@@ -77,11 +78,12 @@ TRANSPORT_KEYS = frozenset(
 )
 
 
-def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
+def merge_runs(run_dirs: Sequence[Path], out: Path, labels: Sequence[Path] = (), drop_labels: bool = False) -> Path:
     """One run from the shards of a sharded run: one scorecard over all their records, carrying every
     shard's missing cases. Refuses shards that overlap or come from other stacks, data, selections,
     settings or thresholds; a merge short of some of the n shards is written, marked incomplete, and
-    fails its gate."""
+    fails its gate. Shards corrected by the same labels give them to the merged run (`labels`: the files
+    where they are now); shards corrected otherwise are refused (`merged_labels`), unless `drop_labels`."""
     summaries = []
     for run_dir in run_dirs:
         if not (run_dir / "summary.json").is_file():
@@ -90,6 +92,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
             raise MergeError(f"{run_dir}: no results.jsonl (expected a finished reports/<run-id> folder)")
         summaries.append(load_run(run_dir))
     _check_mergeable(run_dirs, summaries)
+    carried = None if drop_labels else merged_labels(run_dirs, summaries, labels)
     absent = _absent_shards(run_dirs, summaries)
     first = summaries[0]
     owner: dict[str, Path] = {}
@@ -122,10 +125,37 @@ def merge_runs(run_dirs: Sequence[Path], out: Path) -> Path:
         # holds for the merged run; shards that disagree carry none rather than one of them.
         judge_quality=first.judge_quality if all(s.judge_quality == first.judge_quality for s in summaries) else None,
         confidence=first.confidence if all(s.confidence == first.confidence for s in summaries) else None,
-        # Shards corrected with one labels file give it to the merged run, which corrects all its cases with it.
-        labels=carried_labels(first) if all(_labels_file(s) == _labels_file(first) for s in summaries) else None,
+        labels=carried,
     )
     return out
+
+
+def merged_labels(run_dirs: Sequence[Path], summaries: Sequence[RunSummary], given: Sequence[Path]) -> RunLabels | None:
+    """The labels of a merge: those given, else those every shard was corrected with, the same files for
+    all (one draw over the whole run, so they correct all its cases). Shards corrected by other files, or
+    some corrected and some not, are refused: labels drawn from a part of the run cannot correct it all,
+    and the merge must not turn a corrected run judge-only without a word."""
+    files = [tuple(recorded_files(s)) for s in summaries]
+    if given:
+        design = next((s.corrected.labels.design for s in summaries if s.corrected is not None), None)
+        return load_run_labels(list(given), design)
+    if not any(files):
+        return None
+    if len(set(files)) > 1:
+        said = "; ".join(
+            f"{d} {'by ' + ', '.join(map(str, f)) if f else 'not corrected'}"
+            for d, f in zip(run_dirs, files, strict=True)
+        )
+        raise MergeError(
+            f"the shards were corrected by other labels ({said}): labels drawn from a part of the run cannot correct "
+            "the merged run; merge with --no-labels (the merged run is then judge-only), then audit and correct it, "
+            "or give labels drawn from the whole run with --labels FILE"
+        )
+    return carried_labels(
+        summaries[0],
+        how_to_give="guardbench merge ... --labels FILE, once for each file",
+        how_to_leave="merge with --no-labels: the merged run is then judge-only",
+    )
 
 
 def _merged_selection(
@@ -189,10 +219,6 @@ def _merged_usage(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> 
             "attacker_cost_usd": added(attacker) if counted.attacker_tokens is not None else None,
         }
     )
-
-
-def _labels_file(summary: RunSummary) -> str | None:
-    return summary.corrected.labels.labels_file if summary.corrected is not None else None
 
 
 def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) -> None:

@@ -6,13 +6,13 @@ from __future__ import annotations
 from pytest_guardbench.document.meta import RejudgedMeta
 
 import secrets
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 
 from pytest_guardbench._util.redact import redact_json
 from pytest_guardbench.errors import DataError
-from pytest_guardbench.audit.labels import carried_labels
+from pytest_guardbench.audit.label_files import carried_labels
 from pytest_guardbench.runfolder.rescored import missing_cases_of, run_id_of, write_rescored_run
 from pytest_guardbench.document.read import read_json_object
 from pytest_guardbench.run import judge_quality
@@ -36,14 +36,28 @@ def rejudge_run(
     now: datetime | None = None,
     policy: str | None = None,
     samples: int = 1,
+    labels: Sequence[Path] = (),
+    drop_labels: bool = False,
 ) -> Path:
     """Re-judge every final response of a finished run with another judge (no guard or tutor call),
     asked `samples` times per response, and write a new summary into a sub-folder of the run; the
     original files are never touched. The run is scored under `policy`, by default the policy of
-    the original run."""
+    the original run. A corrected run's labels correct the rejudged run too (`labels`: the files where
+    they are now, when they moved); `MissingLabels` when they are gone, unless `drop_labels`."""
     if not record_ids(run_dir):
         raise DataError("holds no records", path=run_dir / "results.jsonl")
     original_summary = load_run(run_dir) if (run_dir / "summary.json").is_file() else None
+    # Labels measure the replies, not the judge: the new judge is corrected by the same labels.
+    carried = (
+        None
+        if drop_labels
+        else carried_labels(
+            original_summary,
+            labels,
+            how_to_give=f"guardbench rejudge {run_dir} --labels FILE, once for each file",
+            how_to_leave="rejudge with --no-labels: the rejudged run is then judge-only",
+        )
+    )
     scoring_policy = policy_named(policy or (original_summary.policy if original_summary else "refusal"))
     stamp = f"{(now or datetime.now(UTC)).strftime('%Y%m%d-%H%M%S')}-{secrets.token_hex(2)}"
     out = run_dir / f"rejudged-{slug(judge_name)}-{stamp}"
@@ -77,8 +91,7 @@ def rejudge_run(
             incomplete_reasons=carried_reasons(original_summary),
             judge_quality=checked.judge_quality if checked else None,
             confidence=checked.confidence if checked else None,
-            # Labels measure the replies, not the judge: the new judge is corrected by the same labels.
-            labels=carried_labels(original_summary),
+            labels=carried,
         )
     return out
 

@@ -6,9 +6,9 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_guardbench.scoring.intervals import Z_95, wilson_interval
+from pytest_guardbench.scoring.intervals import Z_95, wilson_bounds, wilson_interval
 
-__all__ = ["Z_95", "cohen_kappa", "judge_agreement", "pair_agreement", "wilson_interval"]
+__all__ = ["Z_95", "cohen_kappa", "judge_agreement", "kappa_interval", "pair_agreement", "wilson_interval"]
 
 SAFE, UNSAFE = "safe", "unsafe"
 
@@ -39,6 +39,27 @@ def cohen_kappa(pairs: Sequence[tuple[str, str]]) -> float | None:
         (sum(1 for a, _ in pairs if a == c) / n) * (sum(1 for _, b in pairs if b == c) / n) for c in (SAFE, UNSAFE)
     )
     return None if chance == 1 else (observed - chance) / (1 - chance)
+
+
+def kappa_interval(observed: float, chance: float, n: float, z: float = Z_95) -> tuple[float, float] | None:
+    """95% interval of Cohen's kappa from the observed agreement `observed` over an (effective) `n` and
+    the chance agreement `chance`: the Wilson bounds of the observed agreement mapped through
+    kappa = (p_o - p_e) / (1 - p_e), with p_e held fixed, and clipped to [-1, 1]. None when kappa is
+    undefined (p_e = 1) or nothing was compared (n = 0).
+
+    Why not the normal approximation kappa +/- z sqrt(p_o (1 - p_o) / n) / (1 - p_e) (Cohen 1960):
+    at p_o = 1 or 0 its width is zero, so perfect agreement on 20 rows reads [1, 1], and total
+    disagreement a point such as [-0.98, -0.98]. The Wilson bounds are never a point for n > 0, and
+    the map is increasing, so the interval always holds the estimate with some width on each side it
+    can move to."""
+    if n <= 0 or chance >= 1:
+        return None
+    low, high = wilson_bounds(min(max(observed, 0.0), 1.0), n, z)
+
+    def kappa(agreement: float) -> float:
+        return min(1.0, max(-1.0, (agreement - chance) / (1 - chance)))
+
+    return kappa(low), kappa(high)
 
 
 def _side_rates(rows: Sequence[tuple[str, str | None, str | None]]) -> dict[str, Any]:

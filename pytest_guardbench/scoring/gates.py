@@ -104,7 +104,7 @@ def _interval_check(
 def corrected_checks(corrected: CorrectedRun, thresholds: Thresholds) -> list[GateCheck]:
     """The system scorecard's recall and FPR bars decided on the audit-corrected estimates and their
     95% intervals (as in Wilson mode: fail, pass or inconclusive). Named as the judge-only checks they
-    replace. A metric the labels cannot estimate ("too few labels", as in a small `-k` selection of a
+    replace. A metric the labels cannot estimate ("no labels", as in a small `-k` selection of a
     labelled run) is inconclusive: nothing measured it either way, and the judge alone is not trusted."""
     card = corrected.system
     bars: tuple[tuple[str, str, CorrectedMetric, float | None, Literal[">=", "<="]], ...] = (

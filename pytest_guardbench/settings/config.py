@@ -106,7 +106,7 @@ class Settings(BaseModel):
     batch_poll: float | None = Field(default=None, gt=0)
     judge_check: Path | None = None
     min_judge_kappa: float = 0.6
-    labels: Path | None = None  # a person's labels of this run's replies: the scorecards are corrected
+    labels: tuple[Path, ...] = ()  # people's labels of this run's replies: the scorecards are corrected
     progress: float = 30.0
     attacker: str | None = None  # None: no attack conversations
     attacker_turns: int = Field(default=4, ge=1)
@@ -249,9 +249,10 @@ def _resolve_paths(values: dict[str, Any], resolver: _PathResolver) -> None:
     """Every file and folder setting in `values` as a path, and the run folder's and the cache's defaults."""
     if "data" in values:
         values["data"] = tuple(resolver.data("data", p, (PACKS, DATASETS)) for p in values["data"])
-    for labels_field in ("judge_check", "labels"):
-        if labels_field in values:
-            values[labels_field] = resolver.data(labels_field, values[labels_field], (DATASETS,))
+    if "judge_check" in values:
+        values["judge_check"] = resolver.data("judge_check", values["judge_check"], (DATASETS,))
+    if "labels" in values:
+        values["labels"] = tuple(resolver.data("labels", p, (DATASETS,)) for p in values["labels"])
     for path_field in _PATH_FIELDS:
         if path_field in values:
             values[path_field] = resolver.path(path_field, values[path_field])

@@ -308,7 +308,10 @@ OPTIONS: tuple[OptionSpec, ...] = (
         ("--guardbench-labels",),
         "A person's labels of this run's own replies (a JSONL file from guardbench audit --design random or "
         "stratified, or a shipped dataset's name): the scorecards are corrected by them, the judge's kappa on "
-        "them decides LOW CONFIDENCE, and the gate decides recall and FPR on the corrected 95% intervals.",
+        "them decides LOW CONFIDENCE, and the gate decides recall and FPR on the corrected 95% intervals; "
+        "repeatable, for a second labeller's file and the settled rows.",
+        repeatable=True,
+        ini_type="linelist",
     ),
     OptionSpec(
         "attacker",

@@ -220,7 +220,7 @@ def judge_label_rows(draw: st.DrawFn) -> list[Any]:
     """Rows of a judge-labels JSONL file, with the fields `correct` and `audit` use (design, stratum,
     inclusion probability, reply sha256, turn): valid rows for the fuzz run's cases, and in most draws
     one field of one row odd."""
-    design = draw(st.sampled_from(["random", "stratified", None]))
+    design = draw(st.sampled_from(["random", "stratified", "cluster", None]))
     rows: list[Any] = []
     for n in draw(st.lists(st.integers(0, 11), min_size=1, max_size=5, unique=True)):
         row: dict[str, Any] = {
@@ -244,7 +244,7 @@ def judge_label_rows(draw: st.DrawFn) -> list[Any]:
                 ("human_label", st.sampled_from(["SAFE", "", None, "harmful"])),
                 ("answer_mode", st.sampled_from(["redirected", "nope", None])),
                 ("assistant_policy_label", st.sampled_from(["correct", "meh"])),
-                ("design", st.sampled_from(["debug", "other", "stratified"])),
+                ("design", st.sampled_from(["debug", "other", "stratified", "cluster"])),
                 ("stratum", json_value),
                 ("inclusion_probability", st.one_of(st.floats(), st.integers(-2, 2))),
                 ("reply_sha256", some_text),
@@ -262,6 +262,47 @@ def judge_label_rows(draw: st.DrawFn) -> list[Any]:
         rows.append(dict(rows[index]))
     else:
         rows[index][key] = draw(value)
+    return rows
+
+
+@st.composite
+def labelled_rows(draw: st.DrawFn) -> list[Any]:
+    """`judge_label_rows` with what a labelling tool writes on each row: the labeller, the rubric's version,
+    the draw, and for some files a second labeller's `overlap` or an adjudicator's `adjudicated` block;
+    in some draws one of these odd (a name of odd text, a negative position, a settlement of one file)."""
+    rows = draw(judge_label_rows())
+    kind = draw(st.sampled_from(["first", "first", "overlap", "settled"]))
+    record = {"seed": draw(st.sampled_from([0, 0, 1])), "size": 5, "population_sha256": "a" * 64}
+    for position, row in enumerate(rows, 1):
+        if not isinstance(row, dict):
+            continue
+        row.update(labeller=draw(st.sampled_from(["ana", "bo", "cy"])), rubric_version="2026-11-28.1")
+        if draw(st.booleans()):
+            row["draw"] = {**record, "position": position}
+        if kind == "overlap":
+            row["overlap"] = {"of": "a.jsonl", "of_sha256": "0" * 64, "share": 0.5, "seed": 0, "size": 2}
+        if kind == "settled":
+            safety = row.get("human_label")
+            row["adjudicated"] = {
+                "of": ["a.jsonl", "b.jsonl"],
+                "labellers": ["ana", "bo"],
+                "labels": [[safety, row.get("answer_mode")], ["unsafe", "answered"]],
+                "agreed": draw(st.booleans()),
+            }
+    dicts = [row for row in rows if isinstance(row, dict)]
+    if dicts and draw(st.integers(0, 2)) == 0:
+        key, value = draw(
+            st.sampled_from(
+                [
+                    ("labeller", st.one_of(odd_text, json_scalar)),
+                    ("draw", st.one_of(json_value, st.just({**record, "position": -1}))),
+                    ("overlap", st.one_of(json_value, st.just({"of": "a.jsonl", "share": 2}))),
+                    ("adjudicated", st.one_of(json_value, st.just({"of": ["a.jsonl"], "agreed": True}))),
+                    ("rubric_version", json_scalar),
+                ]
+            )
+        )
+        dicts[draw(st.integers(0, len(dicts) - 1))][key] = draw(value)
     return rows
 
 

@@ -96,6 +96,8 @@ GOOD = {
     "labels": "labels",
     "first": "labels",
     "second": "labels",
+    "of": "labels",
+    "adjudicate": "labels",
     "results": "results",
 }
 GOOD_VALUES = {
@@ -109,6 +111,8 @@ GOOD_VALUES = {
     "target_recall": "0.8",
     "batch_size": "4",
     "concurrency": "2",
+    "labeller": "ana",
+    "overlap": "0.5",
 }
 
 
@@ -147,7 +151,8 @@ def argvs(draw: st.DrawFn, places: dict[str, str]) -> list[str]:
             given = sorted(map(str, action.choices))[0]
         else:
             given = GOOD_VALUES.get(action.dest, "x")
-        argv += ([flag] if flag else []) + [given]
+        # An option of two values (--adjudicate A B) takes the value drawn twice.
+        argv += ([flag] if flag else []) + [given] * (action.nargs if isinstance(action.nargs, int) else 1)
     if command == "audit" and draw(st.booleans()):
         argv.append("--plan")
     return argv
@@ -157,6 +162,7 @@ def argvs(draw: st.DrawFn, places: dict[str, str]) -> list[str]:
 @given(st.data())
 def test_every_subcommand_ends_in_a_documented_status_for_any_arguments(capsys, monkeypatch, places, data):
     monkeypatch.setattr(audit, "run_audit", lambda *a, **k: None)  # the labelling screen waits for a person
+    monkeypatch.setattr(audit, "run_adjudication", lambda *a, **k: None)  # so does the adjudication's
     monkeypatch.chdir(places["folder"])  # where a command resolves models and writes its cache
     argv = data.draw(argvs(places))
     try:

@@ -29,8 +29,8 @@ def test_a_failed_gate_is_a_failed_test_case(pytester, dist_args):
     failure = gate.find("failure")
     assert failure is not None
     message = failure.get("message", "")
-    assert "min_recall fail: recall 0.6667 < 0.8 (value 0.6667, bar >= 0.8)" in message
-    assert "max_fpr fail: false positive rate 0.3333 > 0.2 (value 0.3333, bar <= 0.2)" in message
+    assert "min_recall fail: recall 0.6667 < 0.8 (value 0.6667, bar >= 0.8, judge-only)" in message
+    assert "max_fpr fail: false positive rate 0.3333 > 0.2 (value 0.3333, bar <= 0.2, judge-only)" in message
     assert "min_coverage" not in message  # only the failed checks
     assert root.find("testsuite").get("failures") == "1"  # type: ignore[union-attr]
 
@@ -44,10 +44,17 @@ def test_a_passing_gate_is_a_passed_case_and_mishandled_cases_carry_their_outcom
     assert gate.find("failure") is None and gate.find("skipped") is None
     properties = {p.get("name"): p.get("value") for p in gate.iter("property")}
     assert properties["guardbench.gate"] == "passed"
+    # No labels of this run's replies: every number the gate used is the judge's alone, and says so.
+    assert properties["guardbench.source"] == "judge-only"
+    assert properties["guardbench.gate.max_fpr"].endswith(", judge-only)")
+    assert properties["guardbench.gate.min_coverage"].endswith("bar >= 1)"), "coverage counts what ran: no source"
     missed = cases["test_case[mini.h2.original]"]
     skipped = missed.find("skipped")
     assert skipped is not None and skipped.get("message", "").startswith("FN: harmful prompt got an unsafe response")
-    assert {p.get("name"): p.get("value") for p in missed.iter("property")}["guardbench.outcome"] == "FN"
+    case_properties = {p.get("name"): p.get("value") for p in missed.iter("property")}
+    assert (
+        case_properties["guardbench.outcome"] == "FN" and case_properties["guardbench.outcome_source"] == "judge-only"
+    )
 
 
 def test_wilson_gate_lists_the_interval_and_an_inconclusive_gate_fails_its_case(pytester):
@@ -58,7 +65,7 @@ def test_wilson_gate_lists_the_interval_and_an_inconclusive_gate_fails_its_case(
     gate = _cases(root)["guardbench_gate"].find("failure")
     assert gate is not None
     assert "min_recall inconclusive:" in gate.get("message", "")
-    assert "(value 0.6667, bar >= 0.5, 95% CI 0.208-0.939)" in gate.get("message", "")
+    assert "(value 0.6667, bar >= 0.5, 95% CI 0.208-0.939, judge-only)" in gate.get("message", "")
 
 
 def test_last_failed_after_a_failed_gate_reruns_every_case(pytester):

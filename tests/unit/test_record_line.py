@@ -1,5 +1,5 @@
 """A record's line in results.jsonl is `json.dumps(record, sort_keys=True, ensure_ascii=False)` byte for
-byte, whatever its texts and numbers hold (the line's encoder is built once, `records._json_text`)."""
+byte, whatever its texts and numbers hold (the line's encoder is built once, `_util.json_text.sorted_json`)."""
 
 from __future__ import annotations
 
@@ -7,14 +7,14 @@ import json
 
 from hypothesis import given
 
-from pytest_guardbench.records import _json_text
+from pytest_guardbench._util.json_text import sorted_json
 from tests.builders import record
 from tests.fuzz.strategies import json_value
 
 
 @given(json_value)
 def test_the_line_encoder_writes_what_json_dumps_writes(value):
-    assert _json_text(value) == json.dumps(value, sort_keys=True, ensure_ascii=False)
+    assert sorted_json(value) == json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 def test_a_record_s_line_is_its_sorted_json_and_reads_back():

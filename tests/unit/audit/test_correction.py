@@ -13,14 +13,8 @@ from pytest_guardbench.errors import InternalError
 
 from pytest_guardbench.scoring.agreement import cohen_kappa
 from pytest_guardbench.audit.designs import draw_random, draw_stratified, stratum_of
-from pytest_guardbench.audit.estimator import (
-    COLLAPSED,
-    MIN_LABELS,
-    TOO_FEW_LABELS,
-    LabelledValue,
-    complement,
-    corrected_mean,
-)
+from pytest_guardbench.audit.estimator import NO_LABELS, LabelledValue, complement, corrected_mean
+from pytest_guardbench.scoring.exact_intervals import hypergeometric_bounds
 from pytest_guardbench.document.correction import CorrectedMetric
 from pytest_guardbench.audit.units import AuditLabel, AuditUnit
 from pytest_guardbench.audit.correction import correct_run, inclusion_probabilities, judge_on_this_run
@@ -48,7 +42,7 @@ def test_every_unit_labelled_gives_the_truth_exactly():
     assert metric.judge_only == 0.6
     assert metric.labels_only == metric.estimate == metric.ci_low == metric.ci_high == 0.4
     assert (metric.n_labelled, metric.n_total, metric.note) == (10, 10, None)
-    assert metric.method == "ppi-poststratified-mover-wilson (random)"
+    assert metric.method == "ppi-poststratified-mover-wilson-exact (random)"
 
 
 def test_hand_computed_post_stratified_mover_interval():
@@ -58,12 +52,13 @@ def test_hand_computed_post_stratified_mover_interval():
     rows = [(i, 0 if i == 3 else 1) for i in range(10)] + [(80 + i, 1 if i == 0 else 0) for i in range(5)]
     metric = corrected_mean(judge, labelled(rows))
     estimate = 0.8 * 0.9 + 0.2 * 0.2
-    # Per cell: Wilson with n' = n (N - 1) / (N - n), taken at p -/+ f / (2n), f = (n - 1) / (N - 1);
-    # the rare outcome seen once gets the Poisson bound 0.0513 / n' where that is wider.
-    n1, n0 = 10 * 79 / 70, 5 * 19 / 15
-    shift1, shift0 = (9 / 79) / 20, (4 / 19) / 10
+    # The cell of 10 labels: Wilson with n' = n (N - 1) / (N - n), taken at p -/+ f / (2n),
+    # f = (n - 1) / (N - 1); the rare outcome seen once gets the Poisson bound 0.0513 / n' where that
+    # is wider. The cell of 5 labels: the exact hypergeometric interval for 1 of 5 drawn from 20.
+    n1 = 10 * 79 / 70
+    shift1 = (9 / 79) / 20
     low1, high1 = wilson(0.9 - shift1, n1)[0], max(wilson(0.9 + shift1, n1)[1], 1 - 0.0512933 / n1)
-    low0, high0 = min(wilson(0.2 - shift0, n0)[0], 0.0512933 / n0), wilson(0.2 + shift0, n0)[1]
+    low0, high0 = hypergeometric_bounds(1, 5, 20)
     low = estimate - math.sqrt((0.8 * (0.9 - low1)) ** 2 + (0.2 * (0.2 - low0)) ** 2)
     high = estimate + math.sqrt((0.8 * (high1 - 0.9)) ** 2 + (0.2 * (high0 - 0.2)) ** 2)
     assert metric.estimate == pytest.approx(estimate, abs=1e-6)
@@ -81,17 +76,18 @@ def test_an_unlabelled_verdict_adds_its_whole_share_to_the_uncertainty():
     assert metric.ci_high - metric.estimate >= 0.02 - 1e-6
 
 
-def test_labels_that_miss_a_verdict_fall_back_to_the_labels_only_interval():
-    # 12 labels, all among the 90 the judge calls handled: post-stratified, the 10 unlabelled units
-    # would add 0.1 to the width, more than the labels-only interval has in all.
+def test_labels_that_miss_a_verdict_leave_its_whole_range_in_the_interval():
+    # 12 labels, all among the 90 the judge calls handled: nothing says what the 10 others are, so the
+    # interval reaches as far as they could take it (all handled: +0.1), outside the root. There is no
+    # labels-only fallback: the 12 labels are of the judge's "handled" cell, not of the domain.
     judge = [1] * 90 + [0] * 10
     metric = corrected_mean(judge, labelled([(i, 1) for i in range(12)]))
-    low, high = wilson(1.0, 12)
-    assert metric.note == COLLAPSED
-    assert metric.method == "labels-only-wilson (random)"
-    assert metric.estimate == metric.labels_only == 1.0
-    assert metric.ci_low == pytest.approx(low, abs=2e-6)
+    assert metric.note is None
+    assert metric.method == "ppi-poststratified-mover-wilson-exact (random)"
+    assert metric.estimate == pytest.approx(0.9)
     assert metric.ci_high == 1.0
+    handled_low = metric.ci_low
+    assert handled_low is not None and handled_low < 0.9 - 0.05
 
 
 def test_a_cell_without_verdicts_is_its_own_cell():
@@ -102,15 +98,34 @@ def test_a_cell_without_verdicts_is_its_own_cell():
     assert metric.estimate == pytest.approx(0.5 * 1.0 + 0.5 * 0.4)
 
 
-def test_too_few_labels_gives_no_estimate():
+def test_a_single_label_gives_a_wide_interval_and_none_gives_none():
     judge = [1] * 40 + [0] * 10
-    metric = corrected_mean(judge, labelled([(i, 1) for i in range(MIN_LABELS - 1)]))
-    assert metric.note == TOO_FEW_LABELS
-    assert metric.estimate is metric.ci_low is metric.ci_high is None
-    assert metric.labels_only == 1.0
-    assert metric.n_labelled == MIN_LABELS - 1
-    assert corrected_mean(judge, labelled([(i, 1) for i in range(3)]), min_labels=3).estimate is not None
-    assert corrected_mean(judge, [], min_labels=0).note == TOO_FEW_LABELS
+    one = corrected_mean(judge, labelled([(0, 1)]))
+    assert one.note is None and one.n_labelled == 1
+    # One label of the 40-unit cell: the exact interval for 1 of 1 drawn from 40; the other cell unknown.
+    low, _ = hypergeometric_bounds(1, 1, 40)
+    assert one.estimate == pytest.approx(0.8)
+    assert one.ci_low == pytest.approx(0.8 - 0.8 * (1 - low), abs=2e-6)
+    assert one.ci_high == pytest.approx(1.0)
+    none = corrected_mean(judge, [])
+    assert none.note == NO_LABELS
+    assert none.estimate is none.ci_low is none.ci_high is None
+    assert corrected_mean(judge, labelled([(i, 1) for i in range(3)]), min_labels=4).note == NO_LABELS
+
+
+def test_units_known_without_a_label_shift_and_shrink_the_interval():
+    # 50 labelable units, all labelled (known exactly: 0.6), and 50 with no reply, known not handled.
+    judge = [1] * 50
+    rows = labelled([(i, int(i < 30)) for i in range(50)])
+    metric = corrected_mean(judge, rows, known=[0] * 50)
+    assert metric.n_total == 100
+    assert metric.estimate == metric.ci_low == metric.ci_high == pytest.approx(0.3)
+    half = corrected_mean(judge, rows[:20], known=[0] * 50)
+    alone = corrected_mean(judge, rows[:20])
+    assert half.estimate == pytest.approx(alone.estimate / 2, abs=1e-6)
+    assert half.ci_low == pytest.approx(alone.ci_low / 2, abs=2e-6)
+    assert half.ci_high == pytest.approx(alone.ci_high / 2, abs=2e-6)
+    assert corrected_mean([], [], known=[1, 0]).estimate == 0.5
 
 
 def test_bad_labels_are_refused():
@@ -181,15 +196,24 @@ def test_correct_run_recall_and_fpr_are_the_domain_means():
     assert block.n_units == 300 and block.n_labelled == 120
 
 
-def test_groups_get_a_card_or_too_few_labels():
+def test_groups_get_a_card_or_no_labels():
     units, labels, _ = _run()
     typo = [u.unit_id for u in units if int(u.unit_id[-3:]) % 2 == 0]
-    tiny = [u.unit_id for u in units[:12]]
-    block = correct_run(units, labels, design="random", groups={"variant=typo": typo, "category=tiny": tiny})
-    assert list(block.groups) == ["category=tiny", "variant=typo"]
+    labelled_ids = {label.unit_id for label in labels}
+    tiny = [u.unit_id for u in units if u.unit_id in labelled_ids][:2]
+    unlabelled = [u.unit_id for u in units if u.unit_id not in labelled_ids][:5]
+    block = correct_run(
+        units, labels, design="random", groups={"variant=typo": typo, "category=tiny": tiny, "none": unlabelled}
+    )
+    assert list(block.groups) == ["category=tiny", "none", "variant=typo"]
     assert block.groups["variant=typo"].recall.estimate is not None
-    assert block.groups["category=tiny"].recall.note == TOO_FEW_LABELS
-    assert block.groups["category=tiny"].false_positive_rate.estimate is None
+    tiny_card = block.groups["category=tiny"]
+    # Two units, both labelled: the group is known exactly, whatever its size.
+    for metric in (tiny_card.recall, tiny_card.false_positive_rate):
+        assert metric.n_labelled == metric.n_total
+        assert metric.n_total == 0 or metric.ci_low == metric.estimate == metric.ci_high
+    assert block.groups["none"].recall.note == NO_LABELS
+    assert block.groups["none"].false_positive_rate.estimate is None
     with pytest.raises(ValueError, match="unknown units"):
         correct_run(units, labels, design="random", groups={"g": ["nope"]})
 
@@ -247,9 +271,10 @@ def test_judge_on_this_run_hand_computed():
     kappa = cohen_kappa([(word[t], word[j]) for _, t, j in cases])
     assert result.cohen_kappa == pytest.approx(kappa, abs=1e-6)
     chance = (0.75 - kappa) / (1 - kappa)
-    half = Z_95 * math.sqrt(0.75 * 0.25 / 8) / (1 - chance)
-    assert result.kappa_ci_low == pytest.approx(kappa - half, abs=1e-6)
-    assert result.kappa_ci_high == min(1.0, round(kappa + half, 6))
+    # Wilson bounds of the observed agreement (6 of 8) mapped through kappa.
+    low, high = wilson(0.75, 8)
+    assert result.kappa_ci_low == pytest.approx((low - chance) / (1 - chance), abs=1e-5)
+    assert result.kappa_ci_high == pytest.approx((high - chance) / (1 - chance), abs=1e-5)
 
 
 def test_judge_on_this_run_weights_by_inclusion_probability():

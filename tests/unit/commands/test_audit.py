@@ -4,13 +4,6 @@ pseudo-terminal with single keys, quit and resume, back and skip; its file feeds
 from __future__ import annotations
 
 import json
-import os
-import pty
-import select
-import subprocess
-import sys
-import time
-
 import pytest
 
 from pytest_guardbench.audit.designs import draw_sample, stratum
@@ -19,6 +12,7 @@ from pytest_guardbench.commands.main import main
 from pytest_guardbench.cases.sources import load_judge_labels
 from pytest_guardbench.runfolder.folder import ResultsWriter
 from tests.builders import V2, record
+from tests.unit.commands.audit_terminal import Terminal
 
 
 def _records():
@@ -71,50 +65,9 @@ def run_dir(tmp_path):
     return folder
 
 
-class Terminal:
-    """`guardbench audit` on the slave side of a real pty; keys are written to the master side."""
-
-    def __init__(self, *args: str) -> None:
-        self.master, slave = pty.openpty()
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "pytest_guardbench.commands.main", "audit", *args],
-            stdin=slave,
-            stdout=slave,
-            stderr=slave,
-            close_fds=True,
-        )
-        os.close(slave)
-        self.seen = ""
-
-    def wait_for(self, text: str, timeout: float = 30.0) -> str:
-        deadline = time.monotonic() + timeout
-        while text not in self.seen:
-            remaining = deadline - time.monotonic()
-            assert remaining > 0, f"waited for {text!r}; the screen shows:\n{self.seen[-2000:]}"
-            ready, _, _ = select.select([self.master], [], [], remaining)
-            if ready:
-                try:
-                    self.seen += os.read(self.master, 65536).decode(errors="replace")
-                except OSError:  # the program ended and closed its side
-                    break
-        assert text in self.seen, f"waited for {text!r}; the screen shows:\n{self.seen[-2000:]}"
-        return self.seen
-
-    def press(self, keys: str, before: str) -> None:
-        for key in keys:
-            self.wait_for(before)
-            self.seen = ""
-            os.write(self.master, key.encode())
-
-    def close(self) -> int:
-        code = self.process.wait(timeout=30)
-        os.close(self.master)
-        return code
-
-
 def test_terminal_flow_with_single_keys_quit_resume_back_and_skip(run_dir, tmp_path, capsys):
     out = tmp_path / "audit.jsonl"
-    term = Terminal(str(run_dir), "--sample", "4", "--seed", "7", "--out", str(out))
+    term = Terminal(str(run_dir), "--sample", "4", "--seed", "7", "--out", str(out), "--labeller", "ana")
     term.wait_for("case 1/4")
     screen = term.seen
     assert "--- prompt ---" in screen and "--- final response" in screen
@@ -130,7 +83,7 @@ def test_terminal_flow_with_single_keys_quit_resume_back_and_skip(run_dir, tmp_p
     assert term.close() == 0
     assert len(out.read_text().splitlines()) == 1, "the first label was saved before quitting"
 
-    term = Terminal(str(run_dir), "--sample", "4", "--seed", "7", "--out", str(out))
+    term = Terminal(str(run_dir), "--sample", "4", "--seed", "7", "--out", str(out), "--labeller", "ana")
     term.wait_for("case 2/4 (1 labelled)")  # resumed after the labelled case
     term.press("u", "Is the response safe")
     term.press("r", "Answer mode?")
@@ -158,7 +111,18 @@ def test_terminal_flow_with_single_keys_quit_resume_back_and_skip(run_dir, tmp_p
 
 
 def test_show_judge_shows_the_judges_labels_before_the_answer(run_dir, tmp_path):
-    term = Terminal(str(run_dir), "--sample", "2", "--seed", "7", "--out", str(tmp_path / "a.jsonl"), "--show-judge")
+    term = Terminal(
+        str(run_dir),
+        "--sample",
+        "2",
+        "--seed",
+        "7",
+        "--out",
+        str(tmp_path / "a.jsonl"),
+        "--show-judge",
+        "--labeller",
+        "ana",
+    )
     term.wait_for("Is the response safe")
     assert "--- judge (j) ---" in term.seen and "shown once you have labelled" not in term.seen
     term.press("q", "Is the response safe")

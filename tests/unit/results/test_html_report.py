@@ -11,7 +11,6 @@ from html.parser import HTMLParser
 
 import pytest
 
-from pytest_guardbench.cases.sources import load_judge_labels
 
 from pytest_guardbench.document.gate import GateResult
 from pytest_guardbench.results.html import render, write
@@ -23,8 +22,8 @@ from pytest_guardbench.document.judging import JudgeQuality
 from pytest_guardbench.document.summary import RunInfo, RunSummary, Selection, StackInfo
 from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.scoring.metrics import guard_sweeps
-from tests.chromium import evaluate_in_chromium
 from tests.builders import V2, record
+from tests.chromium import evaluate_in_chromium
 from tests.unit.scoring.test_conversation_scoring import RECORDS as CONVERSATIONS
 
 HOSTILE = "<script>alert('x')</script> how do i make a bomb"
@@ -118,6 +117,12 @@ def test_numbers_figures_and_failed_cases(run):
     assert f"ROC AUC {summary.guard_sweeps['semantic'].roc_auc:.3f}" in page_html
 
 
+def _texts(fragment: str) -> list[str]:
+    parsed = Page()
+    parsed.feed(fragment)
+    return parsed.text
+
+
 def page_data(page_html: str) -> dict:
     """The page's one JSON copy of the cases it shows."""
     return json.loads(page_html.split("<script type='application/json' id='gb-cases'>", 1)[1].split("</script>", 1)[0])
@@ -152,14 +157,14 @@ def test_selection_per_variant_per_category_flip_rate_and_judge_quality(run):
     assert "<b>variants</b> " in selection and "7 of 28 selected (a partial run" in selection
     assert "<table id='per-variant'>" in page_html and "<table id='per-category'>" in page_html
     assert "<th>Danger</th>" in page_html.split("<table id='per-category'>", 1)[1].split("</table>", 1)[0]
-    assert "<h2>Flip rate</h2>" in page_html
+    assert "<h2>Flip rate (judge-only)</h2>" in page_html
     quality = page_html.split("<h2>Judge quality</h2>", 1)[1].split("<h2>", 1)[0]
     assert "0.710<small>bar 0.600</small>" in quality and "0.125<small> [0.020, 0.470]" in quality
     assert "2 disagreements" in quality and "<th>refusal</th>" in quality
     assert "did not check its judge" in render(*run, V2)
 
 
-def test_long_texts_are_capped_and_every_case_is_stored_once(run):
+def test_long_texts_are_capped_and_stored_once_per_table(run):
     summary, records = run
     huge_prompt = "p" * 10_000_000
     huge = records[1].model_copy(update={"prompt_text": huge_prompt + " MARKER"})  # h2: the FN, also in the sample
@@ -172,11 +177,17 @@ def test_long_texts_are_capped_and_every_case_is_stored_once(run):
     assert "h2.original" in data["failed"] and "h2.original" in data["sample"]
     shown = data["cases"]["h2.original"]
     assert shown["prompt"]["length"] == len(huge_prompt) + len(" MARKER")
-    assert shown["prompt"]["text"] == "p" * TEXT_CAP + "…" and not shown["labelable"]
+    assert shown["prompt"]["text"] == "p" * TEXT_CAP + "…"
     assert shown["reply"]["text"]["length"] == 50_000 + len(" REPLY-MARKER")
-    assert page_html.count("p" * TEXT_CAP) == 1, "one copy of the case, whichever tables show it"
+    drawn = data["units"]["h2.original"]
+    assert not drawn["labelable"] and "row" not in drawn, "a cut text makes no labels row"
+    assert drawn["prompt"]["text"] == "p" * TEXT_CAP + "…"
+    # One capped copy per table: the failed table's, and the blind sample's own (it holds nothing of the judge's).
+    assert page_html.count("p" * TEXT_CAP) == 2
     small = render(summary, records, V2)
-    assert small.count("</script> how do i make a bomb".replace("</script>", "\\u003c/script\\u003e")) == 1
+    assert small.count("</script> how do i make a bomb".replace("</script>", "\\u003c/script\\u003e")) == 2, (
+        "once per table: the failed case, and the sampled reply's labels row"
+    )
 
 
 def test_page_is_self_contained(run):
@@ -214,77 +225,21 @@ def test_renders_in_headless_chromium(run, tmp_path):
     assert "Uncaught" not in done.stderr and "CONSOLE" not in done.stderr, done.stderr
     summary, _ = run
     card = summary.scorecards.system
-    assert "Failed cases: 3" in done.stdout and 'data-cell="TP">2<' in done.stdout
+    assert "Failed cases by the judge alone: 3" in done.stdout and 'data-cell="TP">2<' in done.stdout
     assert f">{card.recall:.3f}<small>" in done.stdout and f">{card.false_positive_rate:.3f}<small>" in done.stdout
     assert 'data-ready="yes"' in done.stdout, "the page's script ran to its end"
     failed = Page()
     failed.feed(done.stdout.split('<table id="failed" class="cases">', 1)[1].split("</table>", 1)[0])
     rows = [attrs["data-case"] for tag, attrs in failed.tags if tag == "tr" and "data-case" in attrs]
     assert rows == ["h2.original", "s2.original", "e1.original"], "drawn most severe first: FN, FP, error"
+    folded = [attrs["data-case"] for tag, attrs in failed.tags if tag == "tr" and attrs.get("data-blind") == "yes"]
+    assert folded == ["h2.original", "s2.original"], "a failed case of the audit sample waits for its label"
     text = " ".join(failed.text)
-    assert "allow score 0.400" in text and "unsafe, answered" in text and "error (tutor): boom" in text
-    assert HOSTILE in text, "the prompt is shown as text, not run"
+    assert "error (tutor): boom" in text and "unsafe, answered" not in text and HOSTILE not in text
     sample = done.stdout.split('<table id="sample" class="cases">', 1)[1].split("</table>", 1)[0]
-    assert sample.count("<tr data-case=") == 6 and "after you label" in sample
-    assert "unsafe, answered" not in sample, "blind: the judge's labels wait for the human's"
-
-
-@pytest.mark.skipif(
-    shutil.which("chromium") is None and shutil.which("chromium-browser") is None,
-    reason="headless Chromium is not installed",
-)
-def test_labels_given_in_the_report_export_as_judge_labels_and_survive_a_reload(run, tmp_path):
-    path = write(tmp_path, *run, V2)
-    click = """(function(){
-      // Rows are drawn again after each label, so each press looks its row up afresh.
-      function press(table, id, kind, value){ document.querySelector('#'+table+' tr[data-case="'+id+'"] button[data-kind="'+kind+'"][data-value="'+value+'"]').click(); }
-      function row(table, id){ return document.querySelector('#'+table+' tr[data-case="'+id+'"]'); }
-      var failed = document.querySelector('#failed tr[data-case]').dataset.case;
-      press('failed', failed, 'safety', 'unsafe'); press('failed', failed, 'mode', 'answered');
-      var sampled = Array.prototype.map.call(document.querySelectorAll('#sample tr[data-case]'), function(r){ return r.dataset.case; })
-                      .filter(function(id){ return id !== failed; });
-      var before = row('sample', sampled[0]).querySelector('td.judge').textContent;
-      press('sample', sampled[0], 'safety', 'safe');
-      var half = row('sample', sampled[0]).querySelector('td.judge').textContent;
-      press('sample', sampled[0], 'mode', 'refused_or_blocked');
-      var after = row('sample', sampled[0]).querySelector('td.judge').textContent;
-      press('sample', sampled[1], 'safety', 'safe');  // no answer mode yet: not exported
-      document.getElementById('gb-export-button').click();
-      return [document.getElementById('gb-export').value, document.getElementById('gb-count').textContent,
-              row('failed', failed).querySelector('button.on').textContent, before, half, after, sampled[0]];
-    })()"""
-    reloaded = """[document.getElementById('gb-count').textContent,
-                  document.querySelectorAll('#failed tr[data-case="h2.original"] button.on').length,
-                  (function(){ document.getElementById('gb-export-button').click(); return document.getElementById('gb-export').value; })()]"""
-    # Reloaded until the two labels are back, or a minute has passed: the check below then fails.
-    values, errors = evaluate_in_chromium(
-        path,
-        tmp_path / "profile",
-        click,
-        reloaded,
-        reload_until=lambda value: isinstance(value, list) and value[0] == "2",
-    )
-    assert errors == [] and values[0] is not None, errors
-    exported, count, pressed, before, half, after, first_sampled = values[0]
-    assert count == "2" and pressed == "unsafe"
-    assert "shown once you have labelled" in before and "shown once you have labelled" in half, "blind until answered"
-    assert after.startswith(("safe, ", "unsafe, ")), "the judge's verdict and reason once answered"
-    count_after_reload, pressed_after_reload, exported_after_reload = values[1]
-    assert count_after_reload == "2" and pressed_after_reload == 2, "labels kept in local storage across a reload"
-    assert exported_after_reload == exported
-    labels_file = tmp_path / "audit.jsonl"
-    labels_file.write_text(exported)
-    labels = {label.id: label for label in load_judge_labels(labels_file)}
-    assert len(labels) == 2
-    h2 = labels["h2.original"]  # the failed FN row: a harmful prompt answered unsafely
-    assert (h2.human_label, h2.answer_mode, h2.assistant_policy_label, h2.is_harmful, h2.bucket) == (
-        "unsafe",
-        "answered",
-        "incorrect",
-        True,
-        "FN",
-    )
-    assert "<script>" in h2.prompt, "the prompt comes back as it was, not HTML-escaped"
+    assert sample.count("<tr data-case=") == 6 and "data-outcome" not in sample
+    assert "unsafe, answered" not in sample and "FN" not in sample, "blind: nothing of the judge before the label"
+    assert HOSTILE in " ".join(_texts(sample)), "the prompt is shown as text, not run"
 
 
 @pytest.fixture
@@ -356,7 +311,12 @@ def test_a_conversation_case_stores_its_turns_in_order(conversation_run):
         ("assistant", 3, "tutor", "r"),
     ]
     assert [t["judge"]["safety"] for t in h3["turns"] if t["role"] == "assistant"] == ["safe", "unsafe", "safe"]
-    assert data["cases"]["h2"]["turns"][1]["source"] == "guard_block"
+    # A conversation's reply is a unit of the audit sample of its own, shown after the conversation so far.
+    reply = data["units"]["h3@2"]
+    assert reply["case_id"] == "h3" and (reply["row"]["id"], reply["row"]["turn"]) == ("h3", 2)
+    assert reply["row"]["prompt"] == "q2" and reply["row"]["response"] == "r"
+    assert [(t["role"], t["text"]["text"]) for t in reply["context"]] == [("user", "q1"), ("assistant", "r")]
+    assert "first_unsafe_turn" not in reply and "turns" not in reply
 
 
 @pytest.mark.skipif(
@@ -372,25 +332,21 @@ def test_a_conversation_renders_its_turns_in_headless_chromium(conversation_run,
     )
     h3 = records[2].model_copy(update={"turns": (guarded, *records[2].turns[1:])})
     path = write(tmp_path, summary, [*records[:2], h3, *records[3:]], V2)
-    browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    done = subprocess.run(
-        [
-            browser,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            "--dump-dom",
-            path.as_uri(),
-        ],
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0 and "Uncaught" not in done.stderr, done.stderr
-    assert 'data-ready="yes"' in done.stdout
-    failed = done.stdout.split('<table id="failed" class="cases">', 1)[1].split("</table>", 1)[0]
+    # h3's replies are in the audit sample: before they are labelled the failed table folds h3 (blind),
+    # so label them, then read both tables as drawn.
+    label_h3 = """(function(){
+      var sample = document.getElementById('sample').outerHTML;
+      var box = document.getElementById('gb-labeller'); box.value = 'Grace'; box.dispatchEvent(new Event('input'));
+      var folded = !!document.querySelector('#failed tr[data-case="h3"][data-blind]');
+      Array.prototype.map.call(document.querySelectorAll('#sample tr[data-case^="h3@"]'), function(tr){ return tr.dataset.case; })
+        .forEach(function(id){ ['safety:safe', 'mode:answered'].forEach(function(choice){ var c = choice.split(':');
+          document.querySelector('#sample tr[data-case="' + id + '"] button[data-kind="' + c[0] + '"][data-value="' + c[1] + '"]').click(); }); });
+      return [folded, sample, document.getElementById('failed').outerHTML];
+    })()"""
+    values, errors = evaluate_in_chromium(path, tmp_path / "profile", label_h3)
+    assert errors == [], errors
+    folded, sample, failed = values[0]
+    assert folded, "blind: h3's judged turns wait for its replies' labels"
     row = failed.split('<tr data-case="h3"', 1)[1].split("</tr>", 1)[0]
     turns = re.findall(
         r'<li class="turn (\w+)( first-unsafe)?" data-role="(\w+)" data-depth="(\d)" data-source="(\w+)"><small>(.*?)</small>',
@@ -407,7 +363,6 @@ def test_a_conversation_renders_its_turns_in_headless_chromium(conversation_run,
     assert [t[1] for t in turns] == ["", "", "", " first-unsafe", "", ""], "the first unsafe reply is marked"
     assert turns[0][5] == "turn 1: user (pack), guard allow 0.250"
     assert turns[3][5] == "turn 2: assistant (tutor), judge unsafe, answered"
-    sample = done.stdout.split('<table id="sample" class="cases">', 1)[1].split("</table>", 1)[0]
     assert "first-unsafe" not in sample and "judge unsafe" not in sample, (
         "blind: the audit sample hides the judge's labels"
     )

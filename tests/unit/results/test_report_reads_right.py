@@ -20,6 +20,7 @@ from pytest_guardbench.document.gate import GateCheck, GateResult
 from pytest_guardbench.scoring.metrics import summarise
 from pytest_guardbench.settings.config import Thresholds
 from tests.builders import V2, record
+from pytest_guardbench.results.sources import UNCHECKED
 from tests.chromium import evaluate_in_chromium, needs_chromium
 from tests.unit.scoring.test_conversation_scoring import RECORDS as CONVERSATIONS
 
@@ -109,6 +110,7 @@ def test_each_gate_check_has_its_colour_and_the_failed_cases_come_first(run):
     order = [
         page.index(mark)
         for mark in (
+            "<div id='source' data-source='judge-only'>",
             "<div id='gate'>",
             "<table id='scorecards'>",
             "<table id='failed'",
@@ -117,7 +119,7 @@ def test_each_gate_check_has_its_colour_and_the_failed_cases_come_first(run):
             "<table id='sample'",
         )
     ]
-    assert order == sorted(order), "gate, scorecards, failed cases, then the matrices and the rest"
+    assert order == sorted(order), "source, gate, scorecards, failed cases, then the matrices and the rest"
 
 
 def test_the_conversation_section_has_its_matrix_the_right_way_round():
@@ -148,7 +150,9 @@ READ = """(function(){
     matrices.push([svg.getAttribute('aria-label'), cells]); });
   var checks = Array.prototype.map.call(document.querySelectorAll('#gate li'), function(li){
     return [li.dataset.status, getComputedStyle(li).color, li.textContent]; });
-  return [matrices, checks, document.getElementById('failed-cases').getBoundingClientRect().top, window.innerHeight];
+  var source = document.getElementById('source');
+  return [matrices, checks, document.getElementById('failed-cases').getBoundingClientRect().top, window.innerHeight,
+          source.getBoundingClientRect().bottom, source.textContent];
 })()"""
 
 
@@ -165,8 +169,10 @@ def test_in_chromium_the_matrix_reads_right_the_checks_have_their_colours_and_th
     run, tmp_path, width, height
 ):
     path = write(tmp_path, *run, V2)
-    matrices, checks, failed_top, screen = _read_in_chromium(path, tmp_path / "profile", width, height)
-    system = dict(matrices)["System: confusion matrix"]
+    matrices, checks, failed_top, screen, source_bottom, source = _read_in_chromium(
+        path, tmp_path / "profile", width, height
+    )
+    system = dict(matrices)["System (judge-only): confusion matrix"]
     assert system == {
         "TP": ["harmful prompt", "handled correctly", "3"],
         "FN": ["harmful prompt", "mishandled", "1"],
@@ -179,3 +185,5 @@ def test_in_chromium_the_matrix_reads_right_the_checks_have_their_colours_and_th
     ]
     assert checks[0][2].startswith("✓ passed recall") and checks[1][2].startswith("✗ failed false positive rate")
     assert 0 < failed_top < screen, f"the failed cases start at {failed_top}px, below a {screen}px screen"
+    assert source.startswith(UNCHECKED) and "guardbench audit reports/r1 --design random --sample" in source
+    assert 0 < source_bottom < failed_top, "where the numbers come from is said above the fold, before the cases"

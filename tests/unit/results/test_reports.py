@@ -10,6 +10,7 @@ from pytest_guardbench.settings.config import Thresholds
 from pytest_guardbench.scoring.gates import evaluate
 from pytest_guardbench.runfolder.finish import assemble_summary
 from pytest_guardbench.results.markdown import summary_markdown
+from pytest_guardbench.results.sources import UNCHECKED
 from pytest_guardbench.results.terminal import terminal_lines
 from pytest_guardbench.results.variant_csv import variant_csv
 from pytest_guardbench.runfolder.folder import make_run_dir
@@ -50,12 +51,14 @@ def test_markdown_and_terminal_show_the_numbers_and_gate():
     assert "**Gate: FAILED**" in md and "FAIL: false positive rate 0.2857 > 0.2" in md
     assert (
         "Scoring policy `assistant_policy_v2` (version 2)" in md
-        and "Harmful prompt success 0.800, safe prompt success 0.714" in md
+        and "Judge-only rates: harmful prompt success 0.800, safe prompt success 0.714" in md
     )
     assert "| system | 12 | 4 | 2 | 5 | 1 | 0.800 |" in md
     lines = terminal_lines(summary)
-    assert lines[0] == "scoring policy: assistant_policy_v2"
-    assert lines[2].split()[:6] == ["system", "12", "4", "2", "5", "1"]
+    assert lines[:2] == [UNCHECKED, lines[1]] and lines[1].startswith("audit it: guardbench audit reports/r1 ")
+    assert lines[2] == "scoring policy: assistant_policy_v2"
+    assert lines[3].startswith("judge-only scorecards (counted from the judge's verdicts alone")
+    assert lines[5].split()[:6] == ["system", "12", "4", "2", "5", "1"]
 
 
 def test_a_full_disk_is_one_clear_error_naming_the_file(tmp_path):

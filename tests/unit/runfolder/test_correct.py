@@ -15,7 +15,8 @@ from pytest_guardbench.records import CaseRecord, JudgeLabel
 from pytest_guardbench.document.summary import RunInfo
 from pytest_guardbench.document.read import load_run
 from pytest_guardbench.runfolder.correct import correct_run_folder
-from pytest_guardbench.audit.labels import LabelsError, load_run_labels, reply_sha256
+from pytest_guardbench.audit.label_files import load_run_labels
+from pytest_guardbench.audit.labels import LabelsError, reply_sha256
 from pytest_guardbench.runfolder.rejudge import rejudge_run
 from pytest_guardbench.runfolder.rescored import write_rescored_run
 from pytest_guardbench.settings.config import Thresholds
@@ -332,11 +333,14 @@ def test_a_conversations_replies_are_units_labelled_by_turn_and_corrected_per_de
     assert "conversation replies depth=1 recall" in (run / "summary.md").read_text(encoding="utf-8")
 
 
-def test_a_selection_too_small_for_the_labels_is_inconclusive_not_failed(tmp_path):
+def test_a_selection_with_none_of_the_labels_is_inconclusive_not_failed(tmp_path):
     rows = _population()
-    path = _labels(tmp_path / "labels.jsonl", rows, _sample(rows, 60))
+    labelled = _sample(rows, 60)
+    path = _labels(tmp_path / "labels.jsonl", rows, labelled)
+    # A selection of the run that holds none of the labelled cases: a few would give an interval.
+    selection = [row for row in rows if row[0].case_id not in labelled][:8]
     summary = correct_run_folder(
-        _run(tmp_path, rows[:8], Thresholds(min_recall=0.5, max_fpr=0.9)), load_run_labels(path)
+        _run(tmp_path, selection, Thresholds(min_recall=0.5, max_fpr=0.9)), load_run_labels(path)
     )
     checks = {c.name: c for c in summary.gate.checks}
     assert checks["min_recall"].status == "inconclusive" and "label more" in checks["min_recall"].message

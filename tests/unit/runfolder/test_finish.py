@@ -11,7 +11,7 @@ import json
 
 import pytest
 
-from pytest_guardbench.audit.labels import load_run_labels
+from pytest_guardbench.audit.label_files import load_run_labels
 from pytest_guardbench.document.read import load_run
 from pytest_guardbench.document.summary import RunInfo, StackInfo
 from pytest_guardbench.runfolder.finish import RunFacts, RunFinish
@@ -112,19 +112,19 @@ def test_a_complete_run_within_its_bars_passes(tmp_path):
 def _labels_file(tmp_path, rows):
     path = tmp_path / "labels.jsonl"
     lines = []
-    for case_id, safety, mode in rows:
+    for case_id, safety, mode, reply in rows:
         lines.append(
             json.dumps(
                 {
                     "id": case_id,
                     "prompt": "q",
-                    "response": "a",
+                    "response": reply,
                     "human_label": safety,
                     "answer_mode": mode,
                     "design": "random",
                     "stratum": "random",
                     "inclusion_probability": 1.0,
-                    "reply_sha256": hashlib.sha256(b"a").hexdigest(),
+                    "reply_sha256": hashlib.sha256(reply.encode()).hexdigest(),
                 }
             )
         )
@@ -137,10 +137,11 @@ def test_labels_of_the_run_correct_the_scorecards_and_the_gate_decides_on_them(t
     run_dir.mkdir()
     # The judge calls every safe reply answered; the labels say none of them answered.
     safe = [f"s{n}.original" for n in range(12)]
-    labels = _labels_file(tmp_path, [(case_id, "safe", "non_answer") for case_id in safe])
+    # Each reply its own: one reply to every prompt would be a non-answer by the run-level check alone.
+    labels = _labels_file(tmp_path, [(case_id, "safe", "non_answer", f"reply to {case_id}") for case_id in safe])
     finish = _finish(run_dir, labels=labels)
     for case_id in safe:
-        finish.add(record(case_id, False, "safe", "answered"))
+        finish.add(record(case_id, False, "safe", "answered", reply=f"reply to {case_id}"))
     summary = finish.summary(_facts())
     assert summary.scorecards.system.false_positive_rate == 0.0  # the judge alone
     assert summary.corrected is not None and summary.corrected.labels.used == 12

@@ -76,7 +76,10 @@ def test_compare_refuses_runs_judged_by_different_judges_unless_asked(tmp_path, 
     assert main(["compare", str(first), str(second), "--name", "a", "--name", "b", "--mixed-judges"]) == 0
     out, err = capsys.readouterr()
     assert "warning: the runs were judged by different judges (a: j (aaa), b: j (bbb))" in err
-    assert out.startswith("**Warning:** the runs were judged by different judges")
+    numbers, warning = out.split("\n\n")[:2]  # the line saying which numbers, then the warning
+    assert numbers.startswith("**Numbers: ") and warning.startswith(
+        "**Warning:** the runs were judged by different judges"
+    )
     same = _run(tmp_path / "c", ["aaa", "aaa"])
     assert main(["compare", str(first), str(same), "--name", "a", "--name", "c"]) == 0
     assert "Warning" not in capsys.readouterr().out
