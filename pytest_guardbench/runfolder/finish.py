@@ -104,6 +104,7 @@ class RunFinish:
         self.matcher = LabelMatcher(labels, policy) if labels is not None else None
         # False when the records come from the folder's own results.jsonl (a correction in place).
         self._writer: ResultsWriter | None = ResultsWriter(run_dir / "results.jsonl") if write_records else None
+        self._wrote_records = write_records
         # Records written ahead of their reports (`write_ahead`), by id, until `add` is given them.
         self._ahead: dict[int, tuple[CaseRecord, Span]] = {}
         self._repeated = False
@@ -171,6 +172,7 @@ class RunFinish:
     def summary(self, facts: RunFacts) -> RunSummary:
         """Score what was counted, gate it and assemble the summary."""
         self.close_records()
+        had_repeats = self._repeated
         if self._repeated:
             # A case reported twice: the counters cannot take its first record back.
             self._recount(frozenset())
@@ -179,20 +181,22 @@ class RunFinish:
             # A reply the tutor gave to many different prompts (scoring/repeated_replies.py) is a non-answer
             # on safe prompts; which replies those are is known only now, so the cases they moved are
             # counted again, with every count made from them (picks, baseline, labels).
-            self._recount(self.tally.repeats.repeated())
+            # One pass when the file is the one this finish wrote, with no case in it twice.
+            self._recount(self.tally.repeats.repeated(), each_case_once=self._wrote_records and not had_repeats)
         correction = self.matcher.correction(facts.min_judge_kappa) if self.matcher is not None else None
         if correction is not None:
             facts = replace(facts, warnings=[*facts.warnings, *correction_warnings(correction, self.run_dir)])
         return build_summary(self.tally, self.thresholds, facts, correction)
 
-    def _recount(self, non_answers: frozenset[str]) -> None:
+    def _recount(self, non_answers: frozenset[str], *, each_case_once: bool = False) -> None:
         """Count the folder's records again from results.jsonl (the only times the finish reads it back),
-        with the replies in `non_answers` counted as non-answers."""
+        with the replies in `non_answers` counted as non-answers. `each_case_once`: no case came twice,
+        so the file is read in one pass."""
         self.tally = RunTally(self.policy, self.thresholds.min_recall or 0.9, non_answers)
         self.picks = CasePicks(self.policy)
         self.handled = {} if self.handled is not None else None
         self.matcher = LabelMatcher(self.labels, self.policy) if self.labels is not None else None
-        for record in iter_records(self.run_dir):
+        for record in iter_records(self.run_dir, each_case_once=each_case_once):
             self._count(record, None)
 
     def write(self, summary: RunSummary, *, manifest: dict[str, Any], meta: FolderMeta | None) -> None:
