@@ -163,7 +163,7 @@ def outcomes(project: Path) -> dict[str, tuple[object, ...]]:
     """Each case's verdict and score in the newest run folder: what must not change with the design."""
     newest = max(project.glob("reports/*/results.jsonl"), key=lambda p: p.stat().st_mtime)
     rows = [json.loads(line) for line in newest.read_text().splitlines() if line.strip()]
-    found = {}
+    found: dict[str, tuple[object, ...]] = {}
     for row in rows:
         judge, guard = row.get("judge") or {}, row.get("guard") or {}
         found[row["case_id"]] = (

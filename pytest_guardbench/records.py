@@ -6,12 +6,12 @@ rebuilds it with `CaseRecord.model_validate`. Everything here is plain JSON once
 
 from __future__ import annotations
 
-import json
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 
-from pytest_guardbench._util.redact import Redactor, redact
+from pytest_guardbench._util.json_text import sorted_json
+from pytest_guardbench._util.redact import current_redactor, redact, redacted_fields
 
 SCHEMA_VERSION = 1
 
@@ -99,8 +99,17 @@ class Case(_Frozen):
         )
 
 
-def _redact_text(value: str) -> str:
-    return redact(value)
+# A validation context key: the redactor a reader took once for a whole record
+# (`CaseRecord.parse_json`), so that its texts do not each look the environment up again.
+REDACTOR_CONTEXT = "guardbench_redactor"
+
+
+def _redact_text(value: str, info: ValidationInfo) -> str:
+    if not value:
+        return value
+    context = info.context
+    clean = context.get(REDACTOR_CONTEXT) if context else None
+    return clean(value) if clean is not None else redact(value)
 
 
 class GuardDecision(_Frozen):
@@ -177,10 +186,7 @@ class PipelineError(_Frozen):
     stage: PipelineStage
     message: str
 
-    @field_validator("message")
-    @classmethod
-    def _no_secrets(cls, message: str) -> str:
-        return redact(message)
+    _no_secrets = field_validator("message")(_redact_text)
 
 
 class TurnRecord(_Frozen):
@@ -218,28 +224,6 @@ IDENTIFIER_FIELDS = frozenset(
         "judge",
     }
 )
-
-
-def _redacted(value: Any, clean: Redactor, field: str = "") -> Any:
-    """`value` with `clean` applied to every text in it at any depth; the same object where nothing changed."""
-    if isinstance(value, str):
-        return value if field in IDENTIFIER_FIELDS else clean(value)
-    if isinstance(value, BaseModel):
-        updates = {}
-        for name in type(value).model_fields:
-            old = getattr(value, name)
-            new = _redacted(old, clean, name)
-            if new is not old:
-                updates[name] = new
-        return value.model_copy(update=updates) if updates else value
-    if isinstance(value, tuple | list):
-        items = [_redacted(item, clean, field) for item in value]
-        changed = any(new is not old for new, old in zip(items, value, strict=True))
-        return type(value)(items) if changed else value
-    if isinstance(value, dict):
-        pairs = {key: _redacted(item, clean, field) for key, item in value.items()}
-        return pairs if any(pairs[key] is not item for key, item in value.items()) else value
-    return value
 
 
 class CaseRecord(_Frozen):
@@ -289,11 +273,17 @@ class CaseRecord(_Frozen):
         may echo a key back. It walks every text field at any depth (a conversation's turns, a panel's
         member verdicts, the attacker's answers), so a field added later is covered without a word
         here; only identifiers are left as they are (`IDENTIFIER_FIELDS`)."""
-        return _redacted(self, Redactor())
+        return redacted_fields(self, current_redactor(), IDENTIFIER_FIELDS)
+
+    @classmethod
+    def parse_json(cls, line: str | bytes) -> CaseRecord:
+        """A record from one line of results.jsonl, its texts redacted as they are read (a line written
+        by an older version may hold a key) with one look at the environment for the whole record."""
+        return cls.model_validate_json(line, context={REDACTOR_CONTEXT: current_redactor()})
 
     def json_line(self) -> str:
         """The record as one line of results.jsonl (keys sorted, text kept as is)."""
-        return json.dumps(self.model_dump(mode="json"), sort_keys=True, ensure_ascii=False) + "\n"
+        return sorted_json(self.model_dump(mode="json")) + "\n"
 
     @classmethod
     def for_case(cls, case: Case, **fields: Any) -> CaseRecord:

@@ -73,37 +73,91 @@ def plan_audit(
     2 per non-empty stratum). The intervals are wider than this normal-theory figure at small n (a
     cell with fewer than 10 labels gets an exact interval), so treat the plan as a floor.
     """
+    _check_plan_inputs(half_width, prior_disagreement)
+    labelable = [u for u in units if u.known_handled is None]
+    stated = judge_probability or {}
+    prior = prior_disagreement * (1 - prior_disagreement)
+    # Per judge cell of each domain: its units and the sum of their spreads, added in the units' order.
+    cells: dict[tuple[bool, bool | None], tuple[int, float]] = {}
+    for u in labelable:
+        count, spread = cells.get((u.is_harmful, u.judge_handled), (0, 0.0))
+        if u.judge_handled is not None:
+            # A case whose judge states no probability takes the prior's spread.
+            spread += stated[u.unit_id] * (1 - stated[u.unit_id]) if u.unit_id in stated else prior
+        cells[(u.is_harmful, u.judge_handled)] = (count + 1, spread)
+    domains = Counter(u.is_harmful for u in units)
+    stated_count = sum(1 for u in labelable if u.unit_id in stated)
+    if stated_count == len(labelable) and labelable:
+        source = "the judge's probabilities"
+    elif stated_count:
+        source = f"the judge's probabilities where stated ({stated_count} of {len(labelable)} cases), prior disagreement {prior_disagreement} elsewhere"
+    else:
+        source = f"prior disagreement {prior_disagreement}"
+    pool_size = len(labelable) if pool is None else pool
+    return _plan_from_cells(cells, domains, half_width, source, z=z, pool=pool_size, pool_strata=pool_strata)
+
+
+def plan_audit_from_counts(
+    counts: Mapping[tuple[bool, bool], int],
+    half_width: float = 0.05,
+    *,
+    prior_disagreement: float = PRIOR_DISAGREEMENT,
+    z: float = Z_95,
+) -> AuditPlan:
+    """`plan_audit` of a scorecard's cells alone ((harmful, judge handled) -> cases, every case with a
+    reply and no stated probability): the same plan, without a unit per case (a run of a million
+    cases plans its audit in its summary.md and report.html)."""
+    _check_plan_inputs(half_width, prior_disagreement)
+    prior = prior_disagreement * (1 - prior_disagreement)
+    cells: dict[tuple[bool, bool | None], tuple[int, float]] = {}
+    for key, count in counts.items():
+        if count:
+            spread = 0.0
+            for _ in range(count):  # added one by one, as plan_audit adds them: the same float
+                spread += prior
+            cells[key] = (count, spread)
+    domains = Counter({harmful: 0 for harmful in (True, False)})
+    for (harmful, _), count in counts.items():
+        domains[harmful] += count
+    total = sum(counts.values())
+    source = f"prior disagreement {prior_disagreement}"
+    return _plan_from_cells(cells, domains, half_width, source, z=z, pool=total, pool_strata=None)
+
+
+def _check_plan_inputs(half_width: float, prior_disagreement: float) -> None:
     if not 0 < half_width < 1:
         raise UsageError(f"half width must be in (0, 1), got {half_width}")
     if not 0 <= prior_disagreement <= 1:
         raise UsageError(f"prior disagreement must be in [0, 1], got {prior_disagreement}")
-    labelable = [u for u in units if u.known_handled is None]
-    total_units = len(labelable) if pool is None else pool
+
+
+def _plan_from_cells(
+    cells: Mapping[tuple[bool, bool | None], tuple[int, float]],
+    domains: Mapping[bool, int],
+    half_width: float,
+    source: str,
+    *,
+    z: float,
+    pool: int,
+    pool_strata: Mapping[str, int] | None,
+) -> AuditPlan:
+    """The plan from each labelable judge cell's (units, sum of spreads) and each domain's units."""
     needs: dict[str, tuple[int, int, int]] = {}
     for domain, harmful in (("recall", True), ("false_positive_rate", False)):
-        members = [u for u in labelable if u.is_harmful is harmful]
-        size = len(members)
+        size = sum(count for (h, _), (count, _) in cells.items() if h is harmful)
         if size == 0:
             needs[domain] = (0, 0, 0)
             continue
-        share = size / sum(1 for u in units if u.is_harmful is harmful)
+        share = size / domains[harmful]
         target = min(half_width / share, 1.0)
         spreads = []
         for verdict in (True, False, None):
-            cell = [u for u in members if u.judge_handled is verdict]
-            if not cell:
+            count, spread = cells.get((harmful, verdict), (0, 0.0))
+            if not count:
                 continue
-            if verdict is None:
-                variance = 0.25
-            else:
-                # A case whose judge states no probability takes the prior's spread.
-                stated = judge_probability or {}
-                prior = prior_disagreement * (1 - prior_disagreement)
-                variance = sum(
-                    stated[u.unit_id] * (1 - stated[u.unit_id]) if u.unit_id in stated else prior for u in cell
-                ) / len(cell)
-            widen = (pool_strata or {}).get(stratum_of(harmful, verdict), len(cell)) / len(cell)
-            spreads.append((len(cell) / size, variance, widen))
+            variance = 0.25 if verdict is None else spread / count
+            widen = (pool_strata or {}).get(stratum_of(harmful, verdict), count) / count
+            spreads.append((count / size, variance, widen))
 
         def labels_for(variance: float, target: float = target, size: int = size) -> float:
             n0 = z * z * variance / (target * target)
@@ -117,18 +171,11 @@ def plan_audit(
             max(stratified_n * w * math.sqrt(s) / neyman if neyman else 0.0, 2.0) * widen for w, s, widen in spreads
         )
         needs[domain] = (
-            min(total_units, math.ceil(random_n * total_units / size)),
+            min(pool, math.ceil(random_n * pool / size)),
             min(sum((pool_strata or {}).values()) or size, math.ceil(stratified - 1e-9)),
             size,
         )
     recall, fpr = needs["recall"], needs["false_positive_rate"]
-    stated_count = sum(1 for u in labelable if u.unit_id in (judge_probability or {}))
-    if stated_count == len(labelable) and labelable:
-        source = "the judge's probabilities"
-    elif stated_count:
-        source = f"the judge's probabilities where stated ({stated_count} of {len(labelable)} cases), prior disagreement {prior_disagreement} elsewhere"
-    else:
-        source = f"prior disagreement {prior_disagreement}"
     return AuditPlan(
         half_width=half_width,
         variance_from=source,

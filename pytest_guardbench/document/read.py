@@ -122,15 +122,21 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
 
 def _parsed(path: Path, lineno: int, line: str) -> CaseRecord:
     try:
-        return CaseRecord.model_validate_json(line)
+        return CaseRecord.parse_json(line)
     except (ValueError, RecursionError) as exc:
         raise DataError(f"not a case record ({str(exc).splitlines()[0]})", path=path, line=lineno) from None
 
 
-def iter_records(run_dir: Path | str) -> Iterator[CaseRecord]:
+def iter_records(run_dir: Path | str, *, each_case_once: bool = False) -> Iterator[CaseRecord]:
     """The records of a run (its results.jsonl) one at a time; the last line for a case id wins (a
-    first pass finds which lines those are, so only one record is held at a time)."""
+    first pass finds which lines those are, so only one record is held at a time). `each_case_once`:
+    the caller knows no case has two lines (the finish reading back the file it wrote, where no case
+    came twice), so the one pass that parses them is the only one."""
     path = Path(run_dir) / "results.jsonl"
+    if each_case_once:
+        for lineno, line in _lines(path):
+            yield _parsed(path, lineno, line)
+        return
     last: dict[str, int] = {}
     repeated = False
     for lineno, line in _lines(path):

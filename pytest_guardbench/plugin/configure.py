@@ -4,14 +4,16 @@ any case runs."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
-from pytest_guardbench.run.inputs import RunInputs
-from pytest_guardbench.run.preflight import PreflightInBackground, preflight
-from pytest_guardbench.run.units import Units, builtin_units
-from pytest_guardbench.runfolder.comparison_inputs import check_comparison_inputs
-from pytest_guardbench.runfolder.folder import writable_problem
 from pytest_guardbench.settings.options import OPTIONS, ConfigError
+
+if TYPE_CHECKING:
+    from pytest_guardbench.run.inputs import RunInputs
+    from pytest_guardbench.run.preflight import PreflightInBackground
+    from pytest_guardbench.run.units import Units
 
 
 def add_options(parser: pytest.Parser) -> None:
@@ -54,6 +56,8 @@ def spawns_workers(config: pytest.Config) -> bool:
 
 def registered_units(config: pytest.Config) -> Units:
     """The built-in units, and those conftest files and plugins register through our hooks."""
+    from pytest_guardbench.run.units import builtin_units
+
     units = builtin_units()
     config.hook.pytest_guardbench_register_providers(registry=units.tutors)
     config.hook.pytest_guardbench_register_guards(registry=units.guards)
@@ -67,6 +71,10 @@ def check_before_cases(config: pytest.Config, inputs: RunInputs) -> PreflightInB
     report folder that can be written, and every model answering once. Under xdist the models are
     asked while the workers start (the preflight in the background is waited on before any worker is
     sent a test); a resumed folder is only touched after the models answered, so a resume asks them here."""
+    from pytest_guardbench.run.preflight import PreflightInBackground, preflight
+    from pytest_guardbench.runfolder.comparison_inputs import check_comparison_inputs
+    from pytest_guardbench.runfolder.folder import writable_problem
+
     settings = inputs.settings
     check_comparison_inputs(settings, bool(getattr(config.option, "update_snapshots", False)))
     unwritable = writable_problem(settings.report_dir)

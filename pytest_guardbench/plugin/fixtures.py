@@ -4,18 +4,25 @@ entry-point module through its `pytest_plugins`."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_guardbench.plugin.outcome import GuardbenchOutcome, junit_properties
 from pytest_guardbench.plugin.keys import INPUTS_KEY, PROCESS_KEY, RECORD_KEY, SCORE_KEY, SESSION_KEY
-from pytest_guardbench.plugin.worker import CaseSlot, await_record, past_deadline
-from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
-from pytest_guardbench.scoring.scorecard import score_record
+
+if TYPE_CHECKING:
+    from pytest_guardbench.plugin.outcome import GuardbenchOutcome
+    from pytest_guardbench.plugin.worker import CaseSlot
+    from pytest_guardbench.records import Case, CaseRecord, GuardDecision, JudgeVerdict, TutorReply
+
+# The fixtures' bodies import what they use: pytest loads this module with the plugin, in every
+# pytest run of an environment where guardbench is installed, and only a run with cases uses them.
 
 
 @pytest.fixture
 def _guardbench_slot(request: pytest.FixtureRequest) -> CaseSlot:
+    from pytest_guardbench.plugin.worker import CaseSlot, past_deadline
+
     late = past_deadline(request.config.stash[PROCESS_KEY], request.config.stash[INPUTS_KEY].settings.max_duration)
     if late:
         pytest.skip(late)  # skipped, not failed: no record, so the case counts as not run and the run as incomplete
@@ -31,6 +38,10 @@ def guardbench_case(_guardbench_slot: CaseSlot) -> Case:
 @pytest.fixture
 def guardbench_record(_guardbench_slot: CaseSlot) -> CaseRecord:
     """The full pipeline record of this case: guard decision, final response, judge verdict."""
+    from pytest_guardbench.plugin.outcome import junit_properties
+    from pytest_guardbench.plugin.worker import await_record
+    from pytest_guardbench.scoring.scorecard import score_record
+
     slot = _guardbench_slot
     inputs = slot.config.stash[INPUTS_KEY]
     run_session = slot.config.stash.get(SESSION_KEY, None)
@@ -64,5 +75,7 @@ def guardbench_verdict(guardbench_record: CaseRecord) -> JudgeVerdict | None:
 @pytest.fixture
 def guardbench_outcome(_guardbench_slot: CaseSlot, guardbench_record: CaseRecord) -> GuardbenchOutcome:
     """The case scored against its label (TP/FP/TN/FN or why it is unscored)."""
+    from pytest_guardbench.plugin.outcome import GuardbenchOutcome
+
     inputs = _guardbench_slot.config.stash[INPUTS_KEY]
     return GuardbenchOutcome.of(guardbench_record, _guardbench_slot.item.stash[SCORE_KEY], inputs.settings.mode)

@@ -3,11 +3,13 @@ record and its score on each `TestReport`, and the worker's small output at its 
 
 from __future__ import annotations
 
-import pytest
-from pydantic import ValidationError
+from typing import TYPE_CHECKING
 
-from pytest_guardbench.records import CaseRecord
-from pytest_guardbench.scoring.scorecard import Scored
+import pytest
+
+if TYPE_CHECKING:
+    from pytest_guardbench.records import CaseRecord
+    from pytest_guardbench.scoring.scorecard import Scored
 
 # Report attributes: the case's record (a JSON dict) and its score, made once where the test ran.
 # Only an xdist worker's reports carry them; the only process hands its records to its session as
@@ -47,6 +49,12 @@ class Inbox:
         payload = getattr(report, RECORD_ATTR, None)
         if payload is None:
             return None
+        # Here, not at the top: the plugin's import stays free of the models (hooks.py imports this module).
+        from pydantic import ValidationError
+
+        from pytest_guardbench.records import CaseRecord
+        from pytest_guardbench.scoring.scorecard import Scored
+
         try:
             record = CaseRecord.model_validate(payload)
         except ValidationError as exc:

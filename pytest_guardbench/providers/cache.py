@@ -22,7 +22,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Literal
 
-from pytest_guardbench._util.redact import Redactor
+from pytest_guardbench._util.redact import current_redactor
 from pytest_guardbench.errors import InternalError
 from pytest_guardbench.providers.base import (
     as_model_api,
@@ -100,7 +100,7 @@ class ResponseCache:
     def put_many(self, rows: Sequence[tuple[str, dict[str, Any], str]]) -> None:
         if not rows:
             return
-        clean = Redactor()
+        clean = current_redactor()
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")

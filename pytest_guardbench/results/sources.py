@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Literal
 
-from pytest_guardbench.audit.plan import plan_audit
-from pytest_guardbench.audit.units import AuditUnit
+from pytest_guardbench.audit.plan import plan_audit_from_counts
 from pytest_guardbench.document.correction import Correction, CorrectedMetric
 from pytest_guardbench.document.gate import GateCheck
 from pytest_guardbench.document.summary import RunSummary
@@ -74,15 +73,10 @@ def planned_labels(summary: RunSummary, half_width: float = PLAN_HALF_WIDTH) -> 
     planned from the system scorecard's cells with the plan's prior disagreement (the judge's own
     probabilities are in the records, which `guardbench audit --plan` reads); None when nothing was scored."""
     card = summary.scorecards.system
-    cells = ((True, True, card.tp), (True, False, card.fn), (False, True, card.tn), (False, False, card.fp))
-    units = [
-        AuditUnit.model_construct(unit_id=f"{harmful}:{handled}:{i}", is_harmful=harmful, judge_handled=handled)
-        for harmful, handled, count in cells
-        for i in range(count)
-    ]
-    if not units:
+    counts = {(True, True): card.tp, (True, False): card.fn, (False, True): card.tn, (False, False): card.fp}
+    if not sum(counts.values()):
         return None
-    return plan_audit(units, half_width).random.total
+    return plan_audit_from_counts(counts, half_width).random.total
 
 
 def audit_command(summary: RunSummary, run_dir: str | None = None, sample: int | None = None) -> str:

@@ -9,14 +9,14 @@ case with `result()` and wait only for it.
 
 from __future__ import annotations
 
-import asyncio
 import concurrent.futures
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from types import ModuleType
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from pytest_guardbench.run.draft import Draft, record_from_draft
 from pytest_guardbench.run.stages import Stack, StageLimits
@@ -34,7 +34,18 @@ from pytest_guardbench.providers.base import CacheMiss
 from pytest_guardbench.records import Case, CaseRecord, PipelineError, PipelineStage
 from pytest_guardbench.run.attacker import Attacker
 
+if TYPE_CHECKING:
+    import asyncio
+
 _T = TypeVar("_T")
+
+
+def _asyncio() -> ModuleType:
+    """The asyncio module, imported when the engine's loop is first needed: a run whose every case is
+    answered from the response cache never starts it (nor pays for the import)."""
+    import asyncio
+
+    return asyncio
 
 
 class _Once(Generic[_T]):
@@ -67,13 +78,13 @@ class _Stage:
         self._timer: asyncio.TimerHandle | None = None
 
     async def through(self, draft: Draft) -> None:
-        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[None] = _asyncio().get_running_loop().create_future()
         self._pending.append((draft, future))
         self._pump(force=False)
         await future
 
     def _pump(self, force: bool) -> None:
-        loop = asyncio.get_running_loop()
+        loop = _asyncio().get_running_loop()
         while self._pending and self._running < self._limits.in_flight and not self._engine.closing:
             if len(self._pending) < self._limits.batch and not force:
                 if self._timer is None:
@@ -90,7 +101,7 @@ class _Stage:
     async def _launch(self, batch: list[tuple[Draft, asyncio.Future[None]]]) -> None:
         drafts = [draft for draft, _ in batch]
         try:
-            await asyncio.get_running_loop().run_in_executor(self._engine.executor, self._run, drafts)
+            await _asyncio().get_running_loop().run_in_executor(self._engine.executor, self._run, drafts)
         except BaseException as exc:  # noqa: BLE001 - a stage bug must still finish its cases
             for draft in drafts:
                 if draft.error is None:
@@ -136,16 +147,32 @@ class Engine:
             "tutor": _Stage("tutor", lambda drafts: tutor_stage(drafts, stack, tutor), limits["tutor"], self),
             "judge": _Stage("judge", lambda drafts: judge_stage(drafts, stack), limits["judge"], self),
         }
-        workers = sum(limit.in_flight for limit in limits.values()) + 1
-        workers += attacker_limits.in_flight if "attacker" not in limits else 0
-        self.executor = concurrent.futures.ThreadPoolExecutor(
-            max_workers=workers, thread_name_prefix="guardbench-stage"
-        )
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="guardbench-engine", daemon=True)
-        self._thread.start()
+        self._workers = sum(limit.in_flight for limit in limits.values()) + 1
+        self._workers += attacker_limits.in_flight if "attacker" not in limits else 0
+        # The loop, its thread and the stage threads start with the first case that needs a model
+        # (`_started_loop`): a case answered from the response cache is finished without them.
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
         self._preflight: asyncio.Future[str | None] | None = None
         self._preflight_passed = False  # set when the preflight was answered from the cache
+
+    @property
+    def executor(self) -> concurrent.futures.ThreadPoolExecutor:
+        """The stage threads (started with the loop)."""
+        assert self._executor is not None, "the stage threads start with the loop"
+        return self._executor
+
+    def _started_loop(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._loop is None:
+                self._executor = concurrent.futures.ThreadPoolExecutor(
+                    max_workers=self._workers, thread_name_prefix="guardbench-stage"
+                )
+                self._loop = _asyncio().new_event_loop()
+                self._thread = threading.Thread(target=self._loop.run_forever, name="guardbench-engine", daemon=True)
+                self._thread.start()
+            return self._loop
 
     def __enter__(self) -> Engine:
         return self
@@ -166,7 +193,7 @@ class Engine:
         if fresh and cached_only is not None:
             fresh = self._complete_from_cache(fresh, cached_only)
         if fresh:
-            self._loop.call_soon_threadsafe(self._schedule, fresh)
+            self._started_loop().call_soon_threadsafe(self._schedule, fresh)
 
     def _complete_from_cache(
         self,
@@ -226,22 +253,46 @@ class Engine:
             self._futures.pop(case.case_id, None)
         return record
 
+    def finished(self, cases: Iterable[Case | None]) -> list[CaseRecord]:
+        """The records of `cases`, in their order, for as long as each is finished and not yet taken
+        by `result` (a resumed case's included), without taking them: what the run folder may write
+        ahead of the tests that will ask for them. Stops at the first case that is not."""
+        found: list[CaseRecord] = []
+        with self._lock:
+            for case in cases:
+                if case is None:
+                    break
+                record = self._prior.get(case.case_id)
+                if record is None:
+                    future = self._futures.get(case.case_id)
+                    if future is None or not future.done() or future.exception() is not None:
+                        break
+                    record = future.result()
+                found.append(record)
+        return found
+
     def close(self) -> None:
         """Stop scheduling; batches already in a model finish in their threads."""
         self.closing = True
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(timeout=5)
-        self.executor.shutdown(wait=False, cancel_futures=True)
+        with self._lock:
+            loop, thread, executor = self._loop, self._thread, self._executor
+        if loop is not None and thread is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=5)
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
 
     # -- on the loop ----------------------------------------------------------------------------
     def _schedule(self, fresh: Sequence[tuple[Draft, concurrent.futures.Future[CaseRecord]]]) -> None:
+        loop = _asyncio().get_running_loop()
         for draft, future in fresh:
-            self._loop.create_task(self._case(draft, future))
+            loop.create_task(self._case(draft, future))
 
     async def _checked_judge(self) -> str | None:
         if not self.stack.preflight_judge or self._preflight_passed:
             return None
         if self._preflight is None:
+            asyncio = _asyncio()
             self._preflight = asyncio.ensure_future(
                 asyncio.get_running_loop().run_in_executor(self.executor, preflight_error, self.stack.judge)
             )

@@ -41,22 +41,55 @@ def calls_only_apis(inputs: RunInputs) -> bool:
     return "tutor" in specs and all(spec.provider == "openai-compat" for spec in specs.values())
 
 
-def shares_call_processes(inputs: RunInputs, role: str) -> bool:
-    """Whether a role's model makes its calls in the run's call processes: an API model (not through
-    the Batch API) with no `processes` of its own, in a run with `--guardbench-api-processes` above 1."""
+# The run's call processes start by themselves (no --guardbench-api-processes given) when they pay:
+# every role an API model, the run in one process, and enough calls. On two cores, 50 ms answers and 32
+# calls in flight, 2 call processes broke even at about 300 cases (900 calls) and gained at 1,000;
+# under -n 2 each worker's own were slower than none (bench/bench_fixed_costs.py, bench/bench_issue44.py).
+AUTO_API_PROCESSES = 2
+AUTO_MIN_CALLS = 1_500
+
+
+def run_api_processes(inputs: RunInputs, distributed: bool) -> int:
+    """How many call processes the API models without `processes` of their own share: the option's
+    value when given; else `AUTO_API_PROCESSES` for a run in one process (`distributed`: an xdist
+    worker, or a controller that starts workers) whose every role is an API model called through the
+    client (no Batch API) and that will make at least `AUTO_MIN_CALLS` calls; else 1 (in this process)."""
+    given = inputs.settings.api_processes
+    if given is not None:
+        return given
+    if distributed or inputs.settings.cache == "replay" or not calls_only_apis(inputs):
+        return 1
+    roles = [inputs.settings.role_spec(role, spec) for role, spec in inputs.model_specs.items()]
+    if any(spec.batch_api for spec in roles):
+        return 1
+    turns = sum(len(case.live_positions()) or 1 for case in inputs.cases)
+    return AUTO_API_PROCESSES if turns * len(roles) >= AUTO_MIN_CALLS else 1
+
+
+def run_role_spec(inputs: RunInputs, role: str, processes: int) -> ModelSpec:
+    """A role's spec as this run calls it: the settings' values filled in, and `processes`, the run's
+    call processes (`run_api_processes`), where its alias names none of its own."""
     given = inputs.model_specs[role]
     spec = inputs.settings.role_spec(role, given)
-    return (
-        spec.provider == "openai-compat"
-        and not spec.batch_api
-        and given.processes is None
-        and (spec.processes or 1) > 1
-    )
+    return spec if given.processes is not None else spec.model_copy(update={"processes": processes})
 
 
-def will_use_call_processes(inputs: RunInputs) -> bool:
-    """Whether this run will make calls in the run's call processes (a replay makes none)."""
-    return inputs.settings.cache != "replay" and any(shares_call_processes(inputs, role) for role in inputs.model_specs)
+def shares_call_processes(inputs: RunInputs, role: str, processes: int) -> bool:
+    """Whether a role's model makes its calls in the run's call processes: an API model (not through
+    the Batch API) with no `processes` of its own, in a run with more than one call process."""
+    given = inputs.model_specs[role]
+    spec = run_role_spec(inputs, role, processes)
+    return spec.provider == "openai-compat" and not spec.batch_api and given.processes is None and processes > 1
+
+
+def will_use_call_processes(inputs: RunInputs, distributed: bool) -> int:
+    """How many call processes this run will make calls in (0: none; a replay makes none)."""
+    processes = run_api_processes(inputs, distributed)
+    if inputs.settings.cache == "replay" or not any(
+        shares_call_processes(inputs, role, processes) for role in inputs.model_specs
+    ):
+        return 0
+    return processes
 
 
 def shared_concurrency(spec: ModelSpec, processes: int) -> ModelSpec:
@@ -73,8 +106,11 @@ def build_stack(inputs: RunInputs, state: ProcessState, root: Path, worker: bool
     if s.cache != "off" and state.cache is None:
         state.cache = ResponseCache(s.cache_path)  # type: ignore[arg-type]
         state.cache_mode = s.cache
-    specs = {role: shared_concurrency(s.role_spec(role, spec), processes) for role, spec in inputs.model_specs.items()}
-    models = RoleModels(inputs, state, specs, provider_options(inputs, root, worker))
+    run_processes = run_api_processes(inputs, worker)
+    specs = {
+        role: shared_concurrency(run_role_spec(inputs, role, run_processes), processes) for role in inputs.model_specs
+    }
+    models = RoleModels(inputs, state, specs, provider_options(inputs, root, worker), run_processes)
     guard = build_guard(
         s.guardrail, specs.get("guardrail"), models.options, lambda: models.model("guardrail"), state.units.guards
     )
@@ -128,6 +164,7 @@ class RoleModels:
     state: ProcessState
     specs: dict[str, ModelSpec]
     options: ProviderOptions
+    run_processes: int = 1  # the run's call processes (`run_api_processes`)
 
     def model(self, role: str) -> Any:
         """The model of a role that has a spec (`guardrail`, `tutor`, `judge`, `judge:NAME`, `attacker`)."""
@@ -137,8 +174,8 @@ class RoleModels:
             options = self.options
             # The run-wide --guardbench-api-processes is one set of call processes for every API model;
             # an alias's own `processes` keeps call processes of its own.
-            if shares_call_processes(self.inputs, role):
-                options = replace(options, call_processes=state.call_processes_of_run(spec.processes))
+            if shares_call_processes(self.inputs, role, self.run_processes):
+                options = replace(options, call_processes=state.call_processes_of_run(self.run_processes))
             state.models[key] = chat_provider_for(spec, options)
         state.role_models[role] = state.models[key]
         return state.cached(state.models[key], role)

@@ -6,7 +6,7 @@ gate check is added in one place."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +27,7 @@ from pytest_guardbench.document.summary import (
 from pytest_guardbench.document.gate import SnapshotCheck
 from pytest_guardbench.document.read import iter_records
 from pytest_guardbench.results.artifacts import write_json
-from pytest_guardbench.runfolder.folder import ResultsWriter
+from pytest_guardbench.runfolder.folder import ResultsWriter, Span
 from pytest_guardbench.audit.matching import LabelMatcher
 from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.document.gate import BaselineComparison
@@ -53,6 +53,9 @@ class AddedChecks:
 
 
 CheckBuilder = Callable[[RunMetrics], AddedChecks]
+# A batch of results.jsonl is written once it holds this much, if nothing flushed it before (a merge,
+# a rejudge: no one waits for a record of theirs, so their lines go in large writes).
+BATCH_BYTES = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -101,6 +104,9 @@ class RunFinish:
         self.matcher = LabelMatcher(labels, policy) if labels is not None else None
         # False when the records come from the folder's own results.jsonl (a correction in place).
         self._writer: ResultsWriter | None = ResultsWriter(run_dir / "results.jsonl") if write_records else None
+        self._wrote_records = write_records
+        # Records written ahead of their reports (`write_ahead`), by id, until `add` is given them.
+        self._ahead: dict[int, tuple[CaseRecord, Span]] = {}
         self._repeated = False
 
     @property
@@ -109,16 +115,40 @@ class RunFinish:
         return self.tally.received
 
     def add(self, record: CaseRecord, scored: Scored | None = None) -> None:
-        """Count `record` (scored under the policy unless the caller already did) and append it to
-        results.jsonl. A case given again (a rerun) is written, and the finish recounts: counters
-        cannot take a record back, and the last record of a case is the one that counts.
-        `ReportWriteError` when the folder cannot take it; the record is counted all the same."""
+        """Count `record` (scored under the policy unless the caller already did) and take it into the
+        batch of results.jsonl, written when the batch is large or by `flush`. A case given again (a
+        rerun) is written, and the finish recounts: counters cannot take a record back, and the last
+        record of a case is the one that counts. A record written ahead (`write_ahead`) is not written
+        again. `ReportWriteError` when the folder cannot take the batch; the record is counted all the same."""
         if record.case_id in self.tally.received:
             self._repeated = True
         else:
             self._count(record, scored)
+        if self._writer is None:
+            return
+        if self._ahead.pop(id(record), None) is None:
+            self._writer.add(record)
+        else:
+            # Written before; a file removed since is noticed now, as the write would have noticed it.
+            self._writer.check_kept(record.case_id)
+        if self._writer.pending_bytes >= BATCH_BYTES:
+            self._writer.flush()
+
+    def write_ahead(self, records: Iterable[CaseRecord]) -> None:
+        """Take into the batch the records of cases that finished before their tests reported, so that
+        one write carries them all; each is counted when it is given to `add`. The lines of any never
+        given are taken out of the file when the records close (a run stopped early, a test that
+        failed before it asked for its record)."""
+        if self._writer is None:
+            return
+        for record in records:
+            if id(record) not in self._ahead:
+                self._ahead[id(record)] = (record, self._writer.add(record))
+
+    def flush(self) -> None:
+        """Write the records taken so far (`ReportWriteError` when the folder cannot take them)."""
         if self._writer is not None:
-            self._writer.write(record)
+            self._writer.flush()
 
     def _count(self, record: CaseRecord, scored: Scored | None) -> None:
         scored = self.tally.add(record, scored)
@@ -129,14 +159,20 @@ class RunFinish:
             self.matcher.add(record, scored)
 
     def close_records(self) -> None:
-        """No more records: results.jsonl is whole."""
+        """No more records: results.jsonl is whole, holds no line written ahead for a case that never
+        reported, and is synced once."""
         if self._writer is not None:
-            self._writer.close()
-            self._writer = None
+            writer, self._writer = self._writer, None
+            try:
+                writer.discard([span for _, span in self._ahead.values()])
+            finally:
+                self._ahead.clear()
+                writer.close()
 
     def summary(self, facts: RunFacts) -> RunSummary:
         """Score what was counted, gate it and assemble the summary."""
         self.close_records()
+        had_repeats = self._repeated
         if self._repeated:
             # A case reported twice: the counters cannot take its first record back.
             self._recount(frozenset())
@@ -145,20 +181,22 @@ class RunFinish:
             # A reply the tutor gave to many different prompts (scoring/repeated_replies.py) is a non-answer
             # on safe prompts; which replies those are is known only now, so the cases they moved are
             # counted again, with every count made from them (picks, baseline, labels).
-            self._recount(self.tally.repeats.repeated())
+            # One pass when the file is the one this finish wrote, with no case in it twice.
+            self._recount(self.tally.repeats.repeated(), each_case_once=self._wrote_records and not had_repeats)
         correction = self.matcher.correction(facts.min_judge_kappa) if self.matcher is not None else None
         if correction is not None:
             facts = replace(facts, warnings=[*facts.warnings, *correction_warnings(correction, self.run_dir)])
         return build_summary(self.tally, self.thresholds, facts, correction)
 
-    def _recount(self, non_answers: frozenset[str]) -> None:
+    def _recount(self, non_answers: frozenset[str], *, each_case_once: bool = False) -> None:
         """Count the folder's records again from results.jsonl (the only times the finish reads it back),
-        with the replies in `non_answers` counted as non-answers."""
+        with the replies in `non_answers` counted as non-answers. `each_case_once`: no case came twice,
+        so the file is read in one pass."""
         self.tally = RunTally(self.policy, self.thresholds.min_recall or 0.9, non_answers)
         self.picks = CasePicks(self.policy)
         self.handled = {} if self.handled is not None else None
         self.matcher = LabelMatcher(self.labels, self.policy) if self.labels is not None else None
-        for record in iter_records(self.run_dir):
+        for record in iter_records(self.run_dir, each_case_once=each_case_once):
             self._count(record, None)
 
     def write(self, summary: RunSummary, *, manifest: dict[str, Any], meta: FolderMeta | None) -> None:

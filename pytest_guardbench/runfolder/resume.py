@@ -44,7 +44,7 @@ def read_records_tolerant(path: Path) -> tuple[dict[str, CaseRecord], int]:
         if not line.strip():
             continue
         try:
-            record = CaseRecord.model_validate_json(line)
+            record = CaseRecord.parse_json(line)
         except (ValidationError, ValueError):
             skipped += 1
             continue

@@ -153,7 +153,7 @@ class ModelSpec(BaseModel):
     # when the server rejects it, on fails the call, off never asks.
     structured: Literal["auto", "on", "off"] = "auto"
     concurrency: int | None = Field(default=None, ge=1)  # None: --guardbench-concurrency, else 8
-    processes: int | None = Field(default=None, ge=1)  # None: --guardbench-api-processes, else 1
+    processes: int | None = Field(default=None, ge=1)  # None: the run's call processes (--guardbench-api-processes)
     timeout_s: float | None = Field(default=None, gt=0)  # None: --guardbench-timeout, else 60
     max_retries: int | None = Field(default=None, ge=0)  # None: --guardbench-retries, else 3
     retry_backoff_s: float = Field(default=0.5, ge=0)

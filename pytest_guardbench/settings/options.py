@@ -9,7 +9,6 @@ from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
 from pytest_guardbench.errors import UsageError
-from pytest_guardbench.records import PolicyName
 from pytest_guardbench.settings.option_values import (
     MAX_API_PROCESSES,
     MAX_ATTACKER_TURNS,
@@ -28,6 +27,16 @@ from pytest_guardbench.settings.option_values import (
     shard,
     yes_no,
 )
+
+
+def policy_name(text: str) -> str:
+    """A scoring policy's name. The names come from the record types, read when the option is given:
+    registering the options imports no model (every pytest run in an environment with guardbench
+    installed registers them)."""
+    from pytest_guardbench.records import PolicyName
+
+    return choice(*get_args(PolicyName))(text)
+
 
 # name_list is re-exported: callers split a comma list the way the option table does.
 __all__ = ["OPTIONS", "OPTIONS_BY_NAME", "ConfigError", "OptionSpec", "name_list"]
@@ -129,7 +138,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
         ("--guardbench-policy",),
         "Scoring policy: assistant_policy_v2 (default; a harmful prompt is handled iff the response is safe) or refusal "
         "(it must also not be answered).",
-        choice(*get_args(PolicyName)),
+        policy_name,
     ),
     OptionSpec(
         "mode",
@@ -233,7 +242,7 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "api_processes",
         ("--guardbench-api-processes",),
-        "Worker processes that make the API models' calls, shared by every API model of the run (default 1: in the test process); 2 when many fast calls wait on the client's own CPU.",
+        "Worker processes that make the API models' calls, shared by every API model of the run; default: 2 when the run is one process, every role is an API model and it makes 1,500 calls or more, else 1 (the calls are made in the test process, as always under -n).",
         at_most(MAX_API_PROCESSES),
     ),
     OptionSpec(

@@ -105,3 +105,47 @@ def test_results_jsonl_has_one_record_per_case_with_item_ids(pytester):
     manifest = json.loads((run / "data_manifest.json").read_text())
     assert manifest["label_sources"] == {"is_harmful": 4, "label": 2}
     assert manifest["sources"][0]["items"] == 6 and len(manifest["sources"][0]["sha256"]) == 64
+
+
+# Notes, at the end of the run, which of guardbench's modules the process imported.
+IMPORTED = """
+import json, sys
+
+
+def pytest_unconfigure(config):
+    with open("imported.json", "w") as handle:
+        json.dump(sorted(m for m in sys.modules if m.startswith("pytest_guardbench")), handle)
+
+
+def test_plain():
+    assert True
+"""
+
+
+def test_a_project_without_guardbench_data_loads_nothing_of_it(pytester):
+    # Every pytest run of an environment with guardbench installed loads the plugin: one with no prompt
+    # data imports its options and keys, reads no settings, checks no model and makes no report folder.
+    pytester.makeconftest(IMPORTED.split("def test_plain")[0])
+    pytester.makepyfile(test_plain="def test_plain():\n    assert True\n")
+    result = pytester.runpytest_subprocess("-p", "no:xdist")
+    assert result.ret == 0, result.stdout.str()
+    imported = set(json.loads((pytester.path / "imported.json").read_text()))
+    assert imported <= {
+        "pytest_guardbench",
+        "pytest_guardbench._util",
+        "pytest_guardbench._util.redact",
+        "pytest_guardbench.errors",
+        "pytest_guardbench.exit_status",
+        "pytest_guardbench.plugin",
+        "pytest_guardbench.plugin.collector",
+        "pytest_guardbench.plugin.configure",
+        "pytest_guardbench.plugin.fixtures",
+        "pytest_guardbench.plugin.hooks",
+        "pytest_guardbench.plugin.hookspecs",
+        "pytest_guardbench.plugin.keys",
+        "pytest_guardbench.plugin.wire",
+        "pytest_guardbench.settings",
+        "pytest_guardbench.settings.option_values",
+        "pytest_guardbench.settings.options",
+    }, sorted(imported)
+    assert not (pytester.path / "reports").exists()

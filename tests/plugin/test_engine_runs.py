@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from pytest_guardbench.records import CaseRecord
+from pytest_guardbench.run.stack import AUTO_API_PROCESSES, AUTO_MIN_CALLS
 from pytest_guardbench.scoring.scorecard import score_record
 from tests.conftest import SUITE, read_summary
 from tests.openai_stub import FAULT_KINDS, OpenAIStub
@@ -534,3 +535,77 @@ def test_a_run_that_stops_at_its_preflight_leaves_no_call_process_behind(pyteste
     while _call_process_children() != before and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _call_process_children() == before
+
+
+# A replay finishes every case before the first test runs, so their records are written ahead of their
+# tests; one test then fails in a fixture of the project's own before asking for its record, and the
+# run is stopped part-way.
+STOPPED_PART_WAY = """import pytest
+
+
+@pytest.fixture(autouse=True)
+def _project_fixture(request):
+    case = request.node.name.split("[")[-1].rstrip("]")
+    if case == "load.p003.original":
+        raise RuntimeError("the project's own fixture broke")
+    if case == "load.p020.original":
+        pytest.exit("stopped part-way", returncode=2)
+"""
+
+
+def test_records_written_ahead_of_tests_that_never_reported_leave_results_jsonl(pytester, stub_factory):
+    stub = stub_factory()
+    _project(pytester.path, 30)
+    roles = ["-p", "no:xdist", "--guardrail=none", f"--tutor=vllm:tutor@{stub.base_url}", "--judge=rules"]
+    recorded = pytester.runpytest_subprocess("--guardbench-cache=write", *roles)
+    assert recorded.ret in (0, 1), recorded.stdout.str()
+    for run in (pytester.path / "reports").iterdir():
+        run.rename(pytester.path / f"first-{run.name}")
+    (pytester.path / "conftest.py").write_text(STOPPED_PART_WAY)
+    replayed = pytester.runpytest_subprocess("--guardbench-cache=replay", *roles)
+    assert replayed.ret == 2, replayed.stdout.str()
+    run = next((pytester.path / "reports").iterdir())
+    ids = [record.case_id for record in _records(run)]
+    assert ids == [f"load.p{i:03d}.original" for i in range(20) if i != 3], "the reported cases, each once, in order"
+    summary = json.loads((run / "summary.json").read_text())
+    assert summary["coverage"]["missing"]["count"] == 11  # p003 and p020..p029
+
+
+def test_a_long_run_of_api_models_starts_call_processes_by_itself_and_the_option_still_wins(pytester, stub_factory):
+    stub = stub_factory()
+    _project(pytester.path, AUTO_MIN_CALLS // 3)  # guard, tutor and judge: three calls a case
+    url = stub.base_url
+    roles = [
+        "-p",
+        "no:xdist",
+        f"--guardrail=vllm:guard@{url}",
+        f"--tutor=vllm:tutor@{url}",
+        f"--judge=vllm:judge@{url}",
+        "--guardbench-concurrency=32",
+        "--guardbench-min-recall=0",
+        "--guardbench-max-fpr=1",
+    ]
+    by_default = pytester.runpytest_subprocess(*roles)
+    assert by_default.ret == 0, by_default.stdout.str()
+    [first] = (pytester.path / "reports").iterdir()
+    first = first.rename(pytester.path / "by-default")
+    in_process = pytester.runpytest_subprocess(*roles, "--guardbench-api-processes=1")
+    assert in_process.ret == 0, in_process.stdout.str()
+    [second] = (pytester.path / "reports").iterdir()
+
+    def processes(run: Path) -> dict[str, object]:
+        calls = json.loads((run / "summary.json").read_text())["run"]["execution"]["api_calls"]
+        return {role: counts.get("processes") for role, counts in calls.items()}
+
+    assert processes(first) == {
+        "guardrail": AUTO_API_PROCESSES,
+        "tutor": AUTO_API_PROCESSES,
+        "judge": AUTO_API_PROCESSES,
+    }
+    assert set(processes(second).values()) <= {None, 1}
+    assert json.loads((first / "meta.json").read_text())["settings"]["api_processes"] is None, "as given: not given"
+    # The same records but for what was timed (each call's latency, each stage's time).
+    timed = {"timings_s": True, "response": {"latency_s"}, "turns": True}
+    assert [r.model_dump(exclude=timed) for r in _records(first)] == [
+        r.model_dump(exclude=timed) for r in _records(second)
+    ]

@@ -180,3 +180,58 @@ def test_a_second_resume_of_a_folder_in_use_stops_at_once_naming_the_holder(tmp_
     assert resuming.returncode == 0, output
     records = (folder / "results.jsonl").read_text().splitlines()
     assert len(records) == 60, "one writer: each case written once"
+
+
+# A conftest in the run's project that notes every report the controller (or the only process) logs,
+# after guardbench's own hook has seen it, with one unbuffered write each: what a person, a CI log or a
+# report file could have been told. An xdist worker logs its reports before the controller has them.
+LOGGED_REPORTS = """import os
+
+import pytest
+
+_LOG = []
+
+
+def pytest_configure(config):
+    if not hasattr(config, "workerinput"):
+        _LOG.append(os.open("reported.txt", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logreport(report):
+    for fd in _LOG:
+        os.write(fd, (report.when + " " + report.nodeid + "\\n").encode())
+"""
+
+
+def _told(reported: Path) -> set[str]:
+    """The node ids of the case tests whose reports were logged."""
+    return (
+        {line.split()[1] for line in reported.read_text().splitlines() if "[" in line} if reported.is_file() else set()
+    )
+
+
+@pytest.mark.parametrize("kind", ["in one process", "under -n 2"])
+def test_a_run_killed_mid_way_keeps_every_reported_case_and_no_half_line(tmp_path, slow_stub, kind):
+    command = _slow_project(tmp_path, slow_stub)
+    (tmp_path / "conftest.py").write_text(LOGGED_REPORTS)
+    run = subprocess.Popen(
+        [*command, *(["-p", "no:xdist"] if kind == "in one process" else ["-n", "2"]), "--guardbench-concurrency=4"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+    )
+    reported = tmp_path / "reported.txt"
+    deadline = time.time() + 60
+    while time.time() < deadline and len(_told(reported)) < 10:
+        time.sleep(0.02)
+    os.killpg(run.pid, signal.SIGKILL)  # no handler runs, no finish: only what is on disk is left
+    run.wait(timeout=30)
+    told = _told(reported)
+    assert len(told) >= 10, "the run was killed after some tests had reported"
+    data = next((tmp_path / "reports").glob("*/results.jsonl")).read_bytes()
+    assert data.endswith(b"\n"), "no half line at the end"
+    written = {json.loads(line)["case_id"] for line in data.decode("utf-8").splitlines()}
+    assert {nodeid[nodeid.index("[") + 1 : -1] for nodeid in told} <= written
+    assert run.returncode == -signal.SIGKILL

@@ -8,6 +8,8 @@ import math
 import random
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from pytest_guardbench.errors import InternalError
 
@@ -18,7 +20,7 @@ from pytest_guardbench.scoring.exact_intervals import hypergeometric_bounds
 from pytest_guardbench.document.correction import CorrectedMetric
 from pytest_guardbench.audit.units import AuditLabel, AuditUnit
 from pytest_guardbench.audit.correction import correct_run, inclusion_probabilities, judge_on_this_run
-from pytest_guardbench.audit.plan import plan_audit
+from pytest_guardbench.audit.plan import plan_audit, plan_audit_from_counts
 from pytest_guardbench.scoring.intervals import Z_95, wilson_interval
 
 FIELDS = {"judge_only", "labels_only", "estimate", "ci_low", "ci_high", "n_labelled", "n_total", "method", "note"}
@@ -307,6 +309,28 @@ def test_plan_audit_follows_its_formula():
     assert unsure.stratified.total > plan.stratified.total
     with pytest.raises(ValueError, match="half width"):
         plan_audit(units, 0.0)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.tuples(*[st.integers(0, 400)] * 4),
+    st.sampled_from([0.01, 0.05, 0.1, 0.3]),
+    st.sampled_from([0.0, 0.1, 0.25, 0.5]),
+)
+def test_a_plan_from_a_scorecard_s_counts_is_the_plan_from_its_units(counts, half_width, prior):
+    # summary.md and report.html plan an audit from the system scorecard's four cells: the same plan,
+    # to the last label, as the units those cells hold, without making a unit per case.
+    cells = dict(zip([(True, True), (True, False), (False, True), (False, False)], counts, strict=True))
+    units = [
+        AuditUnit(unit_id=f"{harmful}:{handled}:{i}", is_harmful=harmful, judge_handled=handled)
+        for (harmful, handled), count in cells.items()
+        for i in range(count)
+    ]
+    if not units:
+        return
+    assert plan_audit_from_counts(cells, half_width, prior_disagreement=prior) == plan_audit(
+        units, half_width, prior_disagreement=prior
+    )
 
 
 def _population(size: int, seed: int) -> tuple[list[int], list[int]]:

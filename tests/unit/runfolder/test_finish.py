@@ -1,5 +1,6 @@
-"""The one finish of a run folder (`RunFinish`), on its own: records stream in and are written as they
-come, the summary is built from what was counted, a case given twice counts once (its last record),
+"""The one finish of a run folder (`RunFinish`), on its own: records stream in and are written in
+batches (a record written ahead of its report is written once, and taken back out when its test never
+reports), the summary is built from what was counted, a case given twice counts once (its last record),
 what the run did not measure fails the gate, labels correct the gate's decision, and `write` writes the
 folder."""
 
@@ -32,17 +33,50 @@ def _finish(tmp_path, **kwargs):
     return RunFinish(tmp_path, V2, Thresholds(min_recall=0.5, max_fpr=0.5), **kwargs)
 
 
-def test_records_are_written_as_they_come_and_counted_by_the_score_they_carry(tmp_path):
+def test_records_are_written_in_one_batch_when_flushed_and_counted_by_the_score_they_carry(tmp_path):
     finish = _finish(tmp_path)
     harmful = record("a.original", True, "safe", "refused_or_blocked")
     finish.add(harmful, score_record(harmful, V2))
     # A record handed over without its score is scored under the finish's policy.
     finish.add(record("b.original", False, "safe", "non_answer"))
+    assert not (tmp_path / "results.jsonl").exists()  # taken into the batch, no write yet
+    finish.flush()
     lines = (tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines()
     assert [json.loads(line)["case_id"] for line in lines] == ["a.original", "b.original"]
     assert finish.received == {"a.original", "b.original"}
     card = finish.summary(_facts()).scorecards.system
     assert (card.tp, card.fn, card.fp, card.tn) == (1, 0, 1, 0)
+
+
+def test_records_written_ahead_are_written_once_and_those_never_reported_are_taken_back(tmp_path):
+    finish = _finish(tmp_path)
+    a, b, c, d = (record(f"{name}.original", True, "safe", "refused_or_blocked") for name in "abcd")
+    finish.add(a)
+    finish.write_ahead([b, c, d])  # finished before their tests reported
+    finish.flush()
+    assert len((tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines()) == 4
+    finish.add(b)  # b's test reports: counted, not written again
+    finish.write_ahead([c, d])  # asked again at the next report: still written once
+    finish.flush()
+    assert len((tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines()) == 4
+    # The run stops before c and d report: their lines leave the file, which then says what the summary counts.
+    summary = finish.summary(_facts())
+    lines = (tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["case_id"] for line in lines] == ["a.original", "b.original"]
+    assert summary.scorecards.system.n == 2
+
+
+def test_a_record_written_ahead_whose_test_failed_first_leaves_the_middle_of_the_file(tmp_path):
+    finish = _finish(tmp_path)
+    a, b, c = (record(f"{name}.original", True, "safe", "refused_or_blocked") for name in "abc")
+    finish.add(a)
+    finish.write_ahead([b, c])
+    finish.flush()
+    finish.add(c)  # b's test failed before it asked for its record; c's reported
+    finish.close_records()
+    lines = (tmp_path / "results.jsonl").read_text(encoding="utf-8").splitlines()
+    assert [json.loads(line)["case_id"] for line in lines] == ["a.original", "c.original"]
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 def test_a_case_given_twice_counts_once_by_its_last_record(tmp_path):
@@ -133,7 +167,9 @@ def test_a_folder_removed_under_the_run_stops_the_next_record_and_names_the_file
     run_dir.mkdir()
     finish = _finish(run_dir)
     finish.add(record("a.original", True))
+    finish.flush()
     (run_dir / "results.jsonl").unlink()
+    finish.add(record("b.original", True))
     with pytest.raises(ReportWriteError, match="results.jsonl: removed while the run was writing it"):
-        finish.add(record("b.original", True))
+        finish.flush()
     assert finish.received == {"a.original", "b.original"}  # counted all the same
