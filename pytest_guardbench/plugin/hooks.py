@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_guardbench._util.terminal import shown
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.exit_status import ExitStatus
@@ -90,14 +91,14 @@ def pytest_configure(config: pytest.Config) -> None:
         # promise inside guardbench stays a bug.
         if exc.exit_status == ExitStatus.INTERNAL_ERROR:
             raise
-        raise pytest.UsageError(redact(f"guardbench: {exc}")) from None
+        raise pytest.UsageError(shown(redact(f"guardbench: {exc}"))) from None
     except OSError as exc:
         if exc.filename is None:
             raise
-        raise pytest.UsageError(redact(f"guardbench: {exc.filename}: {exc.strerror or exc}")) from None
+        raise pytest.UsageError(shown(redact(f"guardbench: {exc.filename}: {exc.strerror or exc}"))) from None
     conflicts = label_conflict_warning(inputs.data.items)
     if conflicts and not is_worker(config):
-        config.issue_config_time_warning(pytest.PytestWarning(f"guardbench: {conflicts}"), stacklevel=2)
+        config.issue_config_time_warning(pytest.PytestWarning(shown(redact(f"guardbench: {conflicts}"))), stacklevel=2)
     if settings.resume is not None:
         # The controller folded the folder's finished cases into resume_base.jsonl before any worker started.
         state.prior = session.folder.prior if session is not None else load_base(settings.resume)

@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from pytest_guardbench._util.terminal import shown
 from pytest_guardbench.providers.smollm2_gguf import converted_smollm2, pending_conversion
 from pytest_guardbench.run.engine import Engine
 from pytest_guardbench.run.inputs import RunInputs
@@ -89,7 +90,7 @@ def start_engine(
         text = str(exc).strip()
         reason = text.splitlines()[0] if text else type(exc).__name__
         pytest.exit(
-            f"guardbench: the run's models could not be built: {reason}", returncode=pytest.ExitCode.USAGE_ERROR
+            shown(f"guardbench: the run's models could not be built: {reason}"), returncode=pytest.ExitCode.USAGE_ERROR
         )
     if pending is not None and reporter is not None:
         reporter.write_line(f"guardbench: the embedded tutor is ready ({time.monotonic() - started:.0f} s)")
