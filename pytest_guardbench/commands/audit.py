@@ -166,7 +166,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def _label(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy, args: argparse.Namespace) -> int:
-    out = Path(args.out) if args.out else run_dir / "audit.jsonl"
+    out = _labels_out(args.out, run_dir / "audit.jsonl")
     design: AuditDesign = args.design or "random"
     earlier = read_label_rows(out)  # a corrupt labels file stops here, before any screen
     draw = draw_audit(records, design, args.sample or 50, args.seed, policy)
@@ -192,6 +192,18 @@ def _label(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy, 
     return OK
 
 
+def _labels_out(given: str | None, default: Path) -> Path:
+    """The labels file to write, checked before any screen: its folder exists and it is no folder
+    itself (else the first label saved would fail, naming a temporary file)."""
+    out = Path(given) if given else default
+    named = f"--out {out}" if given else str(out)
+    if out.is_dir():
+        raise UsageError(f"{named}: is a folder; name a labels file in it")
+    if not out.parent.is_dir():
+        raise UsageError(f"{named}: no such folder {out.parent}")
+    return out
+
+
 def _first_labelling(
     first: Path, records: Sequence[CaseRecord], policy: ScoringPolicy
 ) -> tuple[list[JudgeLabel], AuditDraw]:
@@ -215,7 +227,7 @@ def _overlap(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy
     first_rows, draw = _first_labelling(first, records, policy)
     if args.labeller in {row.labeller for row in first_rows}:
         raise UsageError(f"--labeller {args.labeller} labelled {first}; a second labeller is another person")
-    out = Path(args.out) if args.out else first.with_name(f"{first.stem}.overlap-{_slug(args.labeller)}.jsonl")
+    out = _labels_out(args.out, first.with_name(f"{first.stem}.overlap-{_slug(args.labeller)}.jsonl"))
     if out.resolve() == first.resolve():
         raise UsageError(f"--out {out} is the first labeller's file; give another")
     earlier = read_label_rows(out)
@@ -248,7 +260,7 @@ def _adjudicate(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPol
     pairs = paired(first, read_label_rows(first), second, read_label_rows(second))
     replies = _replies(records, policy)
     check_replies(pairs, replies, run_dir, first)
-    out = Path(args.out) if args.out else first.with_name(f"{first.stem}.settled.jsonl")
+    out = _labels_out(args.out, first.with_name(f"{first.stem}.settled.jsonl"))
     if out.resolve() in (first.resolve(), second.resolve()):
         raise UsageError(f"--out {out} is one of the two files settled; give another")
     files = (str(first), str(second))

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 
+from pytest_guardbench._util.files import write_files
 from pytest_guardbench.results.compare import compare, heatmap_html, long_csv, markdown
 from pytest_guardbench.document.read import SummaryInvalid, iter_records, load_run, record_ids
 from pytest_guardbench.commands.exit_status import OK, USAGE_ERROR
@@ -93,9 +94,14 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.csv").write_text(long_csv(comparison), encoding="utf-8")
-        (out / "compare.md").write_text(text, encoding="utf-8")
-        (out / "compare.html").write_text(heatmap_html(comparison), encoding="utf-8")
+        # The three together, whole or none; an error names the file it failed on.
+        write_files(
+            [
+                (out / "compare.csv", long_csv(comparison)),
+                (out / "compare.md", text),
+                (out / "compare.html", heatmap_html(comparison)),
+            ]
+        )
         print(f"wrote {out / 'compare.csv'}, {out / 'compare.md'}, {out / 'compare.html'}")
     print(text)
     return OK

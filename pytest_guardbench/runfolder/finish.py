@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.results import html as html_report
-from pytest_guardbench.results.artifacts import write_all
+from pytest_guardbench.results.artifacts import documents, json_text, write_documents
 from pytest_guardbench.results.shown_cases import CasePicks
 from pytest_guardbench.document.meta import FolderMeta
 from pytest_guardbench.document.summary import (
@@ -26,7 +26,6 @@ from pytest_guardbench.document.summary import (
 )
 from pytest_guardbench.document.gate import SnapshotCheck
 from pytest_guardbench.document.read import iter_records
-from pytest_guardbench.results.artifacts import write_json
 from pytest_guardbench.runfolder.folder import ResultsWriter
 from pytest_guardbench.audit.matching import LabelMatcher
 from pytest_guardbench.audit.labels import RunLabels
@@ -163,14 +162,17 @@ class RunFinish:
 
     def write(self, summary: RunSummary, *, manifest: dict[str, Any], meta: FolderMeta | None) -> None:
         """summary.json, summary.md, variant_metrics.csv, data_manifest.json, meta.json, report.html and,
-        for a corrected run, corrected.json (results.jsonl is written as records arrive, before this)."""
-        write_all(self.run_dir, summary, manifest, meta)
-        if summary.corrected is not None:
-            write_json(self.run_dir / "corrected.json", corrected_document(summary.corrected))
-        else:
-            # A folder written again without labels keeps no corrected.json that its summary does not back.
-            (self.run_dir / "corrected.json").unlink(missing_ok=True)
-        html_report.write_picked(self.run_dir, summary, self.picks)
+        for a corrected run, corrected.json (results.jsonl is written as records arrive, before this),
+        all of them or none: a folder written again (correct, rejudge, merge) keeps its old documents
+        whole when one cannot be written. The OSError names the file it failed on."""
+        texts: dict[str, str | None] = dict(documents(summary, manifest, meta))
+        # A folder written again without labels keeps no corrected.json that its summary does not back.
+        corrected = summary.corrected
+        texts["corrected.json"] = json_text(corrected_document(corrected)) if corrected is not None else None
+        texts["report.html"] = html_report.picked_page(self.run_dir, summary, self.picks)
+        if not (self.run_dir / "results.jsonl").exists():
+            texts["results.jsonl"] = ""  # a run that gave no record still has its (empty) file
+        write_documents(self.run_dir, texts)
 
 
 def corrected_document(correction: Correction) -> dict[str, Any]:
