@@ -37,6 +37,7 @@ from pytest_guardbench.document.metrics import LostReport, RunMetrics
 from pytest_guardbench.document.gate import GateCheck, GateResult
 from pytest_guardbench.scoring.gates import corrected_checks, evaluate
 from pytest_guardbench.scoring.policies import ScoringPolicy
+from pytest_guardbench.scoring.run_warnings import record_warnings
 from pytest_guardbench.scoring.scorecard import Scored
 from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.settings.config import Thresholds
@@ -275,6 +276,16 @@ def labellers_reason(correction: Correction) -> str | None:
 
 # Every warning about the labels starts so: a correction made again drops the earlier one's.
 LABELS_WARNING = "labels: "
+# The warning of records labelled by several judges starts so: a run made again from them finds it again.
+JUDGES_WARNING = "the records were labelled by "
+
+
+def told_warnings(summary: RunSummary) -> list[str]:
+    """The warnings a run's finish was told (a demo stack, a tutor that answered as another model, a
+    stored judge check measured again), not those it found in the records: a run written again from
+    these records (merge, correct) finds the others again, and carries these."""
+    found = set(record_warnings(summary))
+    return [w for w in summary.warnings if w not in found and not w.startswith((LABELS_WARNING, JUDGES_WARNING))]
 
 
 def correction_warnings(correction: Correction, run_dir: Path) -> list[str]:
@@ -311,7 +322,7 @@ def _named_judge(stack: StackInfo, judge_ids: set[str]) -> tuple[StackInfo, list
     stack = StackInfo.model_validate({**stack.model_dump(), "judge_id": named})
     if len(judge_ids) > 1:
         return stack, [
-            f"the records were labelled by {len(judge_ids)} different judges ({', '.join(sorted(judge_ids))}): "
+            f"{JUDGES_WARNING}{len(judge_ids)} different judges ({', '.join(sorted(judge_ids))}): "
             "its metrics mix their labels"
         ]
     return stack, []
