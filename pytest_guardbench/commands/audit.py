@@ -207,6 +207,10 @@ def _labels_out(given: str | None, default: Path) -> Path:
 def _first_labelling(
     first: Path, records: Sequence[CaseRecord], policy: ScoringPolicy
 ) -> tuple[list[JudgeLabel], AuditDraw]:
+    if first.is_dir():
+        raise LabelsError(
+            f"{first}: is a folder, not a labels file (the first labeller's, for --overlap; name it with --of)"
+        )
     if not first.is_file():
         raise LabelsError(f"{first}: no such labels file (the first labeller's, for --overlap; name it with --of)")
     rows = read_label_rows(first)
@@ -255,6 +259,8 @@ def _overlap(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy
 def _adjudicate(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy, args: argparse.Namespace) -> int:
     first, second = (Path(name) for name in args.adjudicate)
     for path in (first, second):
+        if path.is_dir():
+            raise LabelsError(f"{path}: is a folder, not a labels file")
         if not path.is_file():
             raise LabelsError(f"{path}: no such labels file")
     pairs = paired(first, read_label_rows(first), second, read_label_rows(second))
