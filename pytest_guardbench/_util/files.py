@@ -7,18 +7,24 @@ remove is removed in the same pass. A failure at any step takes back what was do
 files are removed and every file already replaced gets its old bytes and mode back (or is removed
 when it was new), so the set changes whole or not at all, and no temporary file is left. The error is
 the OSError that stopped it, naming the target it failed on (a full disk's ENOSPC names no file by
-itself). `FileSet.undo` does the same after a success, for a check that fails later."""
+itself, so the error is a `FileWriteError`). `FileSet.undo` does the same after a success, for a check
+that fails later."""
 
 from __future__ import annotations
 
 import contextlib
 import errno
 import os
+import re
 import secrets
 import stat
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from pytest_guardbench.errors import RunFolderError
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -34,22 +40,33 @@ class FileChange:
 
 
 def file_change(path: Path, data: bytes | str | None, *, real: Path | None = None) -> FileChange:
-    """The change of `path` to `data` (text is written as UTF-8; None removes it), with what it holds
-    now. OSError naming `path` when its old bytes cannot be read (a folder where the file goes)."""
+    """The change of `path` to `data` (None removes it), with what it holds now. Text is written as
+    UTF-8, a lone surrogate (half a pair, which has no UTF-8 form) as U+FFFD, as results.jsonl writes
+    it, rather than no file. OSError naming `path` when its old bytes cannot be read (a folder where
+    the file goes)."""
     target = real if real is not None else Path(os.path.realpath(path)) if path.is_symlink() else path
     try:
         before = target.read_bytes() if target.exists() or target.is_symlink() else None
         mode = stat.S_IMODE(target.stat().st_mode) if before is not None else None
     except OSError as exc:
         raise _naming(exc, path) from None
-    new = data.encode("utf-8") if isinstance(data, str) else data
+    new = _LONE_SURROGATE.sub("\ufffd", data).encode("utf-8") if isinstance(data, str) else data
     return FileChange(path, target, new, before, mode)
 
 
-def _naming(exc: OSError, path: Path) -> OSError:
-    """`exc` naming `path`: the OSError a caller reports as `path: why`."""
+class FileWriteError(RunFolderError, OSError):
+    """A file guardbench writes (a run folder's document, a labels file, a starter file) could not be
+    written: `filename` names it and `strerror` says why. Still an OSError, as every caller of a writer
+    has always caught."""
+
+    def __str__(self) -> str:
+        return f"{self.filename}: {self.strerror}"
+
+
+def _naming(exc: OSError, path: Path) -> FileWriteError:
+    """`exc` naming `path` (a full disk's ENOSPC names no file by itself)."""
     code = exc.errno if exc.errno is not None else errno.EIO
-    return OSError(code, exc.strerror or os.strerror(code), str(path))
+    return FileWriteError(code, exc.strerror or os.strerror(code), str(path))
 
 
 def _temporary(change: FileChange, data: bytes, mode: int | None, tag: str) -> Path:

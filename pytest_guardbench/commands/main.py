@@ -48,8 +48,11 @@ class CommandParser(argparse.ArgumentParser):
     """argparse with the project's usage-error status: 4, as pytest's, since 2 means interrupted here."""
 
     def error(self, message: str) -> NoReturn:
+        from pytest_guardbench._util.redact import redact
+
         self.print_usage(sys.stderr)
-        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+        # argparse quotes the argument it refuses ("invalid choice: '...'"): a key pasted there is not echoed.
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {redact(message)}\n")
 
 
 def build_parser() -> CommandParser:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
+from pytest_guardbench._util.files import FileWriteError
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.document.meta import FolderMeta
 from pytest_guardbench.document.meta import IDENTITY_KEYS
@@ -161,7 +162,7 @@ def prepare(
         # Streamed, not held: a run's records may be many. A failure names the file and leaves no part of it.
         with contextlib.suppress(OSError):
             tmp.unlink(missing_ok=True)
-        raise OSError(exc.errno, exc.strerror, str(run_dir / RESUME_BASE)) from None
+        raise FileWriteError(exc.errno, exc.strerror, str(run_dir / RESUME_BASE)) from None
     results.write_text("", encoding="utf-8")
     return finished, skipped + skipped_base, changed
 

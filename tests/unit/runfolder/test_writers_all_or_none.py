@@ -5,6 +5,7 @@ disk), a folder where a file goes, a read-only folder."""
 
 from __future__ import annotations
 
+import errno
 import json
 from pathlib import Path
 
@@ -154,8 +155,9 @@ def test_the_shared_writer_takes_back_what_it_did_when_a_later_file_fails(tmp_pa
     done.write_text("old a", encoding="utf-8")
     blocked.mkdir()
     # The folder is read as the old file (refused, naming it) before a byte is written.
-    with pytest.raises(IsADirectoryError) as raised:
+    with pytest.raises(OSError) as raised:
         write_files([(done, "new a"), (blocked, "new b")])
+    assert raised.value.errno == errno.EISDIR and str(raised.value) == f"{blocked}: Is a directory"
     assert raised.value.filename == str(blocked) and done.read_text(encoding="utf-8") == "old a"
     # A target that turns into a folder once checked: the rename fails after the first file is in place.
     blocked.rmdir()
