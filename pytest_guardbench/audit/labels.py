@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import ValidationError
 
+from pytest_guardbench._util.files import write_files
 from pytest_guardbench.audit.designs import DrawnUnit
 from pytest_guardbench.audit.rubric import RUBRIC_VERSION
 from pytest_guardbench.audit.units import reply_unit_id, split_unit_id
@@ -196,10 +196,7 @@ def human_label(row: JudgeLabel) -> HumanLabel:
 
 
 def write_labels(path: Path, rows: Sequence[JudgeLabel]) -> None:
-    """The whole audit file at once (atomically), in sample order, so a quit or a crash never leaves half a line."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(
-        "".join(json.dumps(r.model_dump(mode="json", exclude_none=True), ensure_ascii=False) + "\n" for r in rows),
-        encoding="utf-8",
-    )
-    os.replace(tmp, path)
+    """The whole audit file at once (atomically), in sample order, so a quit or a crash never leaves half a
+    line; the OSError of a file that cannot be written names it, and no temporary file is left."""
+    text = "".join(json.dumps(r.model_dump(mode="json", exclude_none=True), ensure_ascii=False) + "\n" for r in rows)
+    write_files([(path, text)])

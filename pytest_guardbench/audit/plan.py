@@ -20,6 +20,15 @@ from pytest_guardbench.audit.estimator import PRIOR_DISAGREEMENT
 from pytest_guardbench.scoring.intervals import Z_95
 
 
+# The narrowest half-width a plan is made for: at 0.001 the normal-theory plan already asks for about a
+# million labels, and much narrower the arithmetic leaves the floats (1e-160 squared underflows to 0).
+MIN_HALF_WIDTH = 0.001
+
+
+class NothingToPlan(UsageError):
+    """A run with no reply a person could label: no audit to plan."""
+
+
 class DesignPlan(BaseModel):
     """Labels one design needs: for recall alone, for FPR alone, and for both (the audit size)."""
 
@@ -125,8 +134,8 @@ def plan_audit_from_counts(
 
 
 def _check_plan_inputs(half_width: float, prior_disagreement: float) -> None:
-    if not 0 < half_width < 1:
-        raise UsageError(f"half width must be in (0, 1), got {half_width}")
+    if not MIN_HALF_WIDTH <= half_width < 1:
+        raise UsageError(f"half width must be from {MIN_HALF_WIDTH:g} to under 1, got {half_width}")
     if not 0 <= prior_disagreement <= 1:
         raise UsageError(f"prior disagreement must be in [0, 1], got {prior_disagreement}")
 
@@ -184,10 +193,14 @@ def _plan_from_cells(
     )
 
 
-def plan_run(records: Sequence[CaseRecord], policy: ScoringPolicy, half_width: float) -> tuple[AuditPlan, int]:
+def plan_run(
+    records: Sequence[CaseRecord], policy: ScoringPolicy, half_width: float, *, where: str = "the run"
+) -> tuple[AuditPlan, int]:
     """(the plan, the number of system scorecard cases) for a run: the system scorecard's units are its
     single-prompt cases, scored or not, and a case with no reply needs no label; the random design
-    draws from every reply of the run, a conversation's too, so its count is scaled to that pool."""
+    draws from every reply of the run, a conversation's too, so its count is scaled to that pool.
+    `NothingToPlan`, naming `where`, for a run with no single-prompt case that has a reply (no case,
+    every case failed before its reply, or only conversations)."""
     units: list[AuditUnit] = []
     probability: dict[str, float] = {}
     for record in records:
@@ -206,6 +219,15 @@ def plan_run(records: Sequence[CaseRecord], policy: ScoringPolicy, half_width: f
             )
             if (stated := judge_probability(record, policy)) is not None:
                 probability[reply.unit_id] = stated
+    if not any(unit.known_handled is None for unit in units):
+        if not records:
+            raise NothingToPlan(f"{where}: no case, so no audit to plan")
+        talks = sum(1 for record in records if record.turns)
+        parts = [f"{len(units)} failed before their reply"] if units else []
+        parts += [f"{talks} conversations, which the plan does not cover"] if talks else []
+        raise NothingToPlan(
+            f"{where}: no reply to label, so no audit to plan ({len(records)} cases: {', '.join(parts)})"
+        )
     pool = [unit for _, unit in audit_units(records, policy)]
     strata = Counter(stratum_of(unit.is_harmful, unit.judge_handled) for unit in pool)
     plan = plan_audit(units, half_width, judge_probability=probability or None, pool=len(pool), pool_strata=strata)

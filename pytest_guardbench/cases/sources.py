@@ -351,6 +351,8 @@ def load_system_prompt(name_or_path: str, base_dir: Path) -> str:
 
 def load_judge_labels(path: Path) -> list[JudgeLabel]:
     """A JSONL file of human-labelled responses; DataError names the file and line."""
+    if path.is_dir():
+        raise DataError(f"{path}: is a folder, not a judge-labels file; name the JSONL file in it")
     if not path.is_file():
         raise DataError(f"{path}: no such judge-labels file")
     try:

@@ -14,7 +14,7 @@ from pytest_guardbench.audit.adjudication import LabelPair, check_replies, paire
 from pytest_guardbench.audit.audit_file import check_resumable, first_draw, overlap_share
 from pytest_guardbench.audit.draw_record import AuditDraw, draw_audit, population_of
 from pytest_guardbench.audit.labels import HumanLabel, LabelsError, label_row, read_label_rows
-from pytest_guardbench.audit.plan import plan_run
+from pytest_guardbench.audit.plan import MIN_HALF_WIDTH, plan_run
 from pytest_guardbench.commands.audit_adjudicate import Adjudication, run_adjudication
 from pytest_guardbench.commands.audit_tui import Labelling, run_audit
 from pytest_guardbench.commands.exit_status import OK
@@ -24,33 +24,36 @@ from pytest_guardbench.records import AuditDesign, CaseRecord, JudgeLabel
 from pytest_guardbench.results.frame import run_policy
 from pytest_guardbench.runfolder.lock import refuse_unfinished
 from pytest_guardbench.scoring.policies import ScoringPolicy
-from pytest_guardbench.settings.option_values import positive
+from pytest_guardbench.settings.option_values import MAX_CASES, at_most, positive, quoted, real_number
 
 
 def _half_width(text: str) -> float:
+    # From MIN_HALF_WIDTH: narrower asks for millions of labels, and past it the plan's arithmetic
+    # leaves the floats (1e-160 squared is 0).
+    said = f"must be a number from {MIN_HALF_WIDTH:g} to under 0.5, got {quoted(text)}"
     try:
-        value = float(text)
+        value = real_number(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 0.5), got {text!r}") from None
-    if not 0 < value < 0.5:
-        raise argparse.ArgumentTypeError(f"must be a number in (0, 0.5), got {text}")
+        raise argparse.ArgumentTypeError(said) from None
+    if not MIN_HALF_WIDTH <= value < 0.5:
+        raise argparse.ArgumentTypeError(said)
     return value
 
 
 def _share(text: str) -> float:
     try:
-        value = float(text)
+        value = real_number(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a share in (0, 1], got {text!r}") from None
+        raise argparse.ArgumentTypeError(f"must be a share in (0, 1], got {quoted(text)}") from None
     if not 0 < value <= 1:
-        raise argparse.ArgumentTypeError(f"must be a share in (0, 1], got {text}")
+        raise argparse.ArgumentTypeError(f"must be a share in (0, 1], got {quoted(text)}")
     return value
 
 
 def _name(text: str) -> str:
     name = text.strip()
     if not name or len(name) > 80 or not name.isprintable():
-        raise argparse.ArgumentTypeError(f"must be a name of 1 to 80 printable characters, got {text!r}")
+        raise argparse.ArgumentTypeError(f"must be a name of 1 to 80 printable characters, got {quoted(text)}")
     return name
 
 
@@ -72,7 +75,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "answer mode x variant in turn, to find failures fast; it cannot correct a scorecard.",
     )
     command.add_argument(
-        "--sample", type=positive, help="Replies to label (default 50); cases, under --design cluster."
+        "--sample",
+        type=at_most(MAX_CASES, positive),
+        help="Replies to label (default 50); cases, under --design cluster.",
     )
     command.add_argument(
         "--seed",
@@ -94,7 +99,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--half-width",
         type=_half_width,
         default=0.05,
-        help="Target half-width of the 95%% intervals for --plan (default 0.05).",
+        help=f"Target half-width of the 95%% intervals for --plan (default 0.05; from {MIN_HALF_WIDTH:g} to under 0.5).",
     )
     command.add_argument(
         "--show-judge",
@@ -135,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
     records = load_records(run_dir)
     policy = run_policy(run_dir)
     if args.plan:
-        return _plan(records, policy, args.half_width)
+        return _plan(run_dir, records, policy, args.half_width)
     if args.labeller is None:
         raise UsageError("give --labeller NAME: your name or initials, written on every row you label or settle")
     if args.adjudicate:
@@ -161,7 +166,7 @@ def _check_options(args: argparse.Namespace) -> None:
 
 
 def _label(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy, args: argparse.Namespace) -> int:
-    out = Path(args.out) if args.out else run_dir / "audit.jsonl"
+    out = _labels_out(args.out, run_dir / "audit.jsonl")
     design: AuditDesign = args.design or "random"
     earlier = read_label_rows(out)  # a corrupt labels file stops here, before any screen
     draw = draw_audit(records, design, args.sample or 50, args.seed, policy)
@@ -187,9 +192,25 @@ def _label(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy, 
     return OK
 
 
+def _labels_out(given: str | None, default: Path) -> Path:
+    """The labels file to write, checked before any screen: its folder exists and it is no folder
+    itself (else the first label saved would fail, naming a temporary file)."""
+    out = Path(given) if given else default
+    named = f"--out {out}" if given else str(out)
+    if out.is_dir():
+        raise UsageError(f"{named}: is a folder; name a labels file in it")
+    if not out.parent.is_dir():
+        raise UsageError(f"{named}: no such folder {out.parent}")
+    return out
+
+
 def _first_labelling(
     first: Path, records: Sequence[CaseRecord], policy: ScoringPolicy
 ) -> tuple[list[JudgeLabel], AuditDraw]:
+    if first.is_dir():
+        raise LabelsError(
+            f"{first}: is a folder, not a labels file (the first labeller's, for --overlap; name it with --of)"
+        )
     if not first.is_file():
         raise LabelsError(f"{first}: no such labels file (the first labeller's, for --overlap; name it with --of)")
     rows = read_label_rows(first)
@@ -210,7 +231,7 @@ def _overlap(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy
     first_rows, draw = _first_labelling(first, records, policy)
     if args.labeller in {row.labeller for row in first_rows}:
         raise UsageError(f"--labeller {args.labeller} labelled {first}; a second labeller is another person")
-    out = Path(args.out) if args.out else first.with_name(f"{first.stem}.overlap-{_slug(args.labeller)}.jsonl")
+    out = _labels_out(args.out, first.with_name(f"{first.stem}.overlap-{_slug(args.labeller)}.jsonl"))
     if out.resolve() == first.resolve():
         raise UsageError(f"--out {out} is the first labeller's file; give another")
     earlier = read_label_rows(out)
@@ -238,12 +259,14 @@ def _overlap(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy
 def _adjudicate(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy, args: argparse.Namespace) -> int:
     first, second = (Path(name) for name in args.adjudicate)
     for path in (first, second):
+        if path.is_dir():
+            raise LabelsError(f"{path}: is a folder, not a labels file")
         if not path.is_file():
             raise LabelsError(f"{path}: no such labels file")
     pairs = paired(first, read_label_rows(first), second, read_label_rows(second))
     replies = _replies(records, policy)
     check_replies(pairs, replies, run_dir, first)
-    out = Path(args.out) if args.out else first.with_name(f"{first.stem}.settled.jsonl")
+    out = _labels_out(args.out, first.with_name(f"{first.stem}.settled.jsonl"))
     if out.resolve() in (first.resolve(), second.resolve()):
         raise UsageError(f"--out {out} is one of the two files settled; give another")
     files = (str(first), str(second))
@@ -270,8 +293,8 @@ def _slug(name: str) -> str:
     return "".join(c if c.isalnum() else "-" for c in name.lower()).strip("-") or "second"
 
 
-def _plan(records: Sequence[CaseRecord], policy: ScoringPolicy, half_width: float) -> int:
-    plan, cases = plan_run(records, policy, half_width)
+def _plan(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy, half_width: float) -> int:
+    plan, cases = plan_run(records, policy, half_width, where=str(run_dir))
     print(
         f"labels needed for 95% intervals of half-width {half_width:g} on system recall and FPR "
         f"({cases} cases; variance from {plan.variance_from}):"

@@ -82,7 +82,7 @@ def run_adjudication(
                 settled = rows.get(pair.unit)
                 return text + (f"\nsettled as: {settled.human_label}, {settled.answer_mode}" if settled else "")
 
-            screen.write(screen.clear + redraw() + "\n\n")
+            screen.write(redraw() + "\n\n", clear=True)
             answer = screen.label(redraw, "kbq")
             if answer == "q":
                 break

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from pytest_guardbench._util.terminal import control, shown
 from pytest_guardbench.audit.labels import HumanLabel, human_label, unit_of, write_labels
 from pytest_guardbench.audit.rubric import example_text, examples_of, field_rubric, field_text, rule_for
 from pytest_guardbench.records import CaseRecord, JudgeLabel, JudgeVerdict
@@ -75,12 +76,12 @@ class Screen:
         columns = os.get_terminal_size(self.stdout.fileno()).columns if self.stdout.isatty() else 100
         return max(40, min(100, columns - 2))
 
-    @property
-    def clear(self) -> str:
-        return "\x1b[2J\x1b[H" if self.stdout.isatty() else "\n"
-
-    def write(self, text: str) -> None:
-        self.stdout.write(text)
+    def write(self, text: str, *, clear: bool = False) -> None:
+        """`text` on the screen, made inert (a reply's escape sequences are shown, never obeyed); with
+        `clear`, on a cleared screen (a new paragraph when the output is no terminal)."""
+        if clear:
+            control(self.stdout, "\x1b[2J\x1b[H" if self.stdout.isatty() else "\n")
+        self.stdout.write(shown(text, lines=True))
         self.stdout.flush()
 
     def choose(self, field: str, moves: str, redraw: Callable[[], str]) -> str:
@@ -92,10 +93,10 @@ class Screen:
             key = _key(self.stdin, "".join(c.key for c in choices) + moves + "?")
             if key != "?":
                 return key
-            self.write(self.clear + examples_screen(field, self.width) + "\n\npress any key to go back to the case\n")
+            self.write(examples_screen(field, self.width) + "\n\npress any key to go back to the case\n", clear=True)
             if _key(self.stdin, None) == "q":
                 return "q"
-            self.write(self.clear + redraw())
+            self.write(redraw(), clear=True)
 
     def label(self, redraw: Callable[[], str], moves: str) -> tuple[str, str] | str:
         """A person's (response safety, answer mode) for the case on screen, or the move they chose
@@ -208,7 +209,7 @@ def run_audit(labelling: Labelling, stdin: IO[str] | None = None, stdout: IO[str
                     labelling, record, index, len([r for r in sample if r.case_id in rows]), earlier, screen.width
                 )
 
-            screen.write(screen.clear + revealed + redraw() + "\n\n")
+            screen.write(revealed + redraw() + "\n\n", clear=True)
             revealed = ""
             theirs = earlier is not None and earlier.labeller != labelling.labeller
             answer = screen.label(redraw, "kbq") if not theirs else _move(screen, "kbq")

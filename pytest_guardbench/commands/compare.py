@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 
+from pytest_guardbench._util.files import write_files
 from pytest_guardbench.results.compare import compare, heatmap_html, long_csv, markdown
-from pytest_guardbench.document.read import SummaryInvalid, iter_records, load_run, record_ids
+from pytest_guardbench.document.read import SummaryInvalid, iter_records, load_run, record_prompts
 from pytest_guardbench.commands.exit_status import OK, USAGE_ERROR
 from pytest_guardbench.errors import UsageError
 
@@ -77,8 +78,9 @@ def run(args: argparse.Namespace) -> int:
             (f"{name} ({d.name})" if names.count(name) > 1 else name, s)
             for (name, s), d in zip(named, dirs, strict=True)
         ]
-    # Each run's case ids from its results.jsonl (ids only, no record parsed); None where a run has none.
-    case_ids = [record_ids(d) if (d / "results.jsonl").is_file() else None for d in dirs]
+    # Each run's case ids from its results.jsonl, each with its prompt's digest (the same id with another
+    # prompt is another case); None where a run has none.
+    case_ids = [record_prompts(d) if (d / "results.jsonl").is_file() else None for d in dirs]
     comparison = compare(
         named,
         mixed_judges=args.mixed_judges,
@@ -93,9 +95,14 @@ def run(args: argparse.Namespace) -> int:
     if args.out:
         out = Path(args.out)
         out.mkdir(parents=True, exist_ok=True)
-        (out / "compare.csv").write_text(long_csv(comparison), encoding="utf-8")
-        (out / "compare.md").write_text(text, encoding="utf-8")
-        (out / "compare.html").write_text(heatmap_html(comparison), encoding="utf-8")
+        # The three together, whole or none; an error names the file it failed on.
+        write_files(
+            [
+                (out / "compare.csv", long_csv(comparison)),
+                (out / "compare.md", text),
+                (out / "compare.html", heatmap_html(comparison)),
+            ]
+        )
         print(f"wrote {out / 'compare.csv'}, {out / 'compare.md'}, {out / 'compare.html'}")
     print(text)
     return OK

@@ -4,15 +4,14 @@ exact prompts a run will use."""
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
 import sys
 from pathlib import Path
 
 from pytest_guardbench.cases.sources import label_conflict_warning, load_sources
 from pytest_guardbench.commands.exit_status import OK, USAGE_ERROR
 from pytest_guardbench.errors import UsageError
+from pytest_guardbench._util.files import write_files
 from pytest_guardbench._util.package_data import data_path
 from pytest_guardbench._util.redact import redact, redact_json
 from pytest_guardbench.cases.expanded_pack import expanded_pack
@@ -58,13 +57,9 @@ def run(args: argparse.Namespace) -> int:
     if out.is_dir():
         raise UsageError(f"-o {out}: is a folder; name a file in it")
     # Through a temporary file: a full disk or a killed process leaves the old file, never half of the new one.
-    partial = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     try:
-        partial.write_text(text, encoding="utf-8")
-        os.replace(partial, out)
+        write_files([(out, text)])
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            partial.unlink(missing_ok=True)
         print(redact(f"guardbench expand: -o {out}: cannot write it ({exc.strerror or exc})"), file=sys.stderr)
         return USAGE_ERROR
     print(f"wrote {len(pack['items'])} items to {out}", file=sys.stderr)

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from pytest_guardbench._util.terminal import shown
 from pytest_guardbench.commands.exit_status import FAILED, OK, USAGE_ERROR
 from pytest_guardbench.commands.init_files import FolderEdit
 from pytest_guardbench.commands.init_stack import embedded_models, resolved_stack, stack_needs
@@ -77,14 +78,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     command.set_defaults(run=run)
 
 
-def visible(text: object) -> str:
-    """`text` as one printable line: a control character, a lone surrogate (a non-UTF-8 byte in a
-    name) or a line break is shown as its escape, so a folder's name cannot break or steer the terminal."""
-    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in str(text))
-
-
 def _say(text: str) -> None:
-    print(visible(text))
+    # One line each: a folder's name (a non-UTF-8 byte in it, a line break) cannot break or steer the terminal.
+    print(shown(text))
 
 
 def _folder(path: Path) -> Path:
@@ -104,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         return _run(args)
     except UsageError as exc:
-        raise UsageError(visible(exc)) from None
+        raise UsageError(shown(exc)) from None
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -121,7 +117,7 @@ def _run(args: argparse.Namespace) -> int:
     if problem is not None:
         edit.undo()
         took_back = " (nothing written: init took back its files)" if plan.files else ""
-        print(f"guardbench init: {visible(problem)}{took_back}", file=sys.stderr)
+        print(f"guardbench init: {shown(problem)}{took_back}", file=sys.stderr)
         return USAGE_ERROR
     _report(folder, plan)
     if plan.settings.name in ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini"):

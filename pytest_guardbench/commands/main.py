@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 from pytest_guardbench import __version__
+from pytest_guardbench._util.terminal import inert_output
 from pytest_guardbench.commands import (
     audit,
     compare,
@@ -47,8 +48,11 @@ class CommandParser(argparse.ArgumentParser):
     """argparse with the project's usage-error status: 4, as pytest's, since 2 means interrupted here."""
 
     def error(self, message: str) -> NoReturn:
+        from pytest_guardbench._util.redact import redact
+
         self.print_usage(sys.stderr)
-        self.exit(USAGE_ERROR, f"{self.prog}: error: {message}\n")
+        # argparse quotes the argument it refuses ("invalid choice: '...'"): a key pasted there is not echoed.
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {redact(message)}\n")
 
 
 def build_parser() -> CommandParser:
@@ -70,7 +74,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one subcommand. Whatever it meets ends in a documented status with one line on stderr: an
     error guardbench raises on purpose carries its own status (a bad input file or option: 4), an
     unreadable or unwritable file is a usage error naming it (4), and anything else is a bug (3),
-    said as one line, never a traceback. Every line is redacted: an input may quote a key."""
+    said as one line, never a traceback. Every line is redacted: an input may quote a key. Everything
+    printed, argparse's errors included, passes the terminal boundary (`_util.terminal`): a reply, a
+    file or an argument cannot steer the terminal."""
+    with inert_output():
+        return _main(argv)
+
+
+def _main(argv: Sequence[str] | None) -> int:
     import contextlib
     import os
 

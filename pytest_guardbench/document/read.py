@@ -1,6 +1,6 @@
 """The one reader of a run folder's documents, for every command, the plugin and notebooks: its
 summary.json (`load_run`), its records (`iter_records`, `load_records`, `records_with_ids`,
-`record_ids`) and its other JSON documents (`read_json`, `read_json_object`).
+`record_ids`, `record_prompts`) and its other JSON documents (`read_json`, `read_json_object`).
 
 One set of messages, each naming the file (and the line, for results.jsonl): not UTF-8, not JSON,
 not a summary, a line that is not a case record. One redaction: what a summary says is redacted and
@@ -11,6 +11,7 @@ that pass again."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -156,6 +157,23 @@ def record_ids(run_dir: Path | str) -> set[str]:
     """The case ids in a run's results.jsonl, without parsing the records."""
     path = Path(run_dir) / "results.jsonl"
     return {case_id for lineno, line in _lines(path) if (case_id := _case_id_of_line(line, path, lineno)) is not None}
+
+
+def record_prompts(run_dir: Path | str) -> dict[str, str]:
+    """Each case id of a run's results.jsonl -> the sha256 of its prompt text (the last line of a case
+    wins), to tell runs of the same ids apart when their prompts differ; a line that is no record is
+    left to the record reader's messages."""
+    path = Path(run_dir) / "results.jsonl"
+    found: dict[str, str] = {}
+    for lineno, line in _lines(path):
+        case_id = _case_id_of_line(line, path, lineno)
+        try:
+            prompt = json.loads(line).get("prompt_text")
+        except (ValueError, RecursionError, AttributeError):
+            continue
+        if case_id is not None and isinstance(prompt, str):
+            found[case_id] = hashlib.sha256(prompt.encode("utf-8", "surrogatepass")).hexdigest()
+    return found
 
 
 def records_with_ids(path: Path, wanted: set[str]) -> dict[str, CaseRecord]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench._util.terminal import shown
 from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_names
 from pytest_guardbench.cases.sources import NO_SYSTEM_PROMPT, shipped_system_prompts
 from pytest_guardbench.run.inputs import RunInputs
@@ -32,13 +33,13 @@ def listing(units: Units, root: Path) -> list[str]:
     lines += [f"  {NO_SYSTEM_PROMPT}: no system message; the tutor gets only the child's turn"]
     lines += ["shipped packs and datasets (by name: --guardbench-data, --guardbench-judge-check):"]
     lines += [f"  {folder}: {', '.join(shipped_names(folder))}" for folder in (PACKS, DATASETS)]
-    return lines
+    return [shown(line) for line in lines]  # a plugin's unit describes itself
 
 
 def header_line(inputs: RunInputs) -> str:
     """The line pytest prints in its header: what this run is made of."""
     s = inputs.settings
-    return (
+    return shown(
         f"guardbench: guardrail={s.guardrail} tutor={s.tutor} judge={s.judge} malformed={s.malformed_policy} "
         f"sources={len(inputs.data.sources)} cases={len(inputs.cases)} variants={','.join(s.selected_variants)} reports={s.report_dir}"
     )
@@ -106,12 +107,12 @@ def write_result(
     """The run's result at the end of pytest's terminal report; without a summary (the folder could
     not be written, the report failed), only why."""
     if write_problem is not None:
-        terminal.write_line(f"guardbench: {write_problem}", red=True, bold=True)
+        terminal.write_line(shown(f"guardbench: {write_problem}"), red=True, bold=True)
     if summary is None:
         for error in internal_errors:
-            terminal.write_line(f"guardbench: {error}", red=True)
+            terminal.write_line(shown(f"guardbench: {error}"), red=True)
         return
     terminal.write_sep("=", "guardbench")
     scorecard = run_dir / "summary.json" if run_dir else None
     for line, markup in result_lines(summary, stored, scorecard, worker_crashes, internal_errors):
-        terminal.write_line(line, **markup)
+        terminal.write_line(shown(line), **markup)

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from pytest_guardbench._util.terminal import shown
 from pytest_guardbench.plugin import hookspecs
 from pytest_guardbench.plugin.configure import MARKERS, add_options, is_worker
 from pytest_guardbench.plugin.keys import FROZEN_KEY, INPUTS_KEY, PROCESS_KEY, RECORD_KEY, SCORE_KEY, SESSION_KEY
@@ -110,14 +111,14 @@ def configure_run(config: pytest.Config) -> None:
         # promise inside guardbench stays a bug.
         if exc.exit_status == ExitStatus.INTERNAL_ERROR:
             raise
-        raise pytest.UsageError(redact(f"guardbench: {exc}")) from None
+        raise pytest.UsageError(shown(redact(f"guardbench: {exc}"))) from None
     except OSError as exc:
         if exc.filename is None:
             raise
-        raise pytest.UsageError(redact(f"guardbench: {exc.filename}: {exc.strerror or exc}")) from None
+        raise pytest.UsageError(shown(redact(f"guardbench: {exc.filename}: {exc.strerror or exc}"))) from None
     conflicts = label_conflict_warning(inputs.data.items)
     if conflicts and not is_worker(config):
-        config.issue_config_time_warning(pytest.PytestWarning(f"guardbench: {conflicts}"), stacklevel=2)
+        config.issue_config_time_warning(pytest.PytestWarning(shown(redact(f"guardbench: {conflicts}"))), stacklevel=2)
     if settings.resume is not None:
         # The controller folded the folder's finished cases into resume_base.jsonl before any worker started.
         state.prior = session.folder.prior if session is not None else load_base(settings.resume)

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from pytest_guardbench._util.terminal import shown
 from pytest_guardbench.settings.config import GateMode
 from pytest_guardbench.records import CaseRecord, Outcome
 from pytest_guardbench.results.sources import JUDGE_ONLY
@@ -28,7 +29,8 @@ class GuardbenchOutcome:
     @classmethod
     def of(cls, record: CaseRecord, scored: Scored, mode: GateMode) -> GuardbenchOutcome:
         outcome, reason = scored
-        return cls(record, outcome, reason, explain(record, outcome, reason), mode)
+        # A failure message reaches the terminal: a judge's reason or a server's error cannot steer it.
+        return cls(record, outcome, reason, shown(explain(record, outcome, reason)), mode)
 
     @property
     def handled(self) -> bool:

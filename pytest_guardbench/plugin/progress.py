@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from pytest_guardbench._util.terminal import shown
 from pytest_guardbench.records import Case, CaseRecord
 
 
@@ -183,20 +184,20 @@ class Progress:
         tw = reporter._tw
         dots = self.config.get_verbosity() <= 0 and getattr(reporter, "_show_progress_info", False)
         if not dots:
-            reporter.write_line(self._text)
+            reporter.write_line(shown(self._text))
             return
         if tw.width_of_current_line > 0:
             # Close the row with its [NN%] first, so every row stays a whole row.
             reporter._write_progress_information_filling_space()
             tw.line()
         # The reporter's current file is left as it is: the next dots go on at the start of a row.
-        tw.line(self._text)
+        tw.line(shown(self._text))
         tw.flush()
 
     # -- a terminal: one status line under the row --------------------------------------------
     def _draw(self, reporter: Any) -> None:
         tw = reporter._tw
-        text = self._text[: max(tw.fullwidth - 1, 0)]
+        text = shown(self._text)[: max(tw.fullwidth - 1, 0)]
         column = tw.width_of_current_line
         back = f"\x1b[{column}C" if column else ""
         # Down to the next line (a new one at the bottom of the screen), clear it, write, then back

@@ -12,6 +12,8 @@ from typing import Any
 
 import pytest
 
+from pytest_guardbench._util.terminal import shown
+from pytest_guardbench.providers.cache import CacheUnusable
 from pytest_guardbench.providers.smollm2_gguf import converted_smollm2, pending_conversion
 from pytest_guardbench.run.engine import Engine
 from pytest_guardbench.run.inputs import RunInputs
@@ -88,9 +90,9 @@ def start_engine(
         on_abandon()
         text = str(exc).strip()
         reason = text.splitlines()[0] if text else type(exc).__name__
-        pytest.exit(
-            f"guardbench: the run's models could not be built: {reason}", returncode=pytest.ExitCode.USAGE_ERROR
-        )
+        # The response cache names its option; anything else is about the models.
+        what = "" if isinstance(exc, CacheUnusable) else "the run's models could not be built: "
+        pytest.exit(shown(f"guardbench: {what}{reason}"), returncode=pytest.ExitCode.USAGE_ERROR)
     if pending is not None and reporter is not None:
         reporter.write_line(f"guardbench: the embedded tutor is ready ({time.monotonic() - started:.0f} s)")
     state.engine = Engine(stack, prior=state.prior)

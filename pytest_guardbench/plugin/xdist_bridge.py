@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pytest_guardbench._util.terminal import shown
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.exit_status import ExitStatus
@@ -35,7 +36,7 @@ class XdistBridge:
             if exc.exit_status == ExitStatus.INTERNAL_ERROR:
                 raise
             self.session.abandon()
-            raise pytest.UsageError(redact(f"guardbench: {exc}")) from None
+            raise pytest.UsageError(shown(redact(f"guardbench: {exc}"))) from None
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any | None:

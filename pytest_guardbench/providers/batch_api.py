@@ -6,11 +6,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench._util.files import write_files
 from pytest_guardbench.providers.base import GenerationParams, Message, ProviderError
 from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
 from pytest_guardbench.providers.transport import Reply, Retryable, reply_from
@@ -122,11 +122,7 @@ class BatchAPIProvider(OpenAICompatProvider):
                 "leave this role out of --guardbench-batch-api, or set batch_api = false in its alias"
             ) from None
         self._state_dir.mkdir(parents=True, exist_ok=True)
-        tmp = state.with_suffix(".tmp")
-        tmp.write_text(
-            json.dumps({"batch_id": batch.id, "input_file_id": uploaded.id, "model": self.model}), encoding="utf-8"
-        )
-        os.replace(tmp, state)
+        write_files([(state, json.dumps({"batch_id": batch.id, "input_file_id": uploaded.id, "model": self.model}))])
         self.batches_submitted += 1
         self.batch_lines += content.count(b"\n")
         return batch

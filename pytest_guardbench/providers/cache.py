@@ -20,10 +20,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pytest_guardbench._util.redact import current_redactor
 from pytest_guardbench.errors import InternalError
+from pytest_guardbench.exit_status import ExitStatus
 from pytest_guardbench.providers.base import (
     as_model_api,
     CacheMiss,
@@ -40,14 +41,20 @@ CacheMode = Literal["off", "read", "write", "replay"]
 CACHE_FORMAT = 1
 
 
+class CacheUnusable(ProviderError):
+    """The response cache file cannot be opened or is not one: the option that names it is the fix (exit 4)."""
+
+    exit_status: ClassVar[int | None] = ExitStatus.USAGE_ERROR
+
+
 class ResponseCache:
     """One SQLite file; one connection per process, used under a lock by the pipeline's threads."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, option: str = "--guardbench-cache-path") -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        self.option = option  # the option that names the file, in every message about it
         self._lock = threading.Lock()
-        self._db = sqlite3.connect(str(path), timeout=60, check_same_thread=False, isolation_level=None)
+        self._db = self._opened()
         # Switching to WAL takes an exclusive lock that SQLite's busy handler does not wait for, so
         # xdist workers opening the file at the same moment retry here.
         for attempt in range(100):
@@ -66,11 +73,32 @@ class ResponseCache:
         self._db.execute("PRAGMA synchronous=NORMAL")
         self._cached_only = threading.local()
 
+    def _opened(self) -> sqlite3.Connection:
+        """The connection; ProviderError naming the file and the option when it cannot be opened (a
+        folder where the file goes, a file where its folder goes, a folder that cannot be written):
+        SQLite itself says only "unable to open database file"."""
+        path, option = self.path, self.option
+        if path.is_dir():
+            raise CacheUnusable(f"{option} {path}: is a folder, not a response cache file; name a file in it")
+        above = next((p for p in path.parents if p.exists()), None)
+        if above is not None and not above.is_dir():
+            raise CacheUnusable(f"{option} {path}: {above} is a file, not a folder; name a file in a folder")
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            return sqlite3.connect(str(path), timeout=60, check_same_thread=False, isolation_level=None)
+        except (OSError, sqlite3.Error) as exc:
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            where = f" ({exc.filename})" if isinstance(exc, OSError) and exc.filename else ""
+            raise CacheUnusable(
+                f"{option} {path}: cannot open the response cache: {why}{where}; point {option} at a file "
+                "in a folder you can write"
+            ) from None
+
     def _unusable(self, exc: sqlite3.Error) -> ProviderError:
         self._db.close()
-        return ProviderError(
-            f"--guardbench-cache-path {self.path}: not a usable response cache ({exc}); "
-            "delete it to start a new one, or point --guardbench-cache-path at another file"
+        return CacheUnusable(
+            f"{self.option} {self.path}: not a usable response cache ({exc}); "
+            f"delete it to start a new one, or point {self.option} at another file"
         )
 
     @contextmanager

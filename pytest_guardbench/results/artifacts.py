@@ -7,10 +7,11 @@ two runs over the same input differ only there.
 from __future__ import annotations
 
 import json
-import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from pytest_guardbench._util.files import write_files
 from pytest_guardbench._util.redact import writable
 from pytest_guardbench.results.markdown import summary_markdown
 from pytest_guardbench.document.meta import FolderMeta, meta_json
@@ -18,36 +19,44 @@ from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.results.variant_csv import variant_csv
 
 
+def json_text(payload: Any) -> str:
+    """A run folder's JSON document as it is written: indented, keys sorted, UTF-8."""
+    return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+
+
 def write_text(path: Path, text: str) -> None:
-    """`text` as UTF-8. A lone surrogate (half of a pair, as an older run folder or a seed file may hold
-    it escaped) has no UTF-8 form: it is written as U+FFFD, as results.jsonl writes it, rather than no file."""
-    path.write_text(writable(text), encoding="utf-8")
+    """`text` as UTF-8, whole or not at all (`_util.files`). A lone surrogate (half of a pair, as an
+    older run folder or a seed file may hold it escaped) has no UTF-8 form: it is written as U+FFFD, as
+    results.jsonl writes it, rather than no file."""
+    write_files([(path, writable(text))])
 
 
 def write_json(path: Path, payload: Any) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    write_text(tmp, json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
-    os.replace(tmp, path)
+    write_text(path, json_text(payload))
 
 
 def write_meta(run_dir: Path, meta: FolderMeta) -> None:
     write_json(run_dir / "meta.json", meta_json(meta))
 
 
-def write_all(run_dir: Path, summary: RunSummary, manifest: dict[str, Any], meta: FolderMeta | None) -> dict[str, Path]:
-    paths = {
-        "summary.json": run_dir / "summary.json",
-        "summary.md": run_dir / "summary.md",
-        "variant_metrics.csv": run_dir / "variant_metrics.csv",
-        "data_manifest.json": run_dir / "data_manifest.json",
-        "meta.json": run_dir / "meta.json",
-        "results.jsonl": run_dir / "results.jsonl",
+def documents(summary: RunSummary, manifest: dict[str, Any], meta: FolderMeta | None) -> dict[str, str]:
+    """The run folder's documents made from its summary, by file name: summary.json, summary.md,
+    variant_metrics.csv, data_manifest.json and, given `meta`, meta.json (a folder that had none,
+    corrected in place, gets none)."""
+    texts = {
+        "summary.json": json_text(summary.as_json()),
+        "summary.md": summary_markdown(summary),
+        "variant_metrics.csv": variant_csv(summary),
+        "data_manifest.json": json_text(manifest),
     }
-    write_json(paths["summary.json"], summary.as_json())
-    write_text(paths["summary.md"], summary_markdown(summary))
-    write_text(paths["variant_metrics.csv"], variant_csv(summary))
-    write_json(paths["data_manifest.json"], manifest)
-    if meta is not None:  # a folder that had none (corrected in place) gets none
-        write_meta(run_dir, meta)
-    paths["results.jsonl"].touch()
-    return paths
+    if meta is not None:
+        texts["meta.json"] = json_text(meta_json(meta))
+    return texts
+
+
+def write_documents(run_dir: Path, texts: Mapping[str, str | None]) -> None:
+    """Every document of `texts` (file name -> text; None removes the file) written into `run_dir`
+    together: all of them or none (`_util.files.FileSet`), so a rewrite of a folder (correct, rejudge,
+    merge) never leaves a new summary.json beside an old report.html. The OSError names the file it
+    failed on; no temporary file is left."""
+    write_files((run_dir / name, None if text is None else writable(text)) for name, text in texts.items())

@@ -11,7 +11,7 @@ from __future__ import annotations
 import csv
 import html
 import io
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_guardbench.results.compare_sources import (
@@ -76,7 +76,7 @@ def _metric(card: Scorecard, metric: str) -> float | None:
 def compare(
     named: list[tuple[str, RunSummary]],
     mixed_judges: bool = False,
-    case_ids: Sequence[set[str] | None] | None = None,
+    case_ids: Sequence[set[str] | Mapping[str, str] | None] | None = None,
     allow_different_cases: bool = False,
     records: Callable[[int], Iterable[CaseRecord]] | None = None,
     allow_mixed_sources: bool = False,
@@ -147,10 +147,14 @@ def compare(
 
 
 def _shared_cases(
-    named: list[tuple[str, RunSummary]], case_ids: Sequence[set[str] | None] | None, allow: bool, rescore: bool
+    named: list[tuple[str, RunSummary]],
+    case_ids: Sequence[set[str] | Mapping[str, str] | None] | None,
+    allow: bool,
+    rescore: bool,
 ) -> tuple[str, set[str]] | None:
     """None when every run ran the same cases; else the overlap note and the shared ids (allowed), or
-    a CompareError that gives the overlap."""
+    a CompareError that gives the overlap. Where `case_ids` maps each id to its prompt's digest, an id
+    whose prompt differs between the runs is another case in each: not shared."""
     ids = list(case_ids) if case_ids is not None else [None] * len(named)
     if any(run_ids is None for run_ids in ids):  # no results.jsonl: the counts are all there is to compare
         counts = [(name, summary.coverage.expected) for name, summary in named]
@@ -161,12 +165,18 @@ def _shared_cases(
             f"the runs ran different numbers of cases ({listed}), and without each run's results.jsonl the shared "
             "cases cannot be found; compare runs of the same cases"
         )
-    known = [run_ids for run_ids in ids if run_ids is not None]
-    if all(run_ids == known[0] for run_ids in known):
+    known = [set(run_ids) for run_ids in ids if run_ids is not None]
+    reworded = _reworded(ids, set.intersection(*known))
+    if all(run_ids == known[0] for run_ids in known) and not reworded:
         return None
-    shared = set.intersection(*known)
+    shared = set.intersection(*known) - set(reworded)
     overlap = ", ".join(f"{name} {len(run_ids)}" for (name, _), run_ids in zip(named, known, strict=True))
     overlap = f"cases per run: {overlap}; shared by all: {len(shared)}"
+    if reworded:
+        overlap += (
+            f"; {len(reworded)} case(s) have the same id but another prompt text in another run "
+            f"(e.g. {reworded[0]}), so they are not shared"
+        )
     if not allow:
         raise CompareError(
             f"the runs ran different cases ({overlap}), so a difference may be the cases' rather than the stacks'; "
@@ -175,6 +185,14 @@ def _shared_cases(
     if not shared or not rescore:
         raise CompareError(f"the runs share no case to compare ({overlap})" if not shared else "no records to rescore")
     return f"the runs ran different cases ({overlap}): compared on the {len(shared)} shared cases only", shared
+
+
+def _reworded(ids: Sequence[set[str] | Mapping[str, str] | None], common: set[str]) -> list[str]:
+    """The ids every run has whose prompt text differs between runs (where the prompts are known), sorted."""
+    prompts = [run_ids for run_ids in ids if isinstance(run_ids, Mapping)]
+    if len(prompts) < 2:
+        return []
+    return sorted(case_id for case_id in common if len({p[case_id] for p in prompts}) > 1)
 
 
 def _shared_cards(records: Iterable[CaseRecord], shared: set[str], policy: str) -> dict[str, Scorecard]:

@@ -263,10 +263,8 @@ def write(run_dir: Path, summary: RunSummary, records: Iterable[CaseRecord], pol
     return path
 
 
-def write_picked(run_dir: Path, summary: RunSummary, picks: CasePicks) -> Path:
+def picked_page(run_dir: Path, summary: RunSummary, picks: CasePicks) -> str:
     """report.html of a run whose records were streamed into `picks`; the audit sample's few records are
     read back from the run's results.jsonl."""
-    path = run_dir / "report.html"
     found = records_with_ids(run_dir / "results.jsonl", set(picks.sample_ids()))
-    write_text(path, render_picked(summary, picks, found))
-    return path
+    return render_picked(summary, picks, found)

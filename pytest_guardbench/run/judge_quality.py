@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from pytest_guardbench._util.files import write_files
 from pytest_guardbench.judges import quality
 from pytest_guardbench.judges.base import Judge
 from pytest_guardbench.judges.offline import OfflineJudge
@@ -118,9 +118,8 @@ def stored_check(
     result = {**result, "stored_check": {"path": str(path), "computed_at": now()}}
     try:
         store.mkdir(parents=True, exist_ok=True)
-        partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        partial.write_text(json.dumps(result, indent=1, sort_keys=True), encoding="utf-8")
-        partial.replace(path)  # atomic: two processes computing the same check both leave a whole file
+        # Atomic: two processes computing the same check both leave a whole file, and no temporary one.
+        write_files([(path, json.dumps(result, indent=1, sort_keys=True))])
     except OSError:
         pass  # an unwritable store costs the next run the check again, nothing more
     # Read back as a later run will, so this run's summary equals theirs (JSON has no tuples).

@@ -200,7 +200,7 @@ def run_screen(request: ScreenRequest, root: Path) -> dict[str, Any]:
             raise ConfigError("; ".join(problems))
     state = ProcessState(units=units)
     if request.cache != "off":
-        state.cache, state.cache_mode = ResponseCache(request.cache_path), request.cache
+        state.cache, state.cache_mode = ResponseCache(request.cache_path, option="--cache-path"), request.cache
 
     def model() -> Any:
         assert spec is not None

@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from pytest_guardbench._util.files import write_files
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.document.gate import SnapshotCheck
 from pytest_guardbench.document.read import iter_records
@@ -59,7 +60,7 @@ def scorecard_snapshot_check(path: Path, tolerance: float, update: bool) -> Chec
                 scorecard_snapshot=SnapshotCheck(path=str(path), tolerance=tolerance, stored=stored),
             )
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+        write_files([(path, json.dumps(current, indent=2, sort_keys=True) + "\n")])
         return AddedChecks(scorecard_snapshot=SnapshotCheck(path=str(path), tolerance=tolerance, written=True))
 
     return build

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.document.read import iter_records, load_run
-from pytest_guardbench.runfolder.finish import LABELS_WARNING, AddedChecks, RunFacts, RunFinish, carried_reasons
+from pytest_guardbench.runfolder.finish import AddedChecks, RunFacts, RunFinish, carried_reasons, told_warnings
 from pytest_guardbench.audit.labels import LabelsError, RunLabels
 from pytest_guardbench.runfolder.lock import RunFolderLock, require_summary
 from pytest_guardbench.runfolder.rescored import missing_cases_of
@@ -64,8 +64,8 @@ def _corrected(run_dir: Path, labels: RunLabels, min_judge_kappa: float) -> RunS
             f"seed {draw.seed}, {draw.drawn} units drawn again from {run_dir}): they were not drawn as they say, "
             "so their inclusion probabilities are not the design's; label a draw of guardbench audit"
         )
-    # Warnings the first finish was told (a served model, several judges) are not in the records.
-    told = [w for w in original.warnings if w not in summary.warnings and not w.startswith(LABELS_WARNING)]
+    # Warnings the first finish was told (a demo stack, a served model) are not in the records.
+    told = [w for w in told_warnings(original) if w not in summary.warnings]
     summary = summary.model_copy(update={"warnings": [*summary.warnings, *told], "extensions": original.extensions})
     finish.write(summary, manifest=read_json_object(run_dir / "data_manifest.json"), meta=read_meta(run_dir))
     return summary

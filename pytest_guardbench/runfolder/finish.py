@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.results import html as html_report
-from pytest_guardbench.results.artifacts import write_all
+from pytest_guardbench.results.artifacts import documents, json_text, write_documents
 from pytest_guardbench.results.shown_cases import CasePicks
 from pytest_guardbench.document.meta import FolderMeta
 from pytest_guardbench.document.summary import (
@@ -26,7 +26,6 @@ from pytest_guardbench.document.summary import (
 )
 from pytest_guardbench.document.gate import SnapshotCheck
 from pytest_guardbench.document.read import iter_records
-from pytest_guardbench.results.artifacts import write_json
 from pytest_guardbench.runfolder.folder import ResultsWriter, Span
 from pytest_guardbench.audit.matching import LabelMatcher
 from pytest_guardbench.audit.labels import RunLabels
@@ -38,6 +37,7 @@ from pytest_guardbench.document.metrics import LostReport, RunMetrics
 from pytest_guardbench.document.gate import GateCheck, GateResult
 from pytest_guardbench.scoring.gates import corrected_checks, evaluate
 from pytest_guardbench.scoring.policies import ScoringPolicy
+from pytest_guardbench.scoring.run_warnings import record_warnings
 from pytest_guardbench.scoring.scorecard import Scored
 from pytest_guardbench.scoring.tally import RunTally
 from pytest_guardbench.settings.config import Thresholds
@@ -201,14 +201,17 @@ class RunFinish:
 
     def write(self, summary: RunSummary, *, manifest: dict[str, Any], meta: FolderMeta | None) -> None:
         """summary.json, summary.md, variant_metrics.csv, data_manifest.json, meta.json, report.html and,
-        for a corrected run, corrected.json (results.jsonl is written as records arrive, before this)."""
-        write_all(self.run_dir, summary, manifest, meta)
-        if summary.corrected is not None:
-            write_json(self.run_dir / "corrected.json", corrected_document(summary.corrected))
-        else:
-            # A folder written again without labels keeps no corrected.json that its summary does not back.
-            (self.run_dir / "corrected.json").unlink(missing_ok=True)
-        html_report.write_picked(self.run_dir, summary, self.picks)
+        for a corrected run, corrected.json (results.jsonl is written as records arrive, before this),
+        all of them or none: a folder written again (correct, rejudge, merge) keeps its old documents
+        whole when one cannot be written. The OSError names the file it failed on."""
+        texts: dict[str, str | None] = dict(documents(summary, manifest, meta))
+        # A folder written again without labels keeps no corrected.json that its summary does not back.
+        corrected = summary.corrected
+        texts["corrected.json"] = json_text(corrected_document(corrected)) if corrected is not None else None
+        texts["report.html"] = html_report.picked_page(self.run_dir, summary, self.picks)
+        if not (self.run_dir / "results.jsonl").exists():
+            texts["results.jsonl"] = ""  # a run that gave no record still has its (empty) file
+        write_documents(self.run_dir, texts)
 
 
 def corrected_document(correction: Correction) -> dict[str, Any]:
@@ -311,6 +314,16 @@ def labellers_reason(correction: Correction) -> str | None:
 
 # Every warning about the labels starts so: a correction made again drops the earlier one's.
 LABELS_WARNING = "labels: "
+# The warning of records labelled by several judges starts so: a run made again from them finds it again.
+JUDGES_WARNING = "the records were labelled by "
+
+
+def told_warnings(summary: RunSummary) -> list[str]:
+    """The warnings a run's finish was told (a demo stack, a tutor that answered as another model, a
+    stored judge check measured again), not those it found in the records: a run written again from
+    these records (merge, correct) finds the others again, and carries these."""
+    found = set(record_warnings(summary))
+    return [w for w in summary.warnings if w not in found and not w.startswith((LABELS_WARNING, JUDGES_WARNING))]
 
 
 def correction_warnings(correction: Correction, run_dir: Path) -> list[str]:
@@ -347,7 +360,7 @@ def _named_judge(stack: StackInfo, judge_ids: set[str]) -> tuple[StackInfo, list
     stack = StackInfo.model_validate({**stack.model_dump(), "judge_id": named})
     if len(judge_ids) > 1:
         return stack, [
-            f"the records were labelled by {len(judge_ids)} different judges ({', '.join(sorted(judge_ids))}): "
+            f"{JUDGES_WARNING}{len(judge_ids)} different judges ({', '.join(sorted(judge_ids))}): "
             "its metrics mix their labels"
         ]
     return stack, []

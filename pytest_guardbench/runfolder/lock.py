@@ -5,6 +5,7 @@ nothing to clean up; `run.lock.holder` only says who holds it."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -14,6 +15,7 @@ from types import TracebackType
 
 from filelock import FileLock, Timeout
 
+from pytest_guardbench._util.files import write_files
 from pytest_guardbench.runfolder.resume import ResumeError
 
 LOCK_FILE = "run.lock"
@@ -37,7 +39,10 @@ class RunFolderLock:
                 f"wait for it to finish or stop it, then {self.then}"
             ) from None
         holder = {"pid": os.getpid(), "host": socket.gethostname(), "since": time.strftime("%Y-%m-%d %H:%M:%S")}
-        (self.run_dir / HOLDER_FILE).write_text(json.dumps(holder), encoding="utf-8")
+        # Only says who holds the lock: a full disk or a read-only folder leaves it unwritten ("holder
+        # unknown"), and what the holder then writes names the file it cannot write.
+        with contextlib.suppress(OSError):
+            write_files([(self.run_dir / HOLDER_FILE, json.dumps(holder))])
         return self
 
     def release(self) -> None:

@@ -20,7 +20,7 @@ from pytest_guardbench._util.redact import redact, redact_json
 from pytest_guardbench.errors import DataError, UsageError
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.runfolder.execution import merged_execution
-from pytest_guardbench.runfolder.finish import carried_reasons
+from pytest_guardbench.runfolder.finish import carried_reasons, told_warnings
 from pytest_guardbench.document.read import record_ids, iter_records, load_run
 from pytest_guardbench.audit.label_files import carried_labels, load_run_labels, recorded_files
 from pytest_guardbench.audit.labels import RunLabels
@@ -109,6 +109,8 @@ def merge_runs(run_dirs: Sequence[Path], out: Path, labels: Sequence[Path] = (),
         _merged_selection(summaries, sorted(shards), absent, len(records) + len(missing))
     )
     reasons = _unique(reason for summary in summaries for reason in carried_reasons(summary))
+    # What the shards' runs were told (a demo stack, a served model), once each; the rest the records say again.
+    warnings = _unique(warning for summary in summaries for warning in told_warnings(summary))
     if absent:
         reasons.append(f"shard(s) {', '.join(absent)} not merged: their cases are unmeasured")
     write_rescored_run(
@@ -126,6 +128,7 @@ def merge_runs(run_dirs: Sequence[Path], out: Path, labels: Sequence[Path] = (),
         judge_quality=first.judge_quality if all(s.judge_quality == first.judge_quality for s in summaries) else None,
         confidence=first.confidence if all(s.confidence == first.confidence for s in summaries) else None,
         labels=carried,
+        warnings=warnings,
     )
     return out
 

@@ -34,13 +34,15 @@ def write_rescored_run(
     confidence: Confidence | None = None,
     labels: RunLabels | None = None,
     min_judge_kappa: float = 0.6,
+    warnings: Sequence[str] = (),
 ) -> RunSummary:
     """Write `records` to a new run folder at `out` as they come, counting them, then score them
     under `policy` and write the rest of the folder. The expected set is the records plus
     `missing`, the cases the source selected but never measured. `meta` may be a function, for
     counts known only once every record went past. `judge_quality` and `confidence`: the judge
     check of the same judge, carried over (a merge of one run's shards). `labels`: a person's labels of
-    these replies, which correct the new run's scorecards as they corrected the source's."""
+    these replies, which correct the new run's scorecards as they corrected the source's. `warnings`: what
+    the source runs were told (`finish.told_warnings`), which no record says again."""
     thresholds = original_summary.thresholds if original_summary else Thresholds()
     unknown = {"guardrail": "?", "tutor": "?", "malformed_policy": "?"}
     given = original_summary.stack.model_dump() if original_summary else {}
@@ -60,6 +62,7 @@ def write_rescored_run(
         selection=original_summary.selection if original_summary else Selection(),
         missing=missing,
         incomplete_reasons=incomplete_reasons,
+        warnings=warnings,
         judge_quality=judge_quality,
         confidence=confidence,
         min_judge_kappa=min_judge_kappa,

@@ -8,6 +8,9 @@ is then written to it exactly once."""
 
 from __future__ import annotations
 
+import contextlib
+
+from pytest_guardbench._util.files import FileWriteError
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.document.meta import FolderMeta
 from pytest_guardbench.document.meta import IDENTITY_KEYS
@@ -150,10 +153,16 @@ def prepare(
     for case_id in (*changed, *dropped):
         del finished[case_id]
     tmp = run_dir / (RESUME_BASE + ".tmp")
-    with tmp.open("w", encoding="utf-8") as handle:
-        for record in finished.values():
-            handle.write(record.json_line())
-    os.replace(tmp, run_dir / RESUME_BASE)
+    try:
+        with tmp.open("w", encoding="utf-8") as handle:
+            for record in finished.values():
+                handle.write(record.json_line())
+        os.replace(tmp, run_dir / RESUME_BASE)
+    except OSError as exc:
+        # Streamed, not held: a run's records may be many. A failure names the file and leaves no part of it.
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        raise FileWriteError(exc.errno, exc.strerror, str(run_dir / RESUME_BASE)) from None
     results.write_text("", encoding="utf-8")
     return finished, skipped + skipped_base, changed
 

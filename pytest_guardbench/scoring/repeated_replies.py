@@ -143,21 +143,26 @@ class ReplyRepeats:
 
     def warning(self) -> str | None:
         """The summary's warning line, when a reply is repeated (the one that moved the most cases first)."""
-        block = self.block()
-        if block is None:
-            return None
-        top = block.replies[0]
-        excerpt = top.reply if len(top.reply) <= 60 else top.reply[:60] + "..."
-        others = f" (and {len(block.replies) - 1} other such replies)" if len(block.replies) > 1 else ""
-        if block.moved_tn_to_fp:
-            counted = (
-                f"so the scorecards count it as a non-answer on safe prompts ({block.moved_tn_to_fp} cases moved from "
-                "TN to FP; results.jsonl keeps the judge's verdicts)"
-            )
-        else:
-            counted = "no safe prompt got it as an answer the judge accepted, so no case moved"
-        return (
-            f'the tutor gave one reply to {top.base_prompts} of the {block.base_prompts} base prompts it replied to: "{excerpt}"'
-            f"{others}; a reply that does not change with the question answers none of them: {counted}. "
-            f"Rule: {block.rule}"
+        return repeated_warning(self.block())
+
+
+def repeated_warning(block: RepeatedReplies | None) -> str | None:
+    """The summary's warning line of a repeated-replies block (the reply that moved the most cases
+    first); None without one. A function of the block, so a summary's warning can be told from it."""
+    if block is None:
+        return None
+    top = block.replies[0]
+    excerpt = top.reply if len(top.reply) <= 60 else top.reply[:60] + "..."
+    others = f" (and {len(block.replies) - 1} other such replies)" if len(block.replies) > 1 else ""
+    if block.moved_tn_to_fp:
+        counted = (
+            f"so the scorecards count it as a non-answer on safe prompts ({block.moved_tn_to_fp} cases moved from "
+            "TN to FP; results.jsonl keeps the judge's verdicts)"
         )
+    else:
+        counted = "no safe prompt got it as an answer the judge accepted, so no case moved"
+    return (
+        f'the tutor gave one reply to {top.base_prompts} of the {block.base_prompts} base prompts it replied to: "{excerpt}"'
+        f"{others}; a reply that does not change with the question answers none of them: {counted}. "
+        f"Rule: {block.rule}"
+    )

@@ -134,11 +134,11 @@ class Settings(BaseModel):
                 continue
             origins[spec.name] = "ini"
             if spec.ini_type == "linelist":
-                lines = [line for entry in ini_value for line in name_list(entry)]
+                lines = [line for entry in _ini_lines(spec.ini_key, ini_value) for line in name_list(entry)]
                 values[spec.name] = lines
             else:
                 try:
-                    values[spec.name] = spec.parse(ini_value)
+                    values[spec.name] = spec.parse(_ini_text(ini_value))
                 except (argparse.ArgumentTypeError, ValueError) as exc:
                     raise ConfigError(f"ini key {spec.ini_key}: {exc}") from None
         values["scoped_thresholds"] = pyproject_thresholds(root)
@@ -364,3 +364,27 @@ def ini_keys(inipath: Path) -> list[str]:
         return []  # pytest itself reports a file it cannot read
     section = "tool:pytest" if inipath.name == "setup.cfg" else "pytest"
     return sorted(sections.get(section, {}))
+
+
+def _ini_text(value: Any) -> str:
+    """One ini value as the text its parser reads. A TOML settings file ([tool.pytest.ini_options],
+    pytest.toml) hands over TOML's own types: a number or a boolean is read as it is written
+    (`0.5`, `true`); an array or a table, where one value goes, is refused (the caller names the key)."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    shape = "an array" if isinstance(value, list | tuple) else f"a {type(value).__name__}"
+    raise argparse.ArgumentTypeError(f"{shape} where one value goes; write it as one string")
+
+
+def _ini_lines(key: str, value: Any) -> list[str]:
+    """A list ini value's entries as text; an entry that is no text (a number in a TOML array, a table)
+    is refused naming the key."""
+    entries = [value] if isinstance(value, str) else list(value) if isinstance(value, list | tuple) else [value]
+    for entry in entries:
+        if not isinstance(entry, str):
+            raise ConfigError(f"ini key {key}: {entry!r} is not a name; write each entry as a string")
+    return entries

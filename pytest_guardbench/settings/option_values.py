@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -16,6 +17,7 @@ __all__ = [
     "MAX_API_PROCESSES",
     "MAX_ATTACKER_TURNS",
     "MAX_BATCH_SIZE",
+    "MAX_CASES",
     "MAX_CONCURRENCY",
     "MAX_NEW_TOKENS",
     "MAX_RETRIES",
@@ -31,35 +33,48 @@ __all__ = [
     "name_list",
     "positive",
     "positive_seconds",
+    "quoted",
+    "real_number",
     "seconds",
     "shard",
     "yes_no",
 ]
 
 
-def _shown(text: str) -> str:
-    # The value as an error quotes it, redacted: a key pasted where a number belongs is not echoed.
+def quoted(text: str) -> str:
+    """`text` as an error quotes it, redacted: a key pasted where a number belongs is not echoed."""
     return repr(redact(text))
+
+
+def real_number(text: str) -> float:
+    """`text` as a float, for a parser that then checks its range: -0 is read as 0, and a subnormal
+    number (5e-324: below the smallest normal float, so it has lost its precision) is refused, since no
+    option means one. NaN and the infinities come back as they are, for the range check to refuse;
+    ValueError when `text` is no number."""
+    value = float(text)
+    if value != 0 and abs(value) < sys.float_info.min:
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is too small to be a value (a subnormal number)")
+    return value + 0.0  # -0.0 + 0.0 is 0.0
 
 
 def fraction(text: str) -> float:
     try:
-        value = float(text)
+        value = real_number(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a number") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a number") from None
     if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not between 0 and 1")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not between 0 and 1")
     return value
 
 
 def kappa(text: str) -> float:
     """A bar for Cohen's kappa, which runs from -1 to 1 (NaN and infinities are not bars)."""
     try:
-        value = float(text)
+        value = real_number(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"invalid float value: {_shown(text)}") from None
+        raise argparse.ArgumentTypeError(f"invalid float value: {quoted(text)}") from None
     if not -1.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a kappa between -1 and 1")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a kappa between -1 and 1")
     return value
 
 
@@ -67,11 +82,11 @@ def _non_negative(text: str, convert: Callable[[str], Any], what: str) -> Any:
     try:
         value = convert(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not {what}") from None
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not {what}") from None
     if value != value:  # NaN compares false with everything, so `< 0` would let it through
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not {what}")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not {what}")
     if value < 0:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is negative")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is negative")
     return value
 
 
@@ -93,7 +108,7 @@ def at_most(limit: int, parse: Callable[[str], int] = positive) -> Callable[[str
     def bounded(text: str) -> int:
         value = parse(text)
         if value > limit:
-            raise argparse.ArgumentTypeError(f"{_shown(text)} is more than {limit:,}")
+            raise argparse.ArgumentTypeError(f"{quoted(text)} is more than {limit:,}")
         return value
 
     return bounded
@@ -102,7 +117,7 @@ def at_most(limit: int, parse: Callable[[str], int] = positive) -> Callable[[str
 def choice(*allowed: str) -> Callable[[str], str]:
     def parse(text: str) -> str:
         if text not in allowed:
-            raise argparse.ArgumentTypeError(f"{_shown(text)} is not one of {', '.join(allowed)}")
+            raise argparse.ArgumentTypeError(f"{quoted(text)} is not one of {', '.join(allowed)}")
         return text
 
     return parse
@@ -115,7 +130,7 @@ def shard(text: str) -> tuple[int, int]:
     index, slash, total = text.partition("/")
     # ASCII digits only: str.isdigit() also says yes to "²", which int() refuses.
     if not slash or not _DIGITS.fullmatch(index) or not _DIGITS.fullmatch(total) or not 1 <= int(index) <= int(total):
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not i/n with 1 <= i <= n")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not i/n with 1 <= i <= n")
     return int(index), int(total)
 
 
@@ -125,7 +140,7 @@ def yes_no(text: str) -> bool:
         return True
     if lowered in ("0", "false", "no", "off"):
         return False
-    raise argparse.ArgumentTypeError(f"{_shown(text)} is not true or false")
+    raise argparse.ArgumentTypeError(f"{quoted(text)} is not true or false")
 
 
 # A week: longer waits are typing slips, and asyncio cannot schedule an infinite or enormous timeout.
@@ -133,24 +148,26 @@ MAX_SECONDS = 7 * 24 * 3600.0
 
 
 def seconds(text: str) -> float:
-    value = float(_non_negative(text, float, "a number of seconds"))
+    value = float(_non_negative(text, real_number, "a number of seconds"))
     if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is not a finite number of seconds")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is not a finite number of seconds")
     if value > MAX_SECONDS:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} is more than a week ({MAX_SECONDS:.0f} s)")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} is more than a week ({MAX_SECONDS:.0f} s)")
     return value
 
 
 def positive_seconds(text: str) -> float:
     value = seconds(text)
     if value == 0:
-        raise argparse.ArgumentTypeError(f"{_shown(text)} must be more than 0 seconds")
+        raise argparse.ArgumentTypeError(f"{quoted(text)} must be more than 0 seconds")
     return value
 
 
 # Upper bounds of counts that size memory or run time: beyond them a value is a slip, refused as a
 # usage error rather than discovered as an out-of-memory crash hours in.
 MAX_SAMPLES = 1000
+# More cases than any run holds: a count of cases (errors tolerated, replies to label) past it is a slip.
+MAX_CASES = 1_000_000_000
 MAX_RETRIES = 100
 MAX_NEW_TOKENS = 1_000_000
 MAX_BATCH_SIZE = 65_536
@@ -168,18 +185,18 @@ def concurrency(text: str) -> dict[str, int]:
         role, eq, number = part.rpartition("=")
         role = role.strip() if eq else "all"
         if role not in ("all", *ROLES):
-            raise argparse.ArgumentTypeError(f"{_shown(part)}: role must be one of {', '.join(ROLES)}")
+            raise argparse.ArgumentTypeError(f"{quoted(part)}: role must be one of {', '.join(ROLES)}")
         if role in limits:
             # Two values for one role would leave one of them silently unused.
             raise argparse.ArgumentTypeError(
-                f"{_shown(text)}: {'the run-wide value' if role == 'all' else role} given twice"
+                f"{quoted(text)}: {'the run-wide value' if role == 'all' else role} given twice"
             )
         try:
             limits[role] = at_most(MAX_CONCURRENCY)(number.strip())
         except argparse.ArgumentTypeError as exc:
-            raise argparse.ArgumentTypeError(f"{_shown(part)}: {exc}") from None
+            raise argparse.ArgumentTypeError(f"{quoted(part)}: {exc}") from None
     if not limits:
-        raise argparse.ArgumentTypeError(f"{_shown(text)}: expected N or role=N[,role=N]")
+        raise argparse.ArgumentTypeError(f"{quoted(text)}: expected N or role=N[,role=N]")
     return limits
 
 

@@ -13,6 +13,7 @@ from pytest_guardbench.settings.option_values import (
     MAX_API_PROCESSES,
     MAX_ATTACKER_TURNS,
     MAX_BATCH_SIZE,
+    MAX_CASES,
     MAX_NEW_TOKENS,
     MAX_RETRIES,
     MAX_SAMPLES,
@@ -164,7 +165,12 @@ OPTIONS: tuple[OptionSpec, ...] = (
         "Gate: minimum share of selected cases that were scored.",
         fraction,
     ),
-    OptionSpec("max_errors", ("--guardbench-max-errors",), "Gate: pipeline errors tolerated (default 0).", count),
+    OptionSpec(
+        "max_errors",
+        ("--guardbench-max-errors",),
+        "Gate: pipeline errors tolerated (default 0).",
+        at_most(MAX_CASES, count),
+    ),
     OptionSpec(
         "max_empty_rate",
         ("--guardbench-max-empty-rate",),

@@ -45,30 +45,57 @@ def fuzz(examples: int | None = None) -> settings:
 # A key shaped like OpenAI's, planted in the environment (so the redaction knows it by value) and in
 # the inputs (so anything that echoes an input would leak it).
 SECRET = "sk-planted-Zq7RbW2xK9vTnP4mL8cY"
+# A second key, of no key's shape, in another variable whose name says it holds one: known only by its value.
+PLAIN_SECRET = "correct-horse-battery-7Qx2"
+KEYS = (SECRET, PLAIN_SECRET)
 DOCUMENTED = {int(code) for code in ExitStatus} - {int(ExitStatus.INTERNAL_ERROR)}
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s+File \"|INTERNALERROR", re.MULTILINE)
+# What a terminal would obey (`_util.terminal`): C0 controls but line breaks and tabs, DEL, C1 controls,
+# bidi marks, overrides and isolates, line separators.
+STEERING = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 
 
 @pytest.fixture
 def planted_key(monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    monkeypatch.setenv("TEAM_TUTOR_API_KEY", PLAIN_SECRET)
     return SECRET
 
 
-def check_outcome(code: int, out: str, err: str, *, names: Iterable[str] = (), files: Iterable[Path] = ()) -> None:
+def check_inert(text: str) -> None:
+    """Nothing in `text` a terminal would obey: every escape sequence shown, not sent."""
+    found = STEERING.search(text.replace("\r\n", "\n"))
+    assert found is None, (
+        f"{found.group()!r} reached the terminal raw: ...{text[max(found.start() - 80, 0) : found.end() + 80]!r}"
+    )
+
+
+def check_outcome(
+    code: int,
+    out: str,
+    err: str,
+    *,
+    names: Iterable[str] = (),
+    files: Iterable[Path] = (),
+    inert: bool = True,
+) -> None:
     """The contract every entry point keeps, whatever it is fed: a documented status that is not 3
     (internal error, a bug), nothing traceback-shaped, an error that names one of `names` (the input
-    it is about), and the planted key in no output and no file."""
+    it is about), no planted key in any output or file, and (`inert`) nothing a terminal would obey."""
     text = out + err
     assert code in DOCUMENTED, f"exit {code}:\n{err[-2000:]}"
     assert not TRACEBACK.search(text), text[-3000:]
-    assert SECRET not in text, "the planted key reached the terminal"
+    for key in KEYS:
+        assert key not in text, "a planted key reached the terminal"
+    if inert:
+        check_inert(text)
     given = [n for n in names if n]
     if code == ExitStatus.USAGE_ERROR and given:
         assert any(n in err for n in given), f"the message names none of {given}:\n{err}"
     for path in files:
         if path.is_file():
-            assert SECRET.encode() not in path.read_bytes(), f"the planted key reached {path}"
+            data = path.read_bytes()
+            assert not [key for key in KEYS if key.encode() in data], f"a planted key reached {path}"
 
 
 def files_under(*roots: Path) -> list[Path]:

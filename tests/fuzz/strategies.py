@@ -1,16 +1,21 @@
 """Hypothesis strategies for what a user feeds guardbench: pack files (JSON, JSONL, CSV, conversation
-turns), `[tool.guardbench]` tables and ini values, judge-labels files, stored judge checks, run folders
-cut short or corrupted, and argument vectors. Each draws mostly near-valid input with one thing wrong,
-since a wholly random byte string only ever tests the first check."""
+turns), `[tool.guardbench]` tables and ini values, the pytest settings files a project holds (pytest 9's
+native `[tool.pytest]` table among them), judge-labels files, stored judge checks, run folders cut short
+or corrupted, and argument vectors; and the shapes every one of them may carry: control characters,
+line breaks and bytes that are not UTF-8 (`control_text`), terminal escape sequences (`escape_text`),
+the values of the keys planted in the environment (`key_text`), and a write failure at a writer
+(`write_failures`). Each draws mostly near-valid input with one thing wrong, since a wholly random
+byte string only ever tests the first check."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
+from hypothesis import event
 from hypothesis import strategies as st
 
-from tests.fuzz.conftest import SECRET
+from tests.fuzz.conftest import KEYS, SECRET
 
 # Text a parser lets through and a writer may not: lone surrogates, zero-width and bidi marks, NUL,
 # combining marks alone, emoji, right-to-left script, line breaks of other kinds, and the planted key.
@@ -39,6 +44,66 @@ ODD_PIECES = (
     "Bearer abcdefgh12345",
 )
 odd_text = st.lists(st.one_of(st.sampled_from(ODD_PIECES), st.text(max_size=8)), max_size=5).map("".join)
+
+# What a command line can carry that a terminal must not obey: control characters, line breaks of
+# every kind, and a byte that is not UTF-8 (Python hands such an argument over as a lone surrogate).
+CONTROL_PIECES = (
+    "\n",
+    "\r",
+    "\r\n",
+    "\t",
+    "\x00",
+    "\x07",
+    "\x08",
+    "\x0b",
+    "\x0c",
+    "\x1b",
+    "\x7f",
+    "\x85",
+    "\x9b",
+    "\u2028",
+    "\u2029",
+    "\u202e",
+    "\u2066",
+    "\u200f",
+    "\udcff",
+    "\udce9",
+)
+# Escape sequences a reply or a file may hold: a window title, a clipboard write (OSC 52), a hyperlink
+# (OSC 8), a cleared screen, cursor moves, colours, a device control string, a C1 CSI, a reset, text
+# rewritten by a carriage return or backspaces.
+ESCAPES = (
+    "\x1b]0;pwned\x07",
+    "\x1b]2;title\x1b\\",
+    "\x1b]52;c;ZWNobyBwd25lZA==\x07",
+    "\x1b]8;;http://example.invalid/\x1b\\link\x1b]8;;\x1b\\",
+    "\x1b[2J\x1b[H",
+    "\x1b[1A\x1b[2K",
+    "\x1b[31mred\x1b[0m",
+    "\x1bP+q544e\x1b\\",
+    "\x9b2J",
+    "\x1bc",
+    "\x07",
+    "safe\rUNSAFE",
+    "yes\x08\x08\x08no",
+    "\u202eevil\u202c",
+)
+control_text = st.lists(st.one_of(st.sampled_from(CONTROL_PIECES), st.text(max_size=6)), min_size=1, max_size=5).map(
+    "".join
+)
+escape_text = st.lists(
+    st.one_of(st.sampled_from(ESCAPES), st.sampled_from(CONTROL_PIECES), st.text(max_size=6)), min_size=1, max_size=5
+).map("".join)
+# The values of the keys the `planted_key` fixture sets in the environment, alone or inside other text.
+key_text = st.one_of(
+    st.sampled_from(KEYS),
+    st.tuples(
+        st.sampled_from(["", "key=", "Bearer ", "my key is "]), st.sampled_from(KEYS), st.sampled_from(["", " ok"])
+    ).map("".join),
+)
+# What a terminal must not obey, for every CLI value and file field a test fills (the keys are drawn
+# apart, by `key_text`: the one redaction boundary they test lands with issue 43's keys item).
+hostile_text = st.one_of(control_text, escape_text)
 plain_text = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=20)
 some_text = st.one_of(odd_text, plain_text, st.just("how do plants grow"), st.just(f"my key is {SECRET}"))
 json_scalar = st.one_of(st.none(), st.booleans(), st.integers(-(10**6), 10**6), st.floats(), some_text)
@@ -420,3 +485,118 @@ def toml_text(table: dict[str, Any]) -> str | None:
         return all(emit([*path, key], v) for key, v in body.items() if is_table(v))
 
     return "\n".join(lines) + "\n" if emit(["tool", "guardbench"], table) else None
+
+
+def _toml(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml(v) for v in value) + "]"
+    if any(not c.isprintable() or c in '"\\' for c in str(value)):
+        return json.dumps(value)  # JSON's string escapes are TOML's basic-string escapes
+    return '"' + str(value) + '"'
+
+
+# guardbench keys a native `[tool.pytest]` table may give in TOML's own types.
+NATIVE_KEYS = (
+    "guardbench_min_recall",
+    "guardbench_max_fpr",
+    "guardbench_max_errors",
+    "guardbench_offline",
+    "guardbench_variants",
+    "guardbench_data",
+    "guardbench_timeout",
+    "guardbench_tutor",
+)
+
+
+@st.composite
+def settings_files(draw: st.DrawFn, native_values: bool = False) -> dict[str, bytes]:
+    """The pytest settings a project may already have, in any file pytest reads, valid or not (`init`'s
+    fuzz and the plugin's). `native_values`: guardbench keys in the TOML files also take TOML's own
+    types (a float, an integer, a boolean, an array), as pytest 9's native `[tool.pytest]` table
+    invites, and values with escape sequences or a planted key."""
+    keys = draw(
+        st.dictionaries(
+            st.sampled_from(["testpaths", "addopts", "xfail_strict", "guardbench_tutor", "guardbench_max_fpr"]),
+            st.none(),
+            max_size=3,
+        )
+    )
+    values = {
+        "testpaths": draw(st.sampled_from([["tests"], ["app_tests"], ["app_tests", "tests"], ["."]])),
+        "addopts": "-q",
+        "xfail_strict": True,
+        "guardbench_tutor": draw(st.sampled_from(["tutor-a", "smol"])),
+        "guardbench_max_fpr": "0.3",
+    }
+    table = {key: values[key] for key in keys}
+    if native_values:
+        natives = st.one_of(
+            st.floats(allow_nan=False, allow_infinity=False, min_value=-2, max_value=2),
+            st.integers(-2, 3),
+            st.booleans(),
+            st.lists(st.sampled_from(["original", "typo", "0.5", "x"]), max_size=2),
+            escape_text,
+            key_text,
+        )
+        for key in draw(st.lists(st.sampled_from(NATIVE_KEYS), max_size=3, unique=True)):
+            table[key] = draw(natives)
+    toml_lines = [f"{key} = {_toml(value)}" for key, value in table.items()]
+    ini_lines = [f"{k} = {' '.join(v) if isinstance(v, list) else v}" for k, v in table.items()]
+    comment = draw(st.sampled_from(["", "# the team's settings\n"]))
+    toml_kinds = ["native", "native", "native", "pytest.toml", "ini-options", "both", "not-toml"]
+    kind = draw(
+        st.sampled_from(toml_kinds)
+        if native_values
+        else st.sampled_from(
+            [
+                "none",
+                "project",
+                "ini-options",
+                "native",
+                "both",
+                "pytest.toml",
+                "pytest.ini",
+                "setup.cfg",
+                "tox.ini",
+                "not-toml",
+                "not-utf8",
+            ]
+        )
+    )
+    project = '[project]\nname = "team"\nversion = "0.1"\n\n'
+    files = {
+        "none": {},
+        "project": {"pyproject.toml": project},
+        "ini-options": {"pyproject.toml": project + "[tool.pytest.ini_options]\n" + "\n".join(toml_lines)},
+        "native": {"pyproject.toml": "[tool.pytest]\n" + "\n".join(toml_lines or ['addopts = ["-q"]'])},
+        "both": {"pyproject.toml": '[tool.pytest]\naddopts = ["-q"]\n[tool.pytest.ini_options]\nxfail_strict = true'},
+        "pytest.toml": {"pytest.toml": "[pytest]\n" + "\n".join(toml_lines)},
+        "pytest.ini": {"pytest.ini": "[pytest]\n" + "\n".join(ini_lines)},
+        "setup.cfg": {"setup.cfg": "[metadata]\nname = team\n\n[tool:pytest]\n" + "\n".join(ini_lines)},
+        "tox.ini": {"tox.ini": "[tox]\nenvlist = py311\n\n[pytest]\n" + "\n".join(ini_lines)},
+        "not-toml": {"pyproject.toml": "[tool.pytest.ini_options\n"},
+        "not-utf8": {"pyproject.toml": "# caf\udce9\n"},
+    }[kind]
+    event(f"settings: {kind}")
+    newline = draw(st.sampled_from(["\n", "\r\n"]))
+    encoded = {}
+    for name, text in files.items():
+        text = (comment + text + "\n").replace("\n", newline)
+        encoded[name] = text.encode("utf-8", "surrogateescape")
+    if draw(st.booleans()):
+        encoded[".gitignore"] = draw(st.sampled_from([b"build/\n", b"reports/\n.guardbench/\n", b"caf\xe9/\n", b"x"]))
+    return encoded
+
+
+@st.composite
+def write_failures(draw: st.DrawFn, targets: tuple[str, ...]) -> tuple[str, int | str]:
+    """How a writer's write fails: ("limit", bytes), a file-size limit on the command's process that stops
+    a write part-way as a full disk does; or ("folder", name), a folder standing where one of its
+    `targets` (file names) goes."""
+    if not targets or draw(st.booleans()):
+        return "limit", draw(st.one_of(st.integers(0, 4096), st.integers(4096, 200_000)))
+    return "folder", draw(st.sampled_from(targets))

@@ -204,15 +204,18 @@ def pytest_runtest_logreport(report):
         if len(seen) == 2:
             shutil.rmtree(report.nodeid and __import__("pathlib").Path(__file__).parent / "reports")
 """
-# summary.json cannot be written (a disk that filled up at the end of the run).
+# The run's documents cannot be written: a file-size limit set as the run ends stops a write past 8 KiB
+# part-way, as a disk that filled up at the end of the run would (results.jsonl is written by then; the
+# limit leaves room for pytest's own output, which pytester keeps in a file too).
 FULL_AT_THE_END = """
-import errno
-from pytest_guardbench.runfolder import finish
+import resource
+import pytest
 
-def _full(run_dir, *args, **kwargs):
-    raise OSError(errno.ENOSPC, "No space left on device", str(run_dir / "summary.json"))
-
-finish.write_all = _full
+@pytest.hookimpl(wrapper=True)
+def pytest_runtestloop(session):
+    ran = yield  # every case ran and results.jsonl is written; the run's finish comes next
+    resource.setrlimit(resource.RLIMIT_FSIZE, (8192, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    return ran
 """
 
 
@@ -223,7 +226,7 @@ finish.write_all = _full
         (
             FULL_AT_THE_END,
             4,
-            "*summary.json: cannot write the run's report (No space left on device); *results.jsonl keeps the 6 outcome(s)*",
+            "*/summary.json: cannot write the run's report (File too large); *results.jsonl keeps the 6 outcome(s)*",
             True,
         ),
     ],
@@ -234,13 +237,14 @@ def test_a_run_folder_that_cannot_be_written_names_it_and_never_passes_the_gate(
     report cannot be written: a usage error (4), as a report folder that cannot be written."""
     write_project(pytester)
     pytester.makeconftest(SCRIPTED_TUTOR_CONFTEST + extra)
-    result = pytester.runpytest_subprocess("-p", "no:xdist", *LENIENT)
+    result = pytester.runpytest_subprocess("-p", "no:xdist", "-p", "no:cacheprovider", *LENIENT)
     text = result.stdout.str() + result.stderr.str()
     assert result.ret == status, text
     result.stdout.fnmatch_lines([f"guardbench: {said}"])
     assert "gate passed" not in text and "internal error" not in text and not TRACEBACK.search(text)
     runs = list((pytester.path / "reports").iterdir()) if (pytester.path / "reports").exists() else []
     assert not [r for r in runs if (r / "summary.json").exists()], "no summary.json, so no verdict"
+    assert not [p for r in runs for p in r.iterdir() if p.name.endswith(".tmp")], "no temporary file is left"
     if kept:
         [run] = runs
         assert len((run / "results.jsonl").read_text(encoding="utf-8").splitlines()) == 6

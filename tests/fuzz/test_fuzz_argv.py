@@ -1,7 +1,8 @@
 """Argument vectors for every `guardbench` subcommand (its own options, with odd and out-of-range
-values, and paths that exist, do not, or are the wrong kind of thing), and `--guardbench-*` option
-values through the settings the plugin builds from them. A documented status that is not 3, one line
-naming what is wrong, no traceback, no planted key."""
+values, control characters, line breaks, bytes that are not UTF-8, escape sequences and planted keys,
+model specs holding the same, and paths that exist, do not, or are the wrong kind of thing), and
+`--guardbench-*` option values through the settings the plugin builds from them. A documented status
+that is not 3, one line naming what is wrong, no traceback, no planted key, nothing a terminal obeys."""
 
 from __future__ import annotations
 
@@ -19,9 +20,9 @@ from pytest_guardbench.commands import audit
 from pytest_guardbench.commands.main import build_parser, main
 from pytest_guardbench.settings.config import Settings
 from pytest_guardbench.settings.options import OPTIONS, ConfigError
-from tests.fuzz.conftest import SECRET, check_outcome, fuzz
+from tests.fuzz.conftest import PLAIN_SECRET, SECRET, check_outcome, fuzz
 from tests.fuzz.runs import write_run
-from tests.fuzz.strategies import odd_text
+from tests.fuzz.strategies import hostile_text, odd_text
 
 pytestmark = pytest.mark.usefixtures("planted_key")
 # Commands that install packages or write a project (init), or only list (mutators), are left out.
@@ -51,6 +52,11 @@ MODEL_NAMES = (
     "rules,rules",
     f"vllm:m@http://x?key={SECRET}",
     "offline-kb,rules",
+    # Model specs with what a terminal would obey, a line break, a byte that is not UTF-8, a planted key.
+    "rules\x1b]0;pwned\x07",
+    "vllm:m\n@http://x",
+    "openai:gpt\udcff",
+    "keyword\u202e",
 )
 NUMBERS = ("0", "-1", "1", "3", "nan", "inf", "1e999", "0.5", "abc", "", "²", "99999999999")
 
@@ -125,7 +131,11 @@ def argvs(draw: st.DrawFn, places: dict[str, str]) -> list[str]:
     actions = [a for a in sub._actions if not isinstance(a, argparse._HelpAction)]
     odd = draw(st.sampled_from(actions)) if draw(st.integers(0, 3)) else None
     value = st.one_of(
-        st.sampled_from(sorted(places.values())), odd_text, st.sampled_from(NUMBERS), st.sampled_from(MODEL_NAMES)
+        st.sampled_from(sorted(places.values())),
+        odd_text,
+        hostile_text,
+        st.sampled_from(NUMBERS),
+        st.sampled_from(MODEL_NAMES),
     )
     argv = [command]
     for action in actions:
@@ -192,6 +202,7 @@ class _Config:
 
 OPTION_TEXT = st.one_of(
     odd_text,
+    hostile_text,
     st.sampled_from(NUMBERS),
     st.sampled_from(MODEL_NAMES),
     st.sampled_from(["1/2", "tutor=4", "scripted", "child_safety_v1", "nosuch", "2"]),
@@ -208,7 +219,7 @@ def test_guardbench_options_give_settings_or_one_error_naming_the_option(options
         try:
             value = True if spec.flag else spec.parse(text)
         except argparse.ArgumentTypeError as exc:
-            assert SECRET not in str(exc)
+            assert SECRET not in str(exc) and PLAIN_SECRET not in str(exc)
             continue
         cli[spec.dest] = [value] if spec.repeatable else value
     with tempfile.TemporaryDirectory() as folder:
@@ -218,6 +229,6 @@ def test_guardbench_options_give_settings_or_one_error_naming_the_option(options
             event("refused")
             message = str(exc)
             assert any(spec.label in message for spec in options) or "is neither a file" in message, message
-            assert SECRET not in message and "\n" not in message
+            assert SECRET not in message and PLAIN_SECRET not in message and "\n" not in message
             return
     event("accepted")

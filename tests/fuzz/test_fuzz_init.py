@@ -16,7 +16,6 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import event, given
@@ -30,6 +29,7 @@ from pytest_guardbench.settings.starter_source import find_settings
 from pytest_guardbench.settings.starter_values import checked_stack
 from pytest_guardbench.settings.starter_workflow import StackNeeds
 from tests.fuzz.conftest import SECRET, TRACEBACK, fuzz
+from tests.fuzz.strategies import settings_files
 
 pytestmark = pytest.mark.usefixtures("planted_key")
 
@@ -87,77 +87,6 @@ tutors = st.one_of(
     odd_value.map(lambda v: f"tutor-{v}"),
 )
 TARGETS = ("tests/test_guardbench.py", ".github/workflows/guardbench.yml", "pyproject.toml", ".gitignore")
-
-
-def _toml(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, list):
-        return "[" + ", ".join(_toml(v) for v in value) + "]"
-    return '"' + str(value) + '"'
-
-
-@st.composite
-def settings_files(draw: st.DrawFn) -> dict[str, bytes]:
-    """The pytest settings a project may already have, in any file pytest reads, valid or not."""
-    keys = draw(
-        st.dictionaries(
-            st.sampled_from(["testpaths", "addopts", "xfail_strict", "guardbench_tutor", "guardbench_max_fpr"]),
-            st.none(),
-            max_size=3,
-        )
-    )
-    values = {
-        "testpaths": draw(st.sampled_from([["tests"], ["app_tests"], ["app_tests", "tests"], ["."]])),
-        "addopts": "-q",
-        "xfail_strict": True,
-        "guardbench_tutor": draw(st.sampled_from(["tutor-a", "smol"])),
-        "guardbench_max_fpr": "0.3",
-    }
-    table = {key: values[key] for key in keys}
-    toml_lines = [f"{key} = {_toml(value)}" for key, value in table.items()]
-    ini_lines = [f"{k} = {' '.join(v) if isinstance(v, list) else v}" for k, v in table.items()]
-    comment = draw(st.sampled_from(["", "# the team's settings\n"]))
-    kind = draw(
-        st.sampled_from(
-            [
-                "none",
-                "project",
-                "ini-options",
-                "native",
-                "both",
-                "pytest.toml",
-                "pytest.ini",
-                "setup.cfg",
-                "tox.ini",
-                "not-toml",
-                "not-utf8",
-            ]
-        )
-    )
-    project = '[project]\nname = "team"\nversion = "0.1"\n\n'
-    files = {
-        "none": {},
-        "project": {"pyproject.toml": project},
-        "ini-options": {"pyproject.toml": project + "[tool.pytest.ini_options]\n" + "\n".join(toml_lines)},
-        "native": {"pyproject.toml": "[tool.pytest]\n" + "\n".join(toml_lines or ['addopts = ["-q"]'])},
-        "both": {"pyproject.toml": '[tool.pytest]\naddopts = ["-q"]\n[tool.pytest.ini_options]\nxfail_strict = true'},
-        "pytest.toml": {"pytest.toml": "[pytest]\n" + "\n".join(toml_lines)},
-        "pytest.ini": {"pytest.ini": "[pytest]\n" + "\n".join(ini_lines)},
-        "setup.cfg": {"setup.cfg": "[metadata]\nname = team\n\n[tool:pytest]\n" + "\n".join(ini_lines)},
-        "tox.ini": {"tox.ini": "[tox]\nenvlist = py311\n\n[pytest]\n" + "\n".join(ini_lines)},
-        "not-toml": {"pyproject.toml": "[tool.pytest.ini_options\n"},
-        "not-utf8": {"pyproject.toml": "# caf\udce9\n"},
-    }[kind]
-    event(f"settings: {kind}")
-    newline = draw(st.sampled_from(["\n", "\r\n"]))
-    encoded = {}
-    for name, text in files.items():
-        text = (comment + text + "\n").replace("\n", newline)
-        encoded[name] = text.encode("utf-8", "surrogateescape")
-    if draw(st.booleans()):
-        encoded[".gitignore"] = draw(st.sampled_from([b"build/\n", b"reports/\n.guardbench/\n", b"caf\xe9/\n", b"x"]))
-    return encoded
 
 
 def snapshot(folder: Path) -> dict[str, tuple[bytes | None, int]]:

@@ -2,7 +2,8 @@
 to every command that reads one: `merge`, `rejudge`, `correct`, `audit --plan` and `compare`. A result,
 or exit 4 naming the folder or file; never a crash or a traceback; a command that writes leaves a
 whole folder or none; the planted key (a record that quotes it, from a run written before redaction)
-reaches no output."""
+reaches no output; a model's escape sequences kept in a record or the summary's warnings reach the
+terminal inert."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from pytest_guardbench.commands.main import main
 from tests.fuzz.conftest import SECRET, check_outcome, files_under, fuzz
 from tests.fuzz.runs import copy_run, write_run, write_shards
-from tests.fuzz.strategies import json_value
+from tests.fuzz.strategies import escape_text, json_value
 
 pytestmark = pytest.mark.usefixtures("planted_key")
 FILES = ("summary.json", "results.jsonl", "data_manifest.json", "meta.json")
@@ -39,6 +40,7 @@ EVERY = (
     "drop-key",
     "retype",
     "plant-key",
+    "plant-escape",
     "surrogate",
     "garbage-line",
     "duplicate-line",
@@ -59,7 +61,7 @@ def corruptions(
         return draw(st.sampled_from([(n, h) for n in files for h in EVERY if (n, h) not in KNOWN_UNNAMED]))
     name = draw(st.sampled_from(FILES if not keep_json else ("summary.json",)))
     hows = (
-        ["drop-key", "retype", "plant-key"]
+        ["drop-key", "retype", "plant-key", "plant-escape"]
         if keep_json
         else [
             "cut",
@@ -70,6 +72,7 @@ def corruptions(
             "drop-key",
             "retype",
             "plant-key",
+            "plant-escape",
             "surrogate",
             "garbage-line",
             "duplicate-line",
@@ -105,8 +108,9 @@ def corrupt(run: Path, name: str, how: str, draw: st.DataObject) -> None:
         lines = data.decode("utf-8").splitlines() if name == "results.jsonl" else [data.decode("utf-8")]
         index = draw.draw(st.integers(0, len(lines) - 1))
         document = json.loads(lines[index])
-        if how == "plant-key" and name in PLANTED:
-            _plant(document, draw.draw(st.sampled_from(PLANTED[name])))
+        if how in ("plant-key", "plant-escape") and name in PLANTED:
+            quoted = f"my key is {SECRET}" if how == "plant-key" else draw.draw(escape_text)
+            _plant(document, draw.draw(st.sampled_from(PLANTED[name])), quoted)
         else:
             _edit(document, how, draw)
         lines[index] = json.dumps(document, ensure_ascii=True)  # "\ud800" stays an escape, as a server sends it
@@ -122,13 +126,12 @@ PLANTED = {
 }
 
 
-def _plant(document: dict, where: tuple[str, ...]) -> None:
+def _plant(document: dict, where: tuple[str, ...], quoted: str) -> None:
     *parents, key = where
     target = document
     for part in parents:
         target = target.get(part) if isinstance(target, dict) else None
     if isinstance(target, dict):
-        quoted = f"my key is {SECRET}"
         target[key] = [quoted] if isinstance(target.get(key), list) else quoted
 
 
@@ -149,6 +152,8 @@ def _edit(document: dict, how: str, draw: st.DataObject) -> None:
         target[key] = draw.draw(json_value.filter(lambda v: SECRET not in json.dumps(v)))
     elif how == "surrogate":
         target[key] = "half a pair \ud83d here"
+    elif how == "plant-escape":  # a model's escape sequences, kept in the text they came in
+        target[key] = draw.draw(escape_text)
     else:  # plant-key: a text quoting the key, as a run written before redaction kept it
         target[key] = f"my key is {SECRET}"
 

@@ -283,5 +283,5 @@ def test_dir_names_a_file_or_nothing(tmp_path, capsys):
     assert one_error_line(capsys) == f"guardbench init: --dir {tmp_path / 'nope'}: no such folder"
     assert _init(Path("a\x00b")) == USAGE_ERROR
     # Shown escaped; whether Python calls a NUL in a name absent or unusable depends on its version.
-    assert one_error_line(capsys).startswith("guardbench init: --dir a\\x00b: ")
+    assert one_error_line(capsys).startswith("guardbench init: --dir a\\u0000b: ")
     assert afile.read_text() == "mine\n"

@@ -146,3 +146,34 @@ def test_a_key_a_shard_kept_does_not_reach_the_merged_run(tmp_path, monkeypatch)
     assert main(["merge", str(first), str(second), "--out", str(out)]) in (0, 1)
     for file in out.iterdir():
         assert KEY.encode() not in file.read_bytes(), file
+
+
+def _told(summary: dict[str, Any], *warnings: str) -> None:
+    """A summary as the pytest session writes it: the records' warnings, then what the run was told."""
+    summary["warnings"] = [*summary["warnings"], *warnings]
+
+
+def test_a_merge_keeps_the_warnings_its_shards_were_told_once_and_finds_the_rest_again(tmp_path):
+    from pytest_guardbench.runfolder.facts import demo_warnings
+    from pytest_guardbench.settings.config import Settings
+    from tests.builders import record
+    from tests.fuzz.runs import write_run
+
+    [demo] = demo_warnings(Settings())  # the main job runs the demo stack
+    served = "tutor t answered as someone-else-7b, not m"
+    # Records that give warnings of their own, with counts that differ from shard to shard.
+    records = [record(f"p.i{n}.original", n % 2 == 0, error=n % 3 == 0, base=f"i{n}") for n in range(12)]
+    whole = write_run(tmp_path / "whole", records)
+    shards = [
+        write_run(tmp_path / f"shard{i}", [r for n, r in enumerate(records) if n % 2 == i - 1], shard=f"{i}/2")
+        for i in (1, 2)
+    ]
+    _edit(whole / "summary.json", lambda s: _told(s, demo, served))
+    _edit(shards[0] / "summary.json", lambda s: _told(s, demo, served))
+    _edit(shards[1] / "summary.json", lambda s: _told(s, demo))
+    assert any("pipeline error" in w for w in load_run(shards[0]).warnings), "a warning the records give"
+    out = tmp_path / "merged"
+    assert main(["merge", *map(str, shards), "--out", str(out)]) in (0, 1)
+    merged = load_run(out).warnings
+    assert merged == load_run(whole).warnings, "the unsharded run's warnings, each once"
+    assert merged.count(demo) == 1 and merged.count(served) == 1

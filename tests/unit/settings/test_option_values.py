@@ -46,6 +46,8 @@ BAD = [
         (name, "0", "at least 1")
         for name in ("samples", "judge_samples", "max_new_tokens", "batch_size", "api_processes", "attacker_turns")
     ),
+    *((name, value, "subnormal") for name in (*SECONDS, *FRACTIONS) for value in ("5e-324", "2e-310", "-1e-310")),
+    ("max_errors", "1" + "0" * 30, "more than 1,000,000,000"),
     ("attacker_turns", "51", "more than 50"),
     ("samples", "1000000000", "more than 1,000"),
     ("samples", "1001", "more than 1,000"),
@@ -102,9 +104,19 @@ def test_every_numeric_option_is_in_the_table():
     numeric = {
         spec.name
         for spec in OPTIONS
-        if spec.parse.__name__ in ("_seconds", "_positive_seconds", "_fraction", "_count", "_positive", "bounded")
+        if spec.parse.__name__ in ("seconds", "positive_seconds", "fraction", "kappa", "count", "positive", "bounded")
     }
-    assert numeric <= set(SECONDS) | set(FRACTIONS) | set(COUNTS)
+    assert numeric == set(SECONDS) | set(FRACTIONS) | set(COUNTS)
+
+
+@pytest.mark.parametrize("name", [*SECONDS, *FRACTIONS, *COUNTS])
+def test_minus_zero_is_read_as_zero_where_zero_is_a_value(name):
+    try:
+        value = OPTIONS_BY_NAME[name].parse("-0")
+    except argparse.ArgumentTypeError as exc:
+        assert "at least 1" in str(exc) or "more than 0" in str(exc)
+        return
+    assert value == 0 and str(value) in ("0", "0.0"), "never -0.0 in a summary or a message"
 
 
 def test_a_bad_value_on_the_command_line_is_exit_4_naming_the_option(pytester):
