@@ -2,8 +2,11 @@
 model echoes them back (a 401 body that quotes the Authorization header, a proxy error page).
 
 Known secrets are the values of environment variables whose names say they hold one (`*_KEY`,
-`*TOKEN*`, `*SECRET*`, `*PASSWORD*`); key-shaped strings (`Bearer …`, `sk-…`, `hf_…`) are replaced even
-when no variable holds them.
+`*TOKEN*`, `*SECRET*`, `*PASSWORD*`), and of every variable a model spec names for its key, whatever it
+is called (`vllm:m@http://h/v1?key=VLLM_CRED`, an alias's `api_key_env`): those names are listed in
+`GUARDBENCH_KEY_VARIABLES` (`treat_as_key`), in the environment beside the values they name, so the
+processes a run starts (xdist workers, call processes) inherit the list with the keys. Key-shaped
+strings (`Bearer …`, `sk-…`, `hf_…`) are replaced even when no variable holds them.
 
 The secrets are read once and read again only when the environment changed: `current_redactor()`
 keeps the `Redactor` it built with a copy of the environment it read them from, and compares the two
@@ -29,6 +32,8 @@ SECRET_NAME = re.compile(r"(?:^|_)(?:API_?KEY|KEY|TOKEN|SECRET|PASSWORD|PASSWD)(
 KEY_SHAPES = re.compile(r"(?i:bearer)\s+[A-Za-z0-9._~+/=-]{6,}|\bsk-[A-Za-z0-9_-]{8,}|\bhf_[A-Za-z0-9]{10,}")
 # Short values ("1", "true") would blank out ordinary words; real keys are longer than this.
 MIN_SECRET_LENGTH = 8
+# The variables that hold a key whatever their names say: comma-separated names.
+KEY_VARIABLES = "GUARDBENCH_KEY_VARIABLES"
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -39,11 +44,32 @@ def _names_a_secret(name: str) -> bool:
     return SECRET_NAME.search(name) is not None
 
 
+def listed_key_variables(environ: Mapping[str, str] | None = None) -> frozenset[str]:
+    """The variables `GUARDBENCH_KEY_VARIABLES` lists (set by `treat_as_key`, or by the user)."""
+    env = os.environ if environ is None else environ
+    return frozenset(name for name in re.split(r"[\s,]+", env.get(KEY_VARIABLES, "")) if name)
+
+
+def treat_as_key(names: Iterable[str | None]) -> None:
+    """Make each named variable a secret of this process and of every process it starts from now on:
+    its value is redacted wherever it appears, whatever the variable is called. Called where a model
+    spec that names a key variable is resolved or its client is built. The list is kept in the
+    environment, not in this module: it travels with the keys to xdist workers and call processes, and
+    the redactor cache sees the change as it sees a key set mid-run."""
+    listed = listed_key_variables()
+    wanted = sorted({name for name in names if name and name not in listed})
+    if wanted:
+        os.environ[KEY_VARIABLES] = ",".join(sorted(listed | set(wanted)))
+
+
 def secret_values(environ: Mapping[str, str] | None = None) -> list[str]:
     env = os.environ if environ is None else environ
+    listed = listed_key_variables(env)
     # Names first, values only of the names that hold a secret.
     values = {
-        value for name in list(env) if _names_a_secret(name) and len(value := env.get(name, "")) >= MIN_SECRET_LENGTH
+        value
+        for name in list(env)
+        if (_names_a_secret(name) or name in listed) and len(value := env.get(name, "")) >= MIN_SECRET_LENGTH
     }
     return sorted(values, key=len, reverse=True)  # a key that contains another is replaced whole
 

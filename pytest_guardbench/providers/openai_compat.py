@@ -20,6 +20,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from pytest_guardbench._util.redact import treat_as_key
 from pytest_guardbench.providers.base import (
     Classification,
     ClassifyRequest,
@@ -77,6 +78,7 @@ class OpenAICompatProvider(ModelAPI):
         urls: list[str | None] = list(dict.fromkeys(fleet)) or [base_url]
         self.base_url = urls[0]
         self.api_key_env = api_key_env
+        treat_as_key([api_key_env])  # whatever it is called, the variable holds a key: redacted from now on
         key = os.environ.get(api_key_env, "") if api_key_env else ""
         if api_key_env and not key:
             raise ProviderError(f"{name}: environment variable {api_key_env} is not set")

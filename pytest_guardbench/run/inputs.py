@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_guardbench._util.redact import treat_as_key
 from pytest_guardbench.cases.attack import SCRIPTED_ATTACKER, attack_cases
 from pytest_guardbench.cases.sources import (
     LoadedData,
@@ -50,6 +51,8 @@ class RunInputs:
 def load_inputs(root: Path, settings: Settings, units: Units) -> RunInputs:
     """Everything a process of the run knows before collection; ConfigError/DataError name the bad input."""
     aliases = model_aliases(root)
+    # Every variable the project's specs name for a key is a secret of the run, used by it or not.
+    treat_as_key(spec.api_key_env for spec in aliases.values())
     specs = {
         "guardrail": resolve_role("guardrail", settings.guardrail, ["none", *units.guards.names()], aliases),
         "tutor": resolve_role("tutor", settings.tutor, units.tutors.names(), aliases),

@@ -3,6 +3,7 @@ API spec) checked against what its guard adapter can do before anything is built
 
 from __future__ import annotations
 
+from pytest_guardbench._util.redact import treat_as_key
 from pytest_guardbench.guards import CHILD_SAFETY_GUIDELINES, granite_version
 from pytest_guardbench.judges.panel import panel_names, panel_size_problem
 from pytest_guardbench.settings.model_specs import ModelSpec, parse_model_spec
@@ -49,6 +50,7 @@ def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, 
                 f"{option}={value}: ShieldGemma policy {unknown[0]!r} has no guideline; give it one in risk_definitions "
                 f"or use one of {', '.join(CHILD_SAFETY_GUIDELINES)}"
             )
+    treat_as_key([spec.api_key_env])  # a key is a key whatever its variable is called
     missing = spec.missing_key()
     if missing:
         raise ConfigError(

@@ -221,3 +221,23 @@ def test_a_judge_that_fails_its_preflight_is_not_sent_the_audit_file_too(pyteste
     assert summary["judge_quality"]["error"].startswith("not measured: judge preflight failed")
     assert summary["confidence"]["level"] == "low"
     assert not [r for r in openai_stub.requests if "AUDITROW" in json.dumps(r)], "no audit row reached the judge"
+
+
+@pytest.mark.parametrize("named_by", ["alias", "spec"])
+def test_a_key_in_a_variable_whose_name_says_nothing_is_redacted_too(pytester, openai_stub, monkeypatch, named_by):
+    """VLLM_CRED does not look like a secret's name; a model spec that names it for its key makes it
+    one (the alias's api_key_env, or `?key=` in a vllm: spec), in the run's every file and line."""
+    monkeypatch.setenv("VLLM_CRED", KEY)
+    _project(pytester.path, "fault-echokey", openai_stub.base_url)
+    pyproject = pytester.path / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace("GB_FAULT_API_KEY", "VLLM_CRED"))
+    tutor = "--tutor=t" if named_by == "alias" else f"--tutor=vllm:fault-echokey@{openai_stub.base_url}?key=VLLM_CRED"
+    result = pytester.runpytest_subprocess(*FAST, tutor, "-rA", "--junitxml=junit.xml", "--guardbench-cache=write")
+    run = next((pytester.path / "reports").iterdir())
+    records = [json.loads(line) for line in (run / "results.jsonl").read_text().splitlines()]
+    assert len(records) == CASES
+    assert all(r["response"]["text"] == "Sure. My key is [REDACTED] and so is [REDACTED]." for r in records)
+    artifacts = [p for p in pytester.path.rglob("*") if p.is_file() and p.suffix != ".py"]
+    assert {p.suffix for p in artifacts} >= {".jsonl", ".html", ".xml", ".sqlite", ".md"}
+    assert not [p for p in artifacts if KEY.encode() in p.read_bytes()], "the echoed key reached an artifact"
+    assert KEY not in result.stdout.str() + result.stderr.str()

@@ -4,9 +4,24 @@ longer blanks out text that merely contains its old value."""
 
 from __future__ import annotations
 
-import pytest
+import os
 
-from pytest_guardbench._util.redact import REDACTED, Redactor, current_redactor, redact, redact_json
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from pytest_guardbench._util.redact import (
+    KEY_SHAPES,
+    KEY_VARIABLES,
+    MIN_SECRET_LENGTH,
+    REDACTED,
+    SECRET_NAME,
+    Redactor,
+    current_redactor,
+    redact,
+    redact_json,
+    treat_as_key,
+)
 
 KEY = "sk-live-Qw3rTy8uI0pAs2Df"
 OTHER = "tok-Zx9Cv8Bn7Mm6Lk5Jh4"
@@ -54,3 +69,28 @@ def test_extra_values_are_cached_apart_from_the_environment_s_own():
 def test_the_cached_pass_redacts_as_a_fresh_redactor_does(text):
     assert current_redactor()(text) == Redactor()(text)
     assert redact_json({"k": [text]}) == {"k": [Redactor()(text)]}
+
+
+@given(
+    name=st.from_regex(r"[A-Z][A-Z0-9_]{0,20}", fullmatch=True),
+    value=st.from_regex(r"[A-Za-z0-9._-]{%d,40}" % MIN_SECRET_LENGTH, fullmatch=True),
+    others=st.lists(st.from_regex(r"[A-Z][A-Z0-9_]{0,8}", fullmatch=True), max_size=3),
+)
+def test_a_variable_listed_as_a_key_is_a_secret_whatever_its_name(name, value, others):
+    environ = {name: value, KEY_VARIABLES: " , ".join([*others, name])}
+    assert redact(f"reply: {value}!", environ=environ) == f"reply: {REDACTED}!"
+    # Without the list, only the name decides.
+    unlisted = {name: value}
+    assert (REDACTED in redact(f"reply: {value}!", environ=unlisted)) == (
+        SECRET_NAME.search(name) is not None or KEY_SHAPES.search(value) is not None
+    )
+
+
+def test_treat_as_key_lists_each_variable_once_and_the_next_text_is_redacted(monkeypatch):
+    monkeypatch.delenv(KEY_VARIABLES, raising=False)
+    monkeypatch.setenv("VLLM_CRED", "cred-value-12345")
+    assert redact("cred-value-12345") == "cred-value-12345"
+    treat_as_key(["VLLM_CRED", None, "OTHER_NAME", "VLLM_CRED"])
+    treat_as_key(["VLLM_CRED"])
+    assert os.environ[KEY_VARIABLES] == "OTHER_NAME,VLLM_CRED"
+    assert redact("the cred is cred-value-12345") == f"the cred is {REDACTED}"
