@@ -11,7 +11,8 @@ from pytest_guardbench.commands.exit_status import gate_exit_code
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.results.corrected import correction_lines
 from pytest_guardbench.runfolder.correct import correct_run_folder
-from pytest_guardbench.runfolder.finish import LABELS_WARNING, corrected_document
+from pytest_guardbench.document.correction import corrected_document
+from pytest_guardbench.runfolder.finish import LABELS_WARNING
 from pytest_guardbench.runfolder.lock import refuse_unfinished
 from pytest_guardbench.audit.label_files import load_run_labels
 from pytest_guardbench.settings.option_values import kappa

@@ -4,7 +4,7 @@ label row. `audit` computes them."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
@@ -140,3 +140,18 @@ class Correction(Block):
     conversation_replies: CorrectedRun | None = None
     labellers: LabellersAgreement | None = None  # two labellers of the same replies: how far they agree
     conversations: CorrectedConversations | None = None
+
+
+def corrected_document(correction: Correction) -> dict[str, Any]:
+    """corrected.json: the corrected scorecards, with the judge measured on this run's labels and the
+    labels used (`guardbench correct --json` prints the same document)."""
+    cards = correction.scorecards.model_dump(mode="json")
+    replies = correction.conversation_replies
+    talks = correction.conversations
+    return {
+        **cards,
+        "labels": correction.labels.model_dump(mode="json"),
+        **({"conversation_replies": replies.model_dump(mode="json")} if replies is not None else {}),
+        **({"labellers": correction.labellers.model_dump(mode="json")} if correction.labellers is not None else {}),
+        **({"conversations": talks.model_dump(mode="json")} if talks is not None else {}),
+    }

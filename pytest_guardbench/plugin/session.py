@@ -15,7 +15,6 @@ from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.cases.sources import manifest
 from pytest_guardbench.document.execution import Execution
 from pytest_guardbench.document.gate import GateResult
-from pytest_guardbench.document.meta import RunMeta
 from pytest_guardbench.document.metrics import LostReport
 from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.exit_status import ExitStatus
@@ -23,7 +22,7 @@ from pytest_guardbench.plugin.console import write_result
 from pytest_guardbench.plugin.gate_case import gate_nodeid, gate_reports, gate_teststatus
 from pytest_guardbench.plugin.progress import Progress, RunCounts
 from pytest_guardbench.plugin.wire import RECORD_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY, Inbox, case_id_of
-from pytest_guardbench.plugin.worker import case_of
+from pytest_guardbench.plugin.write_ahead import WriteAhead
 from pytest_guardbench.records import CaseRecord
 from pytest_guardbench.results.github_summary import append_step_summary
 from pytest_guardbench.run.inputs import RunInputs
@@ -36,10 +35,6 @@ from pytest_guardbench.runfolder.facts import Observed, run_facts, write_failure
 from pytest_guardbench.runfolder.finish import RunFinish
 from pytest_guardbench.runfolder.live import LiveRunFolder
 from pytest_guardbench.scoring.scorecard import Scored
-
-
-# At most this many records written ahead of their tests in one batch (one write, bounded memory).
-WRITE_AHEAD = 256
 
 
 class GuardbenchSession:
@@ -68,6 +63,7 @@ class GuardbenchSession:
         self.write_problem: str | None = None
         self.started = run_folder.utc_now()
         self._started_clock = time.perf_counter()
+        self._meta = run_meta.MetaOnce(inputs, Path(config.rootpath), config.invocation_params.args)
         self.folder = LiveRunFolder(inputs, labels, self.started, self._meta)
         self.summary: RunSummary | None = None
         self.execution: list[Execution] = []  # each worker's engine, cache and call counts
@@ -76,10 +72,7 @@ class GuardbenchSession:
         self.counts = RunCounts(self.progress, inputs.cases_by_id)
         self._pytest_session: pytest.Session | None = None
         self.inbox = Inbox()
-        # This process's items by node id, and how far records were written ahead of their tests.
-        self._positions: dict[str, int] = {}
-        self._ahead_upto = 0
-        self._made_meta: RunMeta | None = None
+        self.ahead = WriteAhead()
 
     @property
     def internal_errors(self) -> list[str]:
@@ -101,15 +94,6 @@ class GuardbenchSession:
         """The case ids that reported a record."""
         return self.folder.received
 
-    def _meta(self, run_id: str | None, _run_dir: Path) -> RunMeta:
-        # Made once a run id: written when the folder is made and again at the end, and it asks git and
-        # every package's metadata, which do not change in between.
-        if self._made_meta is None or self._made_meta.run_id != run_id:
-            self._made_meta = run_meta.meta(
-                self.inputs, run_id, Path(self.config.rootpath), self.config.invocation_params.args
-            )
-        return self._made_meta
-
     def abandon(self) -> None:
         """The stack could not be built: no case ran, so the finish writes no run folder."""
         self.abandoned = True
@@ -121,7 +105,7 @@ class GuardbenchSession:
     # -- collection and workers -------------------------------------------------------------
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self._positions = {item.nodeid: i for i, item in enumerate(session.items)}
+        self.ahead.collected(session.items)
         for item in session.items:
             case_id = case_id_of(item.nodeid)
             if case_id in self.inputs.cases_by_id and SLOT_FIXTURE in getattr(item, "fixturenames", ()):
@@ -154,7 +138,8 @@ class GuardbenchSession:
             try:
                 finish = self.folder.opened()
                 finish.add(record, scored)
-                finish.write_ahead(self._finished_after(report.nodeid))
+                engine = self.process.engine if self.process is not None else None
+                finish.write_ahead(self.ahead.finished_after(report.nodeid, engine))
                 finish.flush()  # before this report is logged: a case shown as finished is on disk
             except run_folder.ReportWriteError as exc:
                 self._stop_run(exc.strerror or str(exc))
@@ -174,21 +159,6 @@ class GuardbenchSession:
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self._pytest_session = session
-
-    def _finished_after(self, nodeid: str) -> list[CaseRecord]:
-        """The records of the tests after `nodeid` that this process's engine has finished already:
-        written with its record in one batch, before their own reports (in item order, as they will
-        report). None under xdist, where records arrive on reports, one at a time."""
-        engine = self.process.engine if self.process is not None else None
-        position = self._positions.get(nodeid)
-        # Not while the tests after this one are still written: a batch is written when the last one
-        # is used up, so the file is never more than one batch ahead of the reports.
-        if engine is None or position is None or self._pytest_session is None or self._ahead_upto > position + 1:
-            return []
-        following = self._pytest_session.items[position + 1 : position + 1 + WRITE_AHEAD]
-        records = engine.finished(case_of(item) for item in following)
-        self._ahead_upto = position + 1 + len(records)
-        return records
 
     def _stop_run(self, reason: str) -> None:
         """Records that cannot be kept make every further case wasted spend: stop after this one. As
@@ -288,11 +258,8 @@ class GuardbenchSession:
         expected = [c for c in self.inputs.cases if c.case_id in expected_ids]
         try:
             assert self.run_dir is not None
-            finish.write(
-                summary,
-                manifest=manifest(self.inputs.data, expected),
-                meta=self._meta(self.folder.run_id, self.run_dir),
-            )
+            meta = self._meta(self.folder.run_id, self.run_dir)
+            finish.write(summary, manifest=manifest(self.inputs.data, expected), meta=meta)
         except OSError as exc:
             self._stop_run(self._write_failure(exc))
         else:
@@ -301,9 +268,8 @@ class GuardbenchSession:
             try:
                 append_step_summary(summary)
             except OSError as exc:
-                self._stop_run(
-                    f"{exc.filename or 'GITHUB_STEP_SUMMARY'}: cannot append the step summary ({exc.strerror})"
-                )
+                name = exc.filename or "GITHUB_STEP_SUMMARY"
+                self._stop_run(f"{name}: cannot append the step summary ({exc.strerror})")
         self._set_exit_status(session, summary)
 
     def _set_exit_status(self, session: pytest.Session, summary: RunSummary) -> None:

@@ -29,7 +29,8 @@ from pytest_guardbench.providers.call_messages import (
     Request,
     ToCallProcess,
 )
-from pytest_guardbench.providers.openai_compat import OpenAICompatProvider, load_client_library
+from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
+from pytest_guardbench.providers.transport import load_client_library
 from pytest_guardbench.providers.transport import LoopThread
 
 

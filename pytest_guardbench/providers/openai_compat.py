@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import contextlib
 import os
 import random
 import threading
@@ -32,6 +31,7 @@ from pytest_guardbench.providers.base import (
 )
 from pytest_guardbench.providers.limits import AdaptiveLimit, RetryPolicy
 from pytest_guardbench.providers.transport import (
+    http_client,
     mapped_error,
     CircuitOpen,
     Endpoint,
@@ -251,7 +251,7 @@ class OpenAICompatProvider(ModelAPI):
                     base_url=endpoint.url,
                     timeout=self._timeout_s,
                     max_retries=0,
-                    http_client=_http_client(),
+                    http_client=http_client(),
                 )
 
     def classify(self, request: ClassifyRequest) -> list[Classification]:
@@ -380,23 +380,3 @@ class OpenAICompatProvider(ModelAPI):
             return results[0] if isinstance(results, list) and len(results) == 1 else {"malformed_body": body}
 
         return send
-
-
-def _http_client() -> Any:
-    """The client's aiohttp transport when `openai[aiohttp]` is installed: it spends about a third
-    less CPU per call than the default one, which is what bounds many concurrent calls on a small
-    machine (bench/bench_engine_api.py)."""
-    try:
-        from openai import DefaultAioHttpClient
-
-        return DefaultAioHttpClient()
-    except (ImportError, RuntimeError):
-        return None
-
-
-def load_client_library() -> None:
-    """Import the official client in the calling thread, before several threads make their first
-    calls at once: two threads importing a package together can each meet it half initialised.
-    A missing package is left for the first call to report, as it would have been."""
-    with contextlib.suppress(ImportError):
-        import openai  # noqa: F401

@@ -5,6 +5,7 @@ failed call is classified (retry it, count it toward the circuit breaker, name i
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import concurrent.futures
@@ -353,3 +354,23 @@ def call_key(
 ) -> str:
     """Names one call, so that when one call of a group fails, the others' replies are kept and not sent again."""
     return json.dumps([conversation, repr(params), seed, extra], sort_keys=True, default=str)
+
+
+def http_client() -> Any:
+    """The client's aiohttp transport when `openai[aiohttp]` is installed: it spends about a third
+    less CPU per call than the default one, which is what bounds many concurrent calls on a small
+    machine (bench/bench_engine_api.py)."""
+    try:
+        from openai import DefaultAioHttpClient
+
+        return DefaultAioHttpClient()
+    except (ImportError, RuntimeError):
+        return None
+
+
+def load_client_library() -> None:
+    """Import the official client in the calling thread, before several threads make their first
+    calls at once: two threads importing a package together can each meet it half initialised.
+    A missing package is left for the first call to report, as it would have been."""
+    with contextlib.suppress(ImportError):
+        import openai  # noqa: F401

@@ -22,7 +22,7 @@ from pytest_guardbench.providers import (
     chat_provider_for,
 )
 from pytest_guardbench.providers.embedded import default_stack_problems
-from pytest_guardbench.providers.openai_compat import load_client_library
+from pytest_guardbench.providers.transport import load_client_library
 from pytest_guardbench.providers.hub import load_tokenizer, offline_requested, template_problem, where_problem
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.roles import option_of

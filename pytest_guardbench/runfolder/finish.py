@@ -31,7 +31,7 @@ from pytest_guardbench.audit.matching import LabelMatcher
 from pytest_guardbench.audit.labels import RunLabels
 from pytest_guardbench.document.gate import BaselineComparison
 from pytest_guardbench.document.gate import Confidence
-from pytest_guardbench.document.correction import Correction
+from pytest_guardbench.document.correction import Correction, corrected_document
 from pytest_guardbench.document.judging import JudgeQuality
 from pytest_guardbench.document.metrics import LostReport, RunMetrics
 from pytest_guardbench.document.gate import GateCheck, GateResult
@@ -212,21 +212,6 @@ class RunFinish:
         if not (self.run_dir / "results.jsonl").exists():
             texts["results.jsonl"] = ""  # a run that gave no record still has its (empty) file
         write_documents(self.run_dir, texts)
-
-
-def corrected_document(correction: Correction) -> dict[str, Any]:
-    """corrected.json: the corrected scorecards, with the judge measured on this run's labels and the
-    labels used (`guardbench correct --json` prints the same document)."""
-    cards = correction.scorecards.model_dump(mode="json")
-    replies = correction.conversation_replies
-    talks = correction.conversations
-    return {
-        **cards,
-        "labels": correction.labels.model_dump(mode="json"),
-        **({"conversation_replies": replies.model_dump(mode="json")} if replies is not None else {}),
-        **({"labellers": correction.labellers.model_dump(mode="json")} if correction.labellers is not None else {}),
-        **({"conversations": talks.model_dump(mode="json")} if talks is not None else {}),
-    }
 
 
 def build_summary(

@@ -76,6 +76,21 @@ def meta(inputs: RunInputs, run_id: str | None, root: Path, argv: Sequence[str])
     )
 
 
+class MetaOnce:
+    """`meta(...)` of one run, made once a run id: meta.json is written when the folder is made and
+    again at the end, and making it asks git and every package's metadata, which do not change in
+    between. Called as the live folder's meta maker: `(run_id, run_dir) -> RunMeta`."""
+
+    def __init__(self, inputs: RunInputs, root: Path, argv: Sequence[str]) -> None:
+        self._inputs, self._root, self._argv = inputs, root, argv
+        self._made: RunMeta | None = None
+
+    def __call__(self, run_id: str | None, _run_dir: Path | None = None) -> RunMeta:
+        if self._made is None or self._made.run_id != run_id:
+            self._made = meta(self._inputs, run_id, self._root, self._argv)
+        return self._made
+
+
 def git_commit(root: Path) -> str | None:
     try:
         result = subprocess.run(

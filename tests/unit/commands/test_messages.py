@@ -106,8 +106,8 @@ def test_screen_names_its_own_cache_option(tmp_path, capsys):
 
 
 def test_a_pytest_run_with_label_rows_that_name_no_design_never_says_give_design():
-    """The plugin's message names its own setting (the fix is in plugin/hooks.py's LABELS_DESIGN)."""
-    from pytest_guardbench.plugin.hooks import LABELS_DESIGN
+    """The plugin's message names its own setting (the fix is in plugin/run_setup.py's LABELS_DESIGN)."""
+    from pytest_guardbench.plugin.run_setup import LABELS_DESIGN
 
     assert "--design" not in LABELS_DESIGN and "guardbench_labels" in LABELS_DESIGN
     assert json.dumps(LABELS_DESIGN)  # one line of text
