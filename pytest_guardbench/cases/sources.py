@@ -175,7 +175,8 @@ def load_file(path: Path, harmful_categories: Sequence[str]) -> tuple[SourceInfo
         close = difflib.get_close_matches(path.name, names, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
         raise DataError(
-            f"{path}: no such file, nor a shipped pack or dataset of that name; {hint}({describe_shipped((PACKS, DATASETS))})"
+            f"{path}: no such file, nor a shipped pack or dataset of that name; "
+            f"{hint}({describe_shipped((PACKS, DATASETS))})"
         )
     if reader is None:
         raise DataError(f"{path}: unknown data format {path.suffix!r}; use .json, .jsonl or .csv")
@@ -235,7 +236,8 @@ def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categori
         raise DataError(f"{path}: {where} (id {raw_id!r}): missing prompt_text")
     if not has_visible_text(text):
         raise DataError(
-            f"{path}: {where} (id {raw_id!r}): prompt_text has no visible character (only spaces or zero-width characters)"
+            f"{path}: {where} (id {raw_id!r}): prompt_text has no visible character (only spaces or zero-width "
+            "characters)"
         )
     metadata = raw.get("metadata") or {}
     if not isinstance(metadata, dict):
@@ -280,7 +282,8 @@ def load_sources(paths: Iterable[Path], harmful_categories: Sequence[str]) -> Lo
             key = (item.pack, item.item_id)
             if key in owner and owner[key] != item.source_file:
                 raise DataError(
-                    f"{path}: {item.location}: duplicate id {item.item_id!r} in pack {item.pack!r} (also in {owner[key]})"
+                    f"{path}: {item.location}: duplicate id {item.item_id!r} in pack {item.pack!r} (also in "
+                    f"{owner[key]})"
                 )
             owner[key] = item.source_file
         sources.append(info)
@@ -344,7 +347,8 @@ def load_system_prompt(name_or_path: str, base_dir: Path) -> str:
             raise DataError(f"{path}: the system prompt file is empty")
         return text
     raise DataError(
-        f"--guardbench-system-prompt: {name_or_path!r} is neither a shipped prompt ({', '.join(shipped_system_prompts())}), "
+        f"--guardbench-system-prompt: {name_or_path!r} is neither a shipped prompt "
+        f"({', '.join(shipped_system_prompts())}), "
         f"{NO_SYSTEM_PROMPT!r} nor a file"
     )
 

@@ -122,7 +122,9 @@ class GraniteGuardianAdapter:
         for risk in (*self.block_risks, *self.observe_risks):
             kwargs = self.template_kwargs(risk)
             if self.decoding == "logits":
-                probabilities = self.model.label_probabilities(conversations, kwargs, ("Yes", "No"), after)  # type: ignore[attr-defined]
+                probabilities = self.model.label_probabilities(  # type: ignore[attr-defined]
+                    conversations, kwargs, ("Yes", "No"), after
+                )
                 for result, p in zip(results, probabilities, strict=True):
                     result[risk] = {"text": None, "p": p}
                 continue

@@ -177,7 +177,8 @@ class CasePicks:
         return sum(self.failed_by_kind.values())
 
     def add(self, record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason | None) -> None:
-        """Pick `record` given its classification under `policy` (the score it carries, see `runfolder.finish.RunFinish`)."""
+        """Pick `record` given its classification under `policy` (the score it carries, see
+        `runfolder.finish.RunFinish`)."""
         self.units.extend(reply.unit_id for reply in labelled_replies(record, self.policy, Scored(outcome, reason)))
         label = failed_label(outcome, reason)
         if label is None:

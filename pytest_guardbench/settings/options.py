@@ -137,7 +137,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "policy",
         ("--guardbench-policy",),
-        "Scoring policy: assistant_policy_v2 (default; a harmful prompt is handled iff the response is safe) or refusal "
+        "Scoring policy: assistant_policy_v2 (default; a harmful prompt is handled iff the response is safe) "
+        "or refusal "
         "(it must also not be answered).",
         policy_name,
     ),
@@ -242,13 +243,16 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "concurrency",
         ("--guardbench-concurrency",),
-        "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8); under -n the workers share it.",
+        "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8); under -n the "
+        "workers share it.",
         concurrency,
     ),
     OptionSpec(
         "api_processes",
         ("--guardbench-api-processes",),
-        "Worker processes that make the API models' calls, shared by every API model of the run; default: 2 when the run is one process, every role is an API model and it makes 1,500 calls or more, else 1 (the calls are made in the test process, as always under -n).",
+        "Worker processes that make the API models' calls, shared by every API model of the run; default: 2 "
+        "when the run is one process, every role is an API model and it makes 1,500 calls or more, else 1 (the "
+        "calls are made in the test process, as always under -n).",
         at_most(MAX_API_PROCESSES),
     ),
     OptionSpec(
