@@ -9,7 +9,7 @@ others on public data (guards/knowledge.py) and its own head, offline_guard_kb_v
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -120,7 +120,7 @@ def offline_kb_guard(
     )
 
 
-def held_out_counts(guard: OfflineGuard, rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+def held_out_counts(guard: OfflineGuard, rows: Sequence[Mapping[str, object]]) -> dict[str, int]:
     """Harmful and safe prompts of the test split of `rows` and how many of each `guard` blocked,
     chit-chat apart: recorded in the head file when it is fitted (scripts/train_offline_guard.py) and
     re-measured against that record by tests/unit/guards/test_offline_guard.py."""

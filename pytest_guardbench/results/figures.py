@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
 
 from pytest_guardbench.document.scorecards import DepthRate
 from pytest_guardbench.document.scorecards import Scorecard
@@ -13,7 +12,7 @@ from pytest_guardbench.scoring.scorecard import fmt_rate
 from pytest_guardbench.document.scorecards import GuardSweep
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pytest_guardbench.results.corrected import judge_lines
 from pytest_guardbench.results.figures import confusion_matrix, depth_chart
@@ -19,7 +18,7 @@ from pytest_guardbench.document.scorecards import Scorecard
 from pytest_guardbench.scoring.scorecard import fmt_rate
 
 
-def escape(value: Any) -> str:
+def escape(value: object) -> str:
     """A value as HTML text, quotes included, so it is safe in an element or an attribute."""
     return html.escape(str(value), quote=True)
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 
 from pytest_guardbench.scoring.intervals import wilson_interval
@@ -117,7 +117,7 @@ def _explain_conversation(record: CaseRecord, outcome: Outcome, judge_reason: st
     return f"harmless conversation not answered throughout its {depth} turns ({judge_reason})"
 
 
-def fmt_rate(value: Any) -> str:
+def fmt_rate(value: object) -> str:
     """A rate for people: three decimals, "n/a" when undefined; anything else as it is."""
     if value is None:
         return "n/a"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.settings.option_values import (
@@ -54,7 +54,7 @@ class OptionSpec:
     name: str  # settings field and the suffix of dest/ini key
     flags: tuple[str, ...]
     help: str
-    parse: Callable[[str], Any] = str
+    parse: Callable[[str], object] = str
     repeatable: bool = False
     flag: bool = False  # a CLI switch without a value; its ini key takes true/false
     ini_type: Literal["string", "linelist"] = "string"
