@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from pytest_guardbench.audit.labels import labelled_truth, unit_of
 from pytest_guardbench.document.labelling import DomainAgreement, FieldAgreement, LabellersAgreement
@@ -51,7 +51,17 @@ def kappa_interval(pairs: Sequence[tuple[object, object]]) -> tuple[float | None
     return round(kappa, 6), round(bounds[0], 6), round(bounds[1], 6)
 
 
-def field_agreement(pairs: Sequence[tuple[object, object]]) -> dict[str, Any]:
+class FieldRates(TypedDict):
+    """`field_agreement`'s answer for one field, as `guardbench label-agreement --json` prints it."""
+
+    rows: int
+    agreement: float | None
+    agreement_interval_95: tuple[float, float] | None
+    cohen_kappa: float | None
+    kappa_interval_95: list[float | None] | None
+
+
+def field_agreement(pairs: Sequence[tuple[object, object]]) -> FieldRates:
     """Rows, agreement with its 95% Wilson interval, and kappa with its interval (`kappa_interval`)."""
     agreed = sum(1 for a, b in pairs if a == b)
     kappa, low, high = kappa_interval(pairs)

@@ -140,7 +140,9 @@ def label_row(
         response=reply,
         human_label=label.response_safety,  # type: ignore[arg-type]
         answer_mode=label.answer_mode,  # type: ignore[arg-type]
-        assistant_policy_label=assistant_policy_v2_label(record.is_harmful, label.response_safety, label.answer_mode),  # type: ignore[arg-type]
+        assistant_policy_label=assistant_policy_v2_label(  # type: ignore[arg-type]
+            record.is_harmful, label.response_safety, label.answer_mode
+        ),
         is_harmful=record.is_harmful,
         category=record.category,
         source=record.response.source if record.response is not None else "tutor",

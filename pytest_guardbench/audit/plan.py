@@ -99,7 +99,10 @@ def plan_audit(
     if stated_count == len(labelable) and labelable:
         source = "the judge's probabilities"
     elif stated_count:
-        source = f"the judge's probabilities where stated ({stated_count} of {len(labelable)} cases), prior disagreement {prior_disagreement} elsewhere"
+        source = (
+            f"the judge's probabilities where stated ({stated_count} of {len(labelable)} cases), prior "
+            f"disagreement {prior_disagreement} elsewhere"
+        )
     else:
         source = f"prior disagreement {prior_disagreement}"
     pool_size = len(labelable) if pool is None else pool

@@ -1,4 +1,5 @@
-"""Cases: prompt packs, JSONL datasets and CSV files read into validated items, and expanded into stress variants by the mutators.
+"""Cases: prompt packs, JSONL datasets and CSV files read into validated items, and expanded into stress variants
+by the mutators.
 
 The names below are what a plugin or conftest needs to add a stress variant (`pytest_guardbench_register_mutators`)."""
 

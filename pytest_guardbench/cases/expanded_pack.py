@@ -34,7 +34,7 @@ def expanded_pack(path: Path, variants: Sequence[str], harmful_categories: Seque
                 mutator_family=case.variant_family,
             )
         item_id = source.item_id if case.variant == source.variant else f"{source.item_id}--{case.variant}"
-        text: dict[str, Any] = (
+        text: dict[str, object] = (
             {"turns": [_turn(turn) for turn in case.turns]} if case.turns else {"prompt_text": case.prompt_text}
         )
         items.append({"id": item_id, **text, "metadata": metadata})
@@ -46,7 +46,7 @@ def expanded_pack(path: Path, variants: Sequence[str], harmful_categories: Seque
     }
 
 
-def _turn(turn: Turn) -> str | dict[str, Any]:
+def _turn(turn: Turn) -> str | dict[str, object]:
     # The loader's short form where it says everything: a plain string is a user turn from the pack.
     if turn.role == "user" and turn.is_harmful is None and turn.source == "pack":
         return turn.content

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
-from typing import Any
 
 from pytest_guardbench.errors import DataError
 from pytest_guardbench.records import PackItem, Turn
@@ -23,10 +22,10 @@ def has_visible_text(text: str) -> bool:
     return any(not ch.isspace() and unicodedata.category(ch) not in _INVISIBLE for ch in text)
 
 
-def lone_surrogate_at(value: Any, where: str = "") -> str | None:
+def lone_surrogate_at(value: object, where: str = "") -> str | None:
     """Where in a parsed JSON value (keys included) the first lone surrogate is, as `metadata.note`
     or `turns[2].content` and the code point; None when there is none."""
-    stack: list[tuple[str, Any]] = [(where, value)]
+    stack: list[tuple[str, object]] = [(where, value)]
     while stack:  # iterative: a deeply nested file must not exhaust the recursion limit here
         at, item = stack.pop()
         if isinstance(item, str):
@@ -44,7 +43,7 @@ def lone_surrogate_at(value: Any, where: str = "") -> str | None:
     return None
 
 
-def refuse_lone_surrogates(where: str, raw: Any) -> None:
+def refuse_lone_surrogates(where: str, raw: object) -> None:
     """DataError naming the item and the field when `raw` holds a lone surrogate."""
     found = lone_surrogate_at(raw)
     if found is not None:
@@ -58,7 +57,7 @@ def refuse_lone_surrogates(where: str, raw: Any) -> None:
 _PACK_TURN_SOURCES = ("pack", "variant")
 
 
-def validate_turns(where: str, raw: Any) -> tuple[Turn, ...]:
+def validate_turns(where: str, raw: object) -> tuple[Turn, ...]:
     """A conversation script: user turns (a plain string is one) and fixed assistant turns, ending
     with a user turn. Turns are numbered from 0, as in the `turns` list."""
     if not isinstance(raw, list) or not raw:

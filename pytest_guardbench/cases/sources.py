@@ -14,9 +14,8 @@ import json
 import re
 from importlib import resources
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
@@ -63,7 +62,7 @@ def variant_slug(text: str) -> str:
     return re.sub(r"[^a-z0-9_+-]+", "-", text.strip().lower()).strip("-") or "original"
 
 
-def resolve_label(metadata: dict[str, Any], harmful_categories: Sequence[str]) -> tuple[bool | None, LabelSource]:
+def resolve_label(metadata: Mapping[str, object], harmful_categories: Sequence[str]) -> tuple[bool | None, LabelSource]:
     """First hit wins: a real bool `is_harmful`, then `label` safe/unsafe, then the category rule.
 
     Raises DataError (without a location; the caller adds it) for values that are not labels.
@@ -84,7 +83,7 @@ def resolve_label(metadata: dict[str, Any], harmful_categories: Sequence[str]) -
     return None, "unlabelled"
 
 
-def category_of(metadata: dict[str, Any]) -> str | None:
+def category_of(metadata: Mapping[str, object]) -> str | None:
     for key in ("category", "original_category"):
         value = metadata.get(key)
         if isinstance(value, str) and value.strip():
@@ -92,7 +91,7 @@ def category_of(metadata: dict[str, Any]) -> str | None:
     return None
 
 
-def variant_of(metadata: dict[str, Any]) -> str:
+def variant_of(metadata: Mapping[str, object]) -> str:
     variant = metadata.get("variant")
     if isinstance(variant, str) and variant.strip():
         return variant.strip()
@@ -103,7 +102,7 @@ def variant_of(metadata: dict[str, Any]) -> str:
     return "original"
 
 
-def _raw_items_json(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
+def _raw_items_json(path: Path, text: str) -> tuple[str, list[tuple[str, object]]]:
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -118,9 +117,9 @@ def _raw_items_json(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
     return name, [(f"item {i}", raw) for i, raw in enumerate(document["items"])]
 
 
-def read_jsonl(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
+def read_jsonl(path: Path, text: str) -> tuple[str, list[tuple[str, object]]]:
     """(file stem, [("line N", parsed object)]) for every non-blank line; DataError names the line."""
-    rows: list[tuple[str, Any]] = []
+    rows: list[tuple[str, object]] = []
     for lineno, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -133,7 +132,7 @@ def read_jsonl(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
     return path.stem, rows
 
 
-def _raw_items_csv(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
+def _raw_items_csv(path: Path, text: str) -> tuple[str, list[tuple[str, object]]]:
     reader = csv.DictReader(io.StringIO(text))
     try:
         return _csv_rows(path, reader)
@@ -141,13 +140,13 @@ def _raw_items_csv(path: Path, text: str) -> tuple[str, list[tuple[str, Any]]]:
         raise DataError(f"{path}: line {reader.line_num}: not a CSV row ({exc})") from None
 
 
-def _csv_rows(path: Path, reader: csv.DictReader[str]) -> tuple[str, list[tuple[str, Any]]]:
+def _csv_rows(path: Path, reader: csv.DictReader[str]) -> tuple[str, list[tuple[str, object]]]:
     missing = [c for c in CSV_COLUMNS[:3] if c not in (reader.fieldnames or [])]
     if missing:
         raise DataError(
             f"{path}: line 1: missing CSV column(s) {', '.join(missing)}; expected {', '.join(CSV_COLUMNS)}"
         )
-    rows: list[tuple[str, Any]] = []
+    rows: list[tuple[str, object]] = []
     for row in reader:
         metadata = {"category": row.get("Category") or None, "original_category": row.get("Category") or None}
         if row.get("Subcategory"):
@@ -175,7 +174,8 @@ def load_file(path: Path, harmful_categories: Sequence[str]) -> tuple[SourceInfo
         close = difflib.get_close_matches(path.name, names, n=1)
         hint = f"did you mean {close[0]}? " if close else ""
         raise DataError(
-            f"{path}: no such file, nor a shipped pack or dataset of that name; {hint}({describe_shipped((PACKS, DATASETS))})"
+            f"{path}: no such file, nor a shipped pack or dataset of that name; "
+            f"{hint}({describe_shipped((PACKS, DATASETS))})"
         )
     if reader is None:
         raise DataError(f"{path}: unknown data format {path.suffix!r}; use .json, .jsonl or .csv")
@@ -210,7 +210,7 @@ def load_file(path: Path, harmful_categories: Sequence[str]) -> tuple[SourceInfo
     return info, items
 
 
-def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categories: Sequence[str]) -> PackItem:
+def _validate_item(path: Path, pack: str, where: str, raw: object, harmful_categories: Sequence[str]) -> PackItem:
     if not isinstance(raw, dict):
         raise DataError(f"{path}: {where}: an item must be an object")
     raw_id = raw.get("id")
@@ -235,7 +235,8 @@ def _validate_item(path: Path, pack: str, where: str, raw: Any, harmful_categori
         raise DataError(f"{path}: {where} (id {raw_id!r}): missing prompt_text")
     if not has_visible_text(text):
         raise DataError(
-            f"{path}: {where} (id {raw_id!r}): prompt_text has no visible character (only spaces or zero-width characters)"
+            f"{path}: {where} (id {raw_id!r}): prompt_text has no visible character (only spaces or zero-width "
+            "characters)"
         )
     metadata = raw.get("metadata") or {}
     if not isinstance(metadata, dict):
@@ -280,7 +281,8 @@ def load_sources(paths: Iterable[Path], harmful_categories: Sequence[str]) -> Lo
             key = (item.pack, item.item_id)
             if key in owner and owner[key] != item.source_file:
                 raise DataError(
-                    f"{path}: {item.location}: duplicate id {item.item_id!r} in pack {item.pack!r} (also in {owner[key]})"
+                    f"{path}: {item.location}: duplicate id {item.item_id!r} in pack {item.pack!r} (also in "
+                    f"{owner[key]})"
                 )
             owner[key] = item.source_file
         sources.append(info)
@@ -296,7 +298,7 @@ def check_unique_cases(cases: Sequence[Case]) -> None:
         seen[case.case_id] = case
 
 
-def manifest(data: LoadedData, cases: Sequence[Case]) -> dict[str, Any]:
+def manifest(data: LoadedData, cases: Sequence[Case]) -> dict[str, object]:
     """The exact input composition of a run (data_manifest.json)."""
     conflicts = label_conflicts(data.items)
     label_state = Counter(
@@ -344,7 +346,8 @@ def load_system_prompt(name_or_path: str, base_dir: Path) -> str:
             raise DataError(f"{path}: the system prompt file is empty")
         return text
     raise DataError(
-        f"--guardbench-system-prompt: {name_or_path!r} is neither a shipped prompt ({', '.join(shipped_system_prompts())}), "
+        f"--guardbench-system-prompt: {name_or_path!r} is neither a shipped prompt "
+        f"({', '.join(shipped_system_prompts())}), "
         f"{NO_SYSTEM_PROMPT!r} nor a file"
     )
 

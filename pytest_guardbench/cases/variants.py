@@ -183,13 +183,15 @@ def expand(
     selected = tuple(name for name in requested if name not in dropped)
     if requested and not selected:
         raise VariantError(
-            f"--guardbench-exclude-variants: {','.join(excluded)} leaves nothing of --guardbench-variants={','.join(requested)} to run"
+            f"--guardbench-exclude-variants: {','.join(excluded)} leaves nothing of "
+            f"--guardbench-variants={','.join(requested)} to run"
         )
     for item in items:
         # A misspelt pre-expanded variant would otherwise drop its items without a word.
         if item.variant != "original" and item.variant not in selected and not _known(item.variant, mutators):
             raise VariantError(
-                f"{item.source_file}: {item.location} (id {item.item_id!r}): metadata.variant {item.variant!r} is not a known variant; "
+                f"{item.source_file}: {item.location} (id {item.item_id!r}): metadata.variant {item.variant!r} "
+                "is not a known variant; "
                 f"fix the name, or run it by naming it in --guardbench-variants; known: {', '.join(sorted(mutators))}"
             )
     shipped = {(item.pack, item.base_prompt_id, item.variant) for item in items}
@@ -217,7 +219,8 @@ def expand(
         files = sorted({item.source_file for item in items})
         raise VariantError(
             f"{', '.join(files)}: no case to run: every item already carries a variant ({', '.join(carried)}) and "
-            f"--guardbench-variants={','.join(selected)} selects none of them; name them, e.g. --guardbench-variants={','.join(carried[:3])}"
+            f"--guardbench-variants={','.join(selected)} selects none of them; name them, e.g. "
+            f"--guardbench-variants={','.join(carried[:3])}"
         )
     return cases
 

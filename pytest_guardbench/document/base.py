@@ -31,7 +31,7 @@ class GivenKeysBlock(BaseModel):
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     @model_serializer(mode="wrap")
-    def _given_keys_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _given_keys_only(self, handler: SerializerFunctionWrapHandler) -> dict[str, object]:
         given = self.model_fields_set | set(self.model_extra or ())
         return {key: value for key, value in handler(self).items() if key in given}
 

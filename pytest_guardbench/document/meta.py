@@ -39,7 +39,7 @@ class RunMeta(GivenKeysBlock):
     git_commit: str | None
     argv: list[str]
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> dict[str, object]:
         """What makes two runs comparable case by case, as meta.json holds it (the keys it recorded)."""
         document = self.model_dump(mode="json")
         return {key: document[key] for key in IDENTITY_KEYS if key in document}
@@ -75,7 +75,7 @@ FolderMeta = RunMeta | MergedMeta | RejudgedMeta | ImportedMeta
 _FOLDER_META: TypeAdapter[FolderMeta] = TypeAdapter(FolderMeta)
 
 
-def folder_meta(document: Any, path: Path) -> FolderMeta:
+def folder_meta(document: object, path: Path) -> FolderMeta:
     """A meta.json document as the writer that made it wrote it; `DataError` naming the file when no
     writer of ours made it."""
     try:
@@ -85,7 +85,7 @@ def folder_meta(document: Any, path: Path) -> FolderMeta:
         raise DataError(f"not a run folder's meta.json (it reads as none of {kinds})", path=path) from None
 
 
-def meta_json(meta: FolderMeta) -> dict[str, Any]:
+def meta_json(meta: FolderMeta) -> dict[str, object]:
     """The document written to meta.json."""
-    written: dict[str, Any] = meta.model_dump(mode="json")
+    written: dict[str, object] = meta.model_dump(mode="json")
     return written

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
+from pydantic_core import ErrorDetails
 
 from pytest_guardbench._util.redact import redact_json
 from pytest_guardbench.document.meta import FolderMeta, folder_meta
@@ -34,7 +35,7 @@ class SummaryInvalid(DataError):
     """A summary.json that is JSON but not a run summary; `errors` are the validation's, for callers
     that say which block is missing (a summary written by an older version)."""
 
-    def __init__(self, message: str, *, path: Path, errors: list[Any]) -> None:
+    def __init__(self, message: str, *, path: Path, errors: list[ErrorDetails]) -> None:
         super().__init__(message, path=path)
         self.errors = errors
 

@@ -102,7 +102,7 @@ class RunSummary(RunMetrics):
         checked = self.judge_quality.judge_id if self.judge_quality is not None else None
         return self.stack.judge_id or checked
 
-    def as_json(self) -> dict[str, Any]:
+    def as_json(self) -> dict[str, object]:
         """The document as written to summary.json (absent optional blocks left out)."""
         absent = {
             k

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypedDict, runtime_checkable
 
 from pytest_guardbench.providers.base import ClassifyRequest, ScoringChatModel
 from pytest_guardbench.records import GuardDecision
@@ -102,3 +102,11 @@ def parse_classified(raw: str, guard: str, parse: Callable[[str, str], GuardDeci
     with the probability beside it."""
     payload = json.loads(raw)
     return parse(payload["text"], guard).model_copy(update={"score": payload["p"]})
+
+
+class RiskScore(TypedDict):
+    """A scoring guard's answer for one risk or policy, as its raw output holds it: the text it generated
+    (None when only the label probability was read) and P(first label)."""
+
+    text: str | None
+    p: float | None

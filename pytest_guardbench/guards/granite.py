@@ -14,9 +14,9 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
-from pytest_guardbench.guards.base import first_word
+from pytest_guardbench.guards.base import RiskScore, first_word
 from pytest_guardbench.providers.base import ClassifyRequest, Message, ScoringChatModel
 from pytest_guardbench.records import GuardDecision, GuardStatus
 
@@ -43,7 +43,7 @@ def granite_version(model_id: str, declared: str | None = None) -> GraniteVersio
 
 def granite_template_kwargs(
     version: str, risk: str, definition: str | None = None, think: bool = False
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """What the model's chat template takes for one risk (criterion) in this version."""
     if version == "3.3":
         config = {"custom_criteria": definition} if definition else {"criteria_id": risk}
@@ -101,10 +101,10 @@ class GraniteGuardianAdapter:
         # A thinking trace is long; without it 3.3 answers `<score> yes </score>` and 3.2 adds a confidence tag.
         return 512 if self.think else 12 if self.version == "3.3" else 8
 
-    def template_kwargs(self, risk: str) -> dict[str, Any]:
+    def template_kwargs(self, risk: str) -> dict[str, object]:
         return granite_template_kwargs(self.version, risk, dict(self.risk_definitions).get(risk), self.think)
 
-    def all_template_kwargs(self) -> list[dict[str, Any]]:
+    def all_template_kwargs(self) -> list[dict[str, object]]:
         """One per risk: what the preflight renders once to see the template accept it."""
         return [self.template_kwargs(risk) for risk in (*self.block_risks, *self.observe_risks)]
 
@@ -116,13 +116,15 @@ class GraniteGuardianAdapter:
         3.2 and 3.3 templates read the turns before it as its context)."""
         return [json.dumps(r) for r in self._score(list(conversations))]
 
-    def _score(self, conversations: list[list[Message]]) -> list[dict[str, Any]]:
-        results: list[dict[str, Any]] = [{} for _ in conversations]
+    def _score(self, conversations: list[list[Message]]) -> list[dict[str, RiskScore]]:
+        results: list[dict[str, RiskScore]] = [{} for _ in conversations]
         after = SCORE_MARKER if self.version == "3.3" else ""
         for risk in (*self.block_risks, *self.observe_risks):
             kwargs = self.template_kwargs(risk)
             if self.decoding == "logits":
-                probabilities = self.model.label_probabilities(conversations, kwargs, ("Yes", "No"), after)  # type: ignore[attr-defined]
+                probabilities = self.model.label_probabilities(  # type: ignore[attr-defined]
+                    conversations, kwargs, ("Yes", "No"), after
+                )
                 for result, p in zip(results, probabilities, strict=True):
                     result[risk] = {"text": None, "p": p}
                 continue

@@ -9,7 +9,7 @@ import json
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from pytest_guardbench.records import GuardDecision
 
@@ -17,7 +17,7 @@ from pytest_guardbench.records import GuardDecision
 class ModerationModel(Protocol):
     model: str
 
-    def moderate(self, texts: Sequence[str]) -> list[Any]: ...
+    def moderate(self, texts: Sequence[str]) -> list[object]: ...
 
 
 def parse_moderation(raw: str, guard: str) -> GuardDecision:

@@ -9,7 +9,7 @@ others on public data (guards/knowledge.py) and its own head, offline_guard_kb_v
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +47,8 @@ def load_guard_head(
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("feature_version") != feature_version:
         raise DataError(
-            f"the head was fitted for feature version {data.get('feature_version')}, this code computes {feature_version}",
+            f"the head was fitted for feature version {data.get('feature_version')}, this code computes "
+            f"{feature_version}",
             path=path,
         )
     return LogisticHead.from_json(data["risk"]), data
@@ -63,7 +64,8 @@ class OfflineGuard:
     name: str = "offline"
     description: str = (
         "Offline trained guard: MiniLM embeddings + lexicon hits, a logistic head fitted on "
-        "pytest_guardbench/datasets/guard_prompts_v1.jsonl (train split); P(risk), blocks at the threshold chosen there."
+        "pytest_guardbench/datasets/guard_prompts_v1.jsonl (train split); P(risk), blocks at the threshold "
+        "chosen there."
     )
     head: LogisticHead = field(default=None, repr=False)  # type: ignore[assignment]  # None: the committed one
     knowledge: Knowledge | None = field(default=None, repr=False)  # None: version 1's features only
@@ -98,7 +100,8 @@ class OfflineGuard:
 
 KB_DESCRIPTION = (
     "Offline trained guard with maintained public resources (opt-in; the kb extra): the offline guard's features plus "
-    "alt-profanity-check's P(offensive), better-profanity's word list and jailbreak-framing cues, its own logistic head."
+    "alt-profanity-check's P(offensive), better-profanity's word list and jailbreak-framing cues, its own "
+    "logistic head."
 )
 
 
@@ -117,7 +120,7 @@ def offline_kb_guard(
     )
 
 
-def held_out_counts(guard: OfflineGuard, rows: Sequence[dict[str, Any]]) -> dict[str, int]:
+def held_out_counts(guard: OfflineGuard, rows: Sequence[Mapping[str, object]]) -> dict[str, int]:
     """Harmful and safe prompts of the test split of `rows` and how many of each `guard` blocked,
     chit-chat apart: recorded in the head file when it is fitted (scripts/train_offline_guard.py) and
     re-measured against that record by tests/unit/guards/test_offline_guard.py."""

@@ -8,9 +8,8 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from pytest_guardbench.guards.base import first_word
+from pytest_guardbench.guards.base import RiskScore, first_word
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.providers.base import ClassifyRequest, Message, ScoringChatModel
 from pytest_guardbench.records import GuardDecision, GuardStatus
@@ -44,18 +43,18 @@ class ShieldGemmaAdapter:
     name: str = "shieldgemma"
     description: str = "Google ShieldGemma: Yes/No per policy (guideline), P(Yes) at the first token."
 
-    def template_kwargs(self, policy: str) -> dict[str, Any]:
+    def template_kwargs(self, policy: str) -> dict[str, object]:
         texts = {**CHILD_SAFETY_GUIDELINES, **dict(self.guidelines)}
         if policy not in texts:
             raise UsageError(f"ShieldGemma policy {policy!r} has no guideline; known: {', '.join(sorted(texts))}")
         return {"guideline": texts[policy]}
 
-    def all_template_kwargs(self) -> list[dict[str, Any]]:
+    def all_template_kwargs(self) -> list[dict[str, object]]:
         return [self.template_kwargs(policy) for policy in self.policies]
 
     def screen(self, prompts: Sequence[str]) -> list[str]:
         conversations: list[list[Message]] = [[{"role": "user", "content": p}] for p in prompts]
-        results: list[dict[str, Any]] = [{} for _ in prompts]
+        results: list[dict[str, RiskScore]] = [{} for _ in prompts]
         for policy in self.policies:
             request = ClassifyRequest(conversations, self.template_kwargs(policy), ("Yes", "No"), max_new_tokens=3)
             outputs = self.model.classify(request)

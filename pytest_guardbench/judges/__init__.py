@@ -1,4 +1,5 @@
-"""Safety judges: the Judge protocol, the rules judge, the LLM judge with strict JSON, the offline judge of trained heads, and judge quality against human labels.
+"""Safety judges: the Judge protocol, the rules judge, the LLM judge with strict JSON, the offline judge of trained
+heads, and judge quality against human labels.
 
 The names below are what a plugin or conftest needs to add a judge (`pytest_guardbench_register_judges`)."""
 

@@ -137,7 +137,10 @@ def parse_judge_json(raw: str) -> tuple[dict[str, str] | None, str]:
         # Judges told by older instructions answer `response_safety`; both names mean the same label.
         safety, mode, policy = _labels_of(payload)
         if safety not in _SAFETY or mode not in _MODES or (policy is not None and policy not in _POLICY_LABELS):
-            last_problem = f"unknown labels response_safety_label={safety!r} answer_mode={mode!r} assistant_policy_label={policy!r}"
+            last_problem = (
+                f"unknown labels response_safety_label={safety!r} answer_mode={mode!r} "
+                f"assistant_policy_label={policy!r}"
+            )
             continue
         reasons = payload.get("reasons", "")
         if isinstance(reasons, list):
@@ -199,7 +202,9 @@ class LLMJudge:
                     {"role": "assistant", "content": replies[i].text},
                     {
                         "role": "user",
-                        "content": f"That reply could not be used ({parsed[i][1]}). Reply again with only the JSON object.",
+                        "content": (
+                            f"That reply could not be used ({parsed[i][1]}). Reply again with only the JSON object."
+                        ),
                     },
                 ]
                 for i in retry

@@ -249,7 +249,8 @@ def load_heads(
     data = json.loads(path.read_text(encoding="utf-8"))
     if data.get("feature_version") != feature_version:
         raise DataError(
-            f"heads were fitted for feature version {data.get('feature_version')}, this code computes {feature_version}",
+            f"heads were fitted for feature version {data.get('feature_version')}, this code computes "
+            f"{feature_version}",
             path=path,
         )
     return (
@@ -265,7 +266,10 @@ class OfflineJudge:
 
     embedder: Embedder
     name: str = "offline"
-    description: str = "Offline judge: MiniLM embeddings + text features, logistic heads fitted on written and real tutor replies (scripts/train_offline_judge.py)."
+    description: str = (
+        "Offline judge: MiniLM embeddings + text features, logistic heads fitted on written and real tutor replies "
+        "(scripts/train_offline_judge.py)."
+    )
     heads: tuple[LogisticHead, LogisticHead] | None = field(default=None, repr=False)
     knowledge: WordKnowledge | None = field(default=None, repr=False)  # None: version 3's features only
     head_file: Path = HEAD_FILE

@@ -32,7 +32,8 @@ _LETTERS = re.compile(r"[a-z]+")
 
 # Left out of the offline judge's prompt-reply word overlap (a feature of FEATURE_VERSION 3).
 OVERLAP_STOP_WORDS = frozenset(
-    "a an the to of and or is are i you it in on for my me do how what why can with that this be so if your at by".split()
+    "a an the to of and or is are i you it in on for my me do how what why can with that this be so if your at "
+    "by".split()
 )
 # Words too common to say a reply takes up a request (the offline-kb judge's request echo); the
 # prompt's framing words are left out there too, so that the echo counts the request's own content.

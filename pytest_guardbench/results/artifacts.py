@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from pytest_guardbench._util.files import write_files
 from pytest_guardbench._util.redact import writable
@@ -19,7 +18,7 @@ from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.results.variant_csv import variant_csv
 
 
-def json_text(payload: Any) -> str:
+def json_text(payload: object) -> str:
     """A run folder's JSON document as it is written: indented, keys sorted, UTF-8."""
     return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
 
@@ -31,7 +30,7 @@ def write_text(path: Path, text: str) -> None:
     write_files([(path, writable(text))])
 
 
-def write_json(path: Path, payload: Any) -> None:
+def write_json(path: Path, payload: object) -> None:
     write_text(path, json_text(payload))
 
 
@@ -39,7 +38,7 @@ def write_meta(run_dir: Path, meta: FolderMeta) -> None:
     write_json(run_dir / "meta.json", meta_json(meta))
 
 
-def documents(summary: RunSummary, manifest: dict[str, Any], meta: FolderMeta | None) -> dict[str, str]:
+def documents(summary: RunSummary, manifest: Mapping[str, object], meta: FolderMeta | None) -> dict[str, str]:
     """The run folder's documents made from its summary, by file name: summary.json, summary.md,
     variant_metrics.csv, data_manifest.json and, given `meta`, meta.json (a folder that had none,
     corrected in place, gets none)."""

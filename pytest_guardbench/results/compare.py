@@ -280,7 +280,8 @@ def heatmap_html(comparison: Comparison, title: str = "guardbench comparison") -
     for metric, (name, _, higher) in METRICS.items():
         source = comparison.source(metric)
         parts.append(
-            f"<h2>{html.escape(name)} [{source}] ({'higher' if higher else 'lower'} is better)</h2><table><tr><th>run</th>"
+            f"<h2>{html.escape(name)} [{source}] ({'higher' if higher else 'lower'} is better)</h2><table><tr>"
+            "<th>run</th>"
         )
         parts += [f"<th>{html.escape(v)}</th>" for v in comparison.variants]
         parts.append("<th>source</th></tr>")

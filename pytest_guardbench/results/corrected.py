@@ -99,7 +99,8 @@ def labeller_lines(correction: Correction) -> list[str]:
             )
     return [
         f"labellers' kappa ({' and '.join(agreement.labellers)}, {agreement.rows} replies both labelled): "
-        f"{'; '.join(parts) or 'none'}; the judge's {_kappa(judge.cohen_kappa, judge.kappa_ci_low, judge.kappa_ci_high)}"
+        f"{'; '.join(parts) or 'none'}; the judge's "
+        f"{_kappa(judge.cohen_kappa, judge.kappa_ci_low, judge.kappa_ci_high)}"
     ]
 
 

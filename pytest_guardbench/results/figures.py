@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from typing import Any
 
 from pytest_guardbench.document.scorecards import DepthRate
 from pytest_guardbench.document.scorecards import Scorecard
@@ -13,7 +12,7 @@ from pytest_guardbench.scoring.scorecard import fmt_rate
 from pytest_guardbench.document.scorecards import GuardSweep
 
 
-def _e(value: Any) -> str:
+def _e(value: object) -> str:
     return html.escape(str(value), quote=True)
 
 
@@ -32,13 +31,15 @@ def bar_chart(groups: Sequence[tuple[str, Scorecard]], title: str) -> str:
     width = max(left + group_w * len(groups) + 20, left + 8 * len(title))  # a one-group chart keeps its whole title
     height = top + plot_h + 90
     parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' class='chart' width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>",
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='chart' width='{width}' height='{height}' role='img' "
+        f"aria-label='{_e(title)}'>",
         f"<text x='{left}' y='16' font-weight='bold'>{_e(title)}</text>",
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         y = top + plot_h * (1 - tick)
         parts.append(
-            f"<line x1='{left}' x2='{width - 10}' y1='{y:.1f}' y2='{y:.1f}' stroke='#ddd'/><text x='4' y='{y + 4:.1f}' font-size='10'>{tick:g}</text>"
+            f"<line x1='{left}' x2='{width - 10}' y1='{y:.1f}' y2='{y:.1f}' stroke='#ddd'/><text x='4' "
+            f"y='{y + 4:.1f}' font-size='10'>{tick:g}</text>"
         )
     for g, (name, card) in enumerate(groups):
         x0 = left + g * group_w + 12
@@ -50,16 +51,19 @@ def bar_chart(groups: Sequence[tuple[str, Scorecard]], title: str) -> str:
                 continue
             h = plot_h * value
             parts.append(
-                f"<rect x='{x}' y='{top + plot_h - h:.1f}' width='{bar_w}' height='{h:.1f}' fill='{colour}'><title>{_e(name)} {label} {value:.3f}</title></rect>"
+                f"<rect x='{x}' y='{top + plot_h - h:.1f}' width='{bar_w}' height='{h:.1f}' fill='{colour}'>"
+                f"<title>{_e(name)} {label} {value:.3f}</title></rect>"
                 f"<text x='{x}' y='{top + plot_h - h - 3:.1f}' font-size='9'>{value:.2f}</text>"
             )
         parts.append(
-            f"<text x='{x0}' y='{top + plot_h + 14}' font-size='11' transform='rotate(30 {x0} {top + plot_h + 14})'>{_e(name)}</text>"
+            f"<text x='{x0}' y='{top + plot_h + 14}' font-size='11' transform='rotate(30 {x0} "
+            f"{top + plot_h + 14})'>{_e(name)}</text>"
         )
     legend_y = height - 12
     for s, (_, label, colour) in enumerate(SERIES):
         parts.append(
-            f"<rect x='{left + s * 70}' y='{legend_y - 9}' width='10' height='10' fill='{colour}'/><text x='{left + s * 70 + 14}' y='{legend_y}' font-size='11'>{label}</text>"
+            f"<rect x='{left + s * 70}' y='{legend_y - 9}' width='10' height='10' fill='{colour}'/><text "
+            f"x='{left + s * 70 + 14}' y='{legend_y}' font-size='11'>{label}</text>"
         )
     parts.append("</svg>")
     return "".join(parts)
@@ -83,7 +87,8 @@ def confusion_matrix(card: Scorecard, title: str) -> str:
     total = max(1, card.tp + card.fn + card.fp + card.tn)
     left, top, width, height = 110, 50, 110, 75
     parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' class='matrix' width='{left + 2 * (width + 5) + 5}' height='{top + 2 * (height + 5) + 5}' role='img' aria-label='{_e(title)}: confusion matrix'>",
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='matrix' width='{left + 2 * (width + 5) + 5}' "
+        f"height='{top + 2 * (height + 5) + 5}' role='img' aria-label='{_e(title)}: confusion matrix'>",
         f"<text x='10' y='16' font-weight='bold'>{_e(title)}</text>",
     ]
     for column, name in enumerate(MATRIX_COLUMNS):
@@ -93,15 +98,18 @@ def confusion_matrix(card: Scorecard, title: str) -> str:
         )
     for row, name in enumerate(MATRIX_ROWS):
         parts.append(
-            f"<text x='10' y='{top + row * (height + 5) + height / 2 + 4:g}' font-size='12' data-row='{row}'>{name}</text>"
+            f"<text x='10' y='{top + row * (height + 5) + height / 2 + 4:g}' font-size='12' "
+            f"data-row='{row}'>{name}</text>"
         )
     for name, count, column, row, colour in cells:
         x, y = left + column * (width + 5), top + row * (height + 5)
         opacity = 0.25 + 0.75 * count / total
         parts.append(
             f"<g data-matrix-cell='{name}' data-row='{MATRIX_ROWS[row]}' data-column='{MATRIX_COLUMNS[column]}'>"
-            f"<rect x='{x}' y='{y}' width='{width}' height='{height}' fill='{colour}' fill-opacity='{opacity:.2f}' stroke='#555'/>"
-            f"<text x='{x + width / 2:g}' y='{y + 35}' text-anchor='middle' font-size='18' data-cell='{name}'>{count}</text>"
+            f"<rect x='{x}' y='{y}' width='{width}' height='{height}' fill='{colour}' "
+            f"fill-opacity='{opacity:.2f}' stroke='#555'/>"
+            f"<text x='{x + width / 2:g}' y='{y + 35}' text-anchor='middle' font-size='18' "
+            f"data-cell='{name}'>{count}</text>"
             f"<text x='{x + width / 2:g}' y='{y + 58}' text-anchor='middle' font-size='12'>{name}</text></g>"
         )
     parts.append("</svg>")
@@ -111,7 +119,8 @@ def confusion_matrix(card: Scorecard, title: str) -> str:
 def curve(points: Sequence[tuple[float, float]], title: str, x_label: str, y_label: str, diagonal: bool) -> str:
     size, pad = 220, 36
     parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' class='curve' width='{size + pad + 10}' height='{size + pad + 24}' role='img' aria-label='{_e(title)}'>",
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='curve' width='{size + pad + 10}' "
+        f"height='{size + pad + 24}' role='img' aria-label='{_e(title)}'>",
         f"<text x='{pad}' y='14' font-weight='bold'>{_e(title)}</text>",
         f"<rect x='{pad}' y='20' width='{size}' height='{size}' fill='none' stroke='#555'/>",
         f"<text x='{pad + size / 2 - 20}' y='{size + 38}' font-size='11'>{_e(x_label)}</text>",
@@ -140,7 +149,8 @@ def sweep_figures(name: str, sweep: GuardSweep) -> str:
         else _e(sweep.operating_point_note)
     )
     return (
-        f"<h3>{_e(name)}</h3><p>ROC AUC {fmt_rate(sweep.roc_auc)}, average precision {fmt_rate(sweep.average_precision)}; "
+        f"<h3>{_e(name)}</h3><p>ROC AUC {fmt_rate(sweep.roc_auc)}, average precision "
+        f"{fmt_rate(sweep.average_precision)}; "
         f"operating point for recall ≥ {sweep.target_recall:g}: {at}</p>"
         + curve(roc, f"ROC: {name}", "false positive rate", "recall", diagonal=True)
         + curve(pr, f"Precision-recall: {name}", "recall", "precision", diagonal=False)
@@ -157,7 +167,8 @@ def depth_chart(series: Sequence[tuple[str, str, Sequence[DepthRate]]], title: s
     legend = left + step * depth + 20
     width, height = legend + 160, top + plot_h + 50
     parts = [
-        f"<svg xmlns='http://www.w3.org/2000/svg' class='chart depth' width='{width}' height='{height}' role='img' aria-label='{_e(title)}'>",
+        f"<svg xmlns='http://www.w3.org/2000/svg' class='chart depth' width='{width}' height='{height}' "
+        f"role='img' aria-label='{_e(title)}'>",
         f"<text x='{left}' y='16' font-weight='bold'>{_e(title)}</text>",
     ]
 
@@ -169,7 +180,8 @@ def depth_chart(series: Sequence[tuple[str, str, Sequence[DepthRate]]], title: s
 
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
         parts.append(
-            f"<line x1='{left}' x2='{legend - 10}' y1='{y(tick):.1f}' y2='{y(tick):.1f}' stroke='#ddd'/><text x='4' y='{y(tick) + 4:.1f}' font-size='10'>{tick:g}</text>"
+            f"<line x1='{left}' x2='{legend - 10}' y1='{y(tick):.1f}' y2='{y(tick):.1f}' stroke='#ddd'/><text "
+            f"x='4' y='{y(tick) + 4:.1f}' font-size='10'>{tick:g}</text>"
         )
     for d in range(1, depth + 1):
         parts.append(f"<text x='{x(d) - 4:.1f}' y='{top + plot_h + 16}' font-size='11'>{d}</text>")
@@ -181,10 +193,12 @@ def depth_chart(series: Sequence[tuple[str, str, Sequence[DepthRate]]], title: s
         for d, rate, bounds in points:
             if bounds:
                 parts.append(
-                    f"<line x1='{x(d):.1f}' x2='{x(d):.1f}' y1='{y(bounds[0]):.1f}' y2='{y(bounds[1]):.1f}' stroke='{colour}' opacity='0.5'/>"
+                    f"<line x1='{x(d):.1f}' x2='{x(d):.1f}' y1='{y(bounds[0]):.1f}' y2='{y(bounds[1]):.1f}' "
+                    f"stroke='{colour}' opacity='0.5'/>"
                 )
             parts.append(
-                f"<circle cx='{x(d):.1f}' cy='{y(rate):.1f}' r='3' fill='{colour}'><title>{_e(name)} at depth {d}: {fmt_rate(rate)}</title></circle>"
+                f"<circle cx='{x(d):.1f}' cy='{y(rate):.1f}' r='3' fill='{colour}'><title>{_e(name)} at depth "
+                f"{d}: {fmt_rate(rate)}</title></circle>"
             )
         parts.append(
             f"<rect x='{legend}' y='{top + s * 16}' width='10' height='10' fill='{colour}'/>"

@@ -9,7 +9,7 @@ from pytest_guardbench.document.read import read_json
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, get_args
+from typing import TYPE_CHECKING, get_args
 
 
 from pytest_guardbench.errors import DataError
@@ -87,7 +87,7 @@ RESULT_COLUMNS: tuple[ResultColumn, ...] = (
 )
 
 
-def _row(record: CaseRecord, policy: ScoringPolicy) -> dict[str, Any]:
+def _row(record: CaseRecord, policy: ScoringPolicy) -> dict[str, object]:
     guard, response, verdict, error = record.guard, record.response, record.judge, record.error
     outcome, reason = score_record(record, policy)
     return {

@@ -121,7 +121,8 @@ def _top(summary: RunSummary, picks: CasePicks, title: str, run_dir: str | None)
         _source_block(summary, run_dir),
         gate_block(summary),
         (
-            f"<p class='gate-failed' id='confidence'><b>Low-confidence scorecard:</b> {escape(summary.confidence.reason)}</p>"
+            "<p class='gate-failed' id='confidence'><b>Low-confidence scorecard:</b> "
+            f"{escape(summary.confidence.reason)}</p>"
             if summary.confidence and summary.confidence.level == "low"
             else ""
         ),
@@ -142,12 +143,18 @@ def _scorecards(summary: RunSummary) -> list[str]:
         else ""
     )
     return [
-        f"<h2>Scorecards</h2><p id='policy'>Scoring policy <b>{escape(definitions.policy)}</b> (version {definitions.policy_version}): "
-        f"a harmful prompt is handled correctly when {escape(definitions.harmful_prompt_correct_when)}; a safe prompt when "
-        f"{escape(definitions.safe_prompt_correct_when)}. Positive = harmful prompt; recall = harmful prompts handled correctly. "
-        f"Judge-only: counted from the judge's verdicts alone; brackets: 95% Wilson intervals of the judge-only rates.{beside}</p>",
-        f"<p id='headline'>Judge-only: harmful prompt success {fmt_rate(system.harmful_prompt_success_rate)}, safe prompt success "
-        f"{fmt_rate(system.safe_prompt_success_rate)}, safe prompt over-refusal {fmt_rate(system.safe_prompt_overrefusal_rate)}, "
+        f"<h2>Scorecards</h2><p id='policy'>Scoring policy <b>{escape(definitions.policy)}</b> (version "
+        f"{definitions.policy_version}): "
+        f"a harmful prompt is handled correctly when {escape(definitions.harmful_prompt_correct_when)}; a safe "
+        "prompt when "
+        f"{escape(definitions.safe_prompt_correct_when)}. Positive = harmful prompt; recall = harmful prompts "
+        "handled correctly. "
+        "Judge-only: counted from the judge's verdicts alone; brackets: 95% Wilson intervals of the "
+        f"judge-only rates.{beside}</p>",
+        f"<p id='headline'>Judge-only: harmful prompt success {fmt_rate(system.harmful_prompt_success_rate)}, "
+        "safe prompt success "
+        f"{fmt_rate(system.safe_prompt_success_rate)}, safe prompt over-refusal "
+        f"{fmt_rate(system.safe_prompt_overrefusal_rate)}, "
         f"harmful prompt unsafe answers {fmt_rate(system.harmful_prompt_unsafe_answer_rate)}, overall success "
         f"{fmt_rate(system.overall_success_rate)}.</p>",
         f"<table id='scorecards'><tr><th>scope</th>{scorecard_header(summary)}</tr>",
@@ -163,12 +170,14 @@ def _failed_table(picks: CasePicks) -> list[str]:
     options = "".join(f"<option value='{kind}'>{kind} ({SEVERITY_NAMES[kind]})</option>" for kind in SEVERITY)
     return [
         f"<h2 id='failed-cases'>Failed cases by the judge alone: {failed}{shown}</h2>",
-        f"<p>{_failed_kinds(picks)}, as the judge scored them (judge-only: labels may say otherwise). Most severe first: harmful prompts that got through (FN), then safe prompts over-blocked (FP), "
+        f"<p>{_failed_kinds(picks)}, as the judge scored them (judge-only: labels may say otherwise). Most "
+        "severe first: harmful prompts that got through (FN), then safe prompts over-blocked (FP), "
         f"then errors and cases the judge could not label. Texts longer than {TEXT_CAP} characters (reasons and raw "
         f"output: {DETAIL_CAP}) are cut here; results.jsonl has them whole.</p>",
         "<noscript><p class='gate-failed'>The case tables are drawn by the page's script: allow JavaScript, or read "
         "results.jsonl.</p></noscript>",
-        f"<p><input id='gb-q' placeholder='filter text'> <select id='gb-o'><option value=''>all</option>{options}</select></p>",
+        "<p><input id='gb-q' placeholder='filter text'> <select id='gb-o'><option "
+        f"value=''>all</option>{options}</select></p>",
         f"<table id='failed' class='cases'>{CASE_COLUMNS}</table>",
     ]
 
@@ -201,7 +210,8 @@ def _breakdowns(summary: RunSummary) -> list[str]:
         "<h2>Coverage and prompt rows</h2>",
         f"<p id='coverage'>expected {cov.expected}, scored {cov.scored.count}, unlabelled {cov.unlabelled.count}, "
         f"errored {cov.errored.count}, judge malformed {cov.malformed_judge.count}, missing {cov.missing.count}.</p>",
-        f"<p id='buckets'>{buckets.rows} prompt rows, by the judge alone: fully correct {buckets.fully_correct.count}, partially incorrect "
+        f"<p id='buckets'>{buckets.rows} prompt rows, by the judge alone: fully correct "
+        f"{buckets.fully_correct.count}, partially incorrect "
         f"{buckets.partially_incorrect.count}, consistently incorrect {buckets.consistently_incorrect.count}.</p>",
     ]
 
@@ -211,12 +221,14 @@ def _guards_and_usage(summary: RunSummary) -> list[str]:
     parts = []
     if summary.guard_decisions:
         parts.append(
-            "<h2>Guardrail decisions</h2><table><tr><th>guard</th><th>label</th><th>n</th><th>allow</th><th>block</th><th>malformed</th></tr>"
+            "<h2>Guardrail decisions</h2><table><tr><th>guard</th><th>label</th><th>n</th><th>allow</th>"
+            "<th>block</th><th>malformed</th></tr>"
         )
         for guard, split in summary.guard_decisions.items():
             for label, rates in split.sides():
                 parts.append(
-                    f"<tr><td>{escape(guard)}</td><td>{escape(label)}</td><td>{rates.n}</td><td>{fmt_rate(rates.allow.rate)}</td>"
+                    f"<tr><td>{escape(guard)}</td><td>{escape(label)}</td><td>{rates.n}</td>"
+                    f"<td>{fmt_rate(rates.allow.rate)}</td>"
                     f"<td>{fmt_rate(rates.block.rate)}</td><td>{fmt_rate(rates.malformed.rate)}</td></tr>"
                 )
         parts.append("</table>")
@@ -225,15 +237,18 @@ def _guards_and_usage(summary: RunSummary) -> list[str]:
     usage = summary.run.usage
     if usage:
         parts.append(
-            "<h2>Time and tokens</h2><table><tr><th>stage</th><th>cases</th><th>p50 s</th><th>p95 s</th><th>total s</th></tr>"
+            "<h2>Time and tokens</h2><table><tr><th>stage</th><th>cases</th><th>p50 s</th><th>p95 s</th>"
+            "<th>total s</th></tr>"
         )
         for stage, t in usage.stages.items():
             parts.append(
-                f"<tr><td>{stage}</td><td>{t.cases}</td><td>{fmt_rate(t.p50_s)}</td><td>{fmt_rate(t.p95_s)}</td><td>{t.total_s:.1f}</td></tr>"
+                f"<tr><td>{stage}</td><td>{t.cases}</td><td>{fmt_rate(t.p50_s)}</td>"
+                f"<td>{fmt_rate(t.p95_s)}</td><td>{t.total_s:.1f}</td></tr>"
             )
         cost = "unknown" if usage.tutor_cost_usd is None else f"${usage.tutor_cost_usd:.4f}"
         parts.append(
-            f"</table><p>Tutor cost: {escape(cost)}{' (' + escape(usage.cost_note) + ')' if usage.cost_note else ''}.</p>"
+            "</table><p>Tutor cost: "
+            f"{escape(cost)}{' (' + escape(usage.cost_note) + ')' if usage.cost_note else ''}.</p>"
         )
     return parts
 

@@ -95,12 +95,14 @@ def _head(summary: RunSummary) -> list[str]:
         lines += ["", *correction_markdown(summary.corrected)]
     return lines + [
         "",
-        f"Scoring policy `{definitions.policy}` (version {definitions.policy_version}): a harmful prompt is handled correctly when "
+        f"Scoring policy `{definitions.policy}` (version {definitions.policy_version}): a harmful prompt is "
+        "handled correctly when "
         f"{definitions.harmful_prompt_correct_when}; a safe prompt when {definitions.safe_prompt_correct_when}. "
         "TP/FN = harmful prompts handled correctly/wrongly, TN/FP = safe prompts handled correctly/wrongly.",
         "",
         f"Judge-only rates: harmful prompt success {fmt_rate(system.harmful_prompt_success_rate)}, safe prompt success "
-        f"{fmt_rate(system.safe_prompt_success_rate)}, safe prompt over-refusal {fmt_rate(system.safe_prompt_overrefusal_rate)}, "
+        f"{fmt_rate(system.safe_prompt_success_rate)}, safe prompt over-refusal "
+        f"{fmt_rate(system.safe_prompt_overrefusal_rate)}, "
         f"harmful prompt unsafe answers {fmt_rate(system.harmful_prompt_unsafe_answer_rate)}, overall success "
         f"{fmt_rate(system.overall_success_rate)}.",
     ]
@@ -134,7 +136,8 @@ def _scorecards(summary: RunSummary) -> list[str]:
         ]
         for variant, f in summary.flip_rates.items():
             lines.append(
-                f"| {variant} | {fmt_rate(f.guard_flip_rate)} ({f.guard_flips}/{f.guard_pairs}) | {fmt_rate(f.outcome_flip_rate)} "
+                f"| {variant} | {fmt_rate(f.guard_flip_rate)} ({f.guard_flips}/{f.guard_pairs}) | "
+                f"{fmt_rate(f.outcome_flip_rate)} "
                 f"| {f.became_mishandled} | {f.became_handled} |"
             )
     return lines
@@ -207,13 +210,15 @@ def _guards(summary: RunSummary) -> list[str]:
         for guard, split in summary.guard_decisions.items():
             for label, rates in split.sides():
                 lines.append(
-                    f"- {guard} / {label} (n={rates.n}): allow {fmt_rate(rates.allow.rate)}, block {fmt_rate(rates.block.rate)}, "
+                    f"- {guard} / {label} (n={rates.n}): allow {fmt_rate(rates.allow.rate)}, block "
+                    f"{fmt_rate(rates.block.rate)}, "
                     f"malformed {fmt_rate(rates.malformed.rate)}"
                 )
     for guard, result in summary.guard_sweeps.items():
         point = result.operating_point
         at = (
-            f"threshold {point.threshold:.4g} gives recall {fmt_rate(point.recall)} at FPR {fmt_rate(point.false_positive_rate)}"
+            f"threshold {point.threshold:.4g} gives recall {fmt_rate(point.recall)} at FPR "
+            f"{fmt_rate(point.false_positive_rate)}"
             if point
             else result.operating_point_note
         )
@@ -240,8 +245,10 @@ def _usage(summary: RunSummary) -> list[str]:
     note = f" ({usage.cost_note})" if usage.cost_note else ""
     lines += [
         "",
-        f"Tutor: {tokens.answers} answers, prompt tokens {tokens.prompt_tokens if tokens.prompt_tokens is not None else 'unknown'}, "
-        f"completion tokens {tokens.completion_tokens if tokens.completion_tokens is not None else 'unknown'}, cost {cost}{note}.",
+        f"Tutor: {tokens.answers} answers, prompt tokens "
+        f"{tokens.prompt_tokens if tokens.prompt_tokens is not None else 'unknown'}, "
+        f"completion tokens {tokens.completion_tokens if tokens.completion_tokens is not None else 'unknown'}, "
+        f"cost {cost}{note}.",
     ]
     attacker = usage.attacker_tokens
     if attacker is not None:
@@ -265,7 +272,8 @@ def _judge_quality(summary: RunSummary) -> list[str]:
         f"## Judge quality ({quality.labels_file})",
         "",
         f"{quality.judge}: agreement {fmt_rate(quality.agreement)}, Cohen's kappa {fmt_rate(quality.cohen_kappa)}, "
-        f"over-block {fmt_rate(quality.over_block_rate)}, miss {fmt_rate(quality.miss_rate)}, malformed {fmt_rate(quality.malformed_rate)} "
+        f"over-block {fmt_rate(quality.over_block_rate)}, miss {fmt_rate(quality.miss_rate)}, malformed "
+        f"{fmt_rate(quality.malformed_rate)} "
         f"over {quality.rows} labelled responses.",
         "",
     ]
@@ -282,7 +290,8 @@ def _judge_quality(summary: RunSummary) -> list[str]:
     lines += ["| bucket | rows | agreement | over-block | miss |", "|---|---|---|---|---|"]
     for bucket, b in (quality.per_bucket or {}).items():
         lines.append(
-            f"| {bucket} | {b.rows} | {fmt_rate(b.agreement)} | {fmt_rate(b.over_block_rate)} | {fmt_rate(b.miss_rate)} |"
+            f"| {bucket} | {b.rows} | {fmt_rate(b.agreement)} | {fmt_rate(b.over_block_rate)} | "
+            f"{fmt_rate(b.miss_rate)} |"
         )
     return lines
 

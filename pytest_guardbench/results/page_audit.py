@@ -15,7 +15,8 @@ def _choices() -> str:
     parts = []
     for field in rubric().fields:
         rows = "".join(
-            f"<tr data-field='{escape(field.field)}' data-choice='{escape(choice.value)}'><th><kbd>{escape(choice.key)}</kbd> "
+            f"<tr data-field='{escape(field.field)}' data-choice='{escape(choice.value)}'><th>"
+            f"<kbd>{escape(choice.key)}</kbd> "
             f"{escape(choice.name)}</th><td class='rule'>{escape(choice.rule)}</td></tr>"
             for choice in field.choices
         )
@@ -64,16 +65,19 @@ def audit_section(page_data: str) -> list[str]:
         f"(seed {AUDIT_SEED}, each with inclusion probability n / N): the same replies <code>{escape(command)}</code> "
         "draws. Label each by the rubric (response safety, then answer mode); the judge's labels and the outcome are "
         "shown only once you have labelled it, so they cannot sway you. Labels stay in this browser (local storage) "
-        "across reloads. The export is a labels file, row for row what <code>guardbench audit</code> writes: correct the "
+        "across reloads. The export is a labels file, row for row what <code>guardbench audit</code> writes: "
+        "correct the "
         "run with it, <code>guardbench correct RUN_DIR --labels audit.jsonl</code>.</p>",
         f"<div id='gb-rules'>{_choices()}<p><button type='button' id='gb-rubric-button'>Rubric examples "
         f"(<kbd>?</kbd>)</button> <small>rubric version {escape(RUBRIC_VERSION)}</small></p></div>",
         rubric_examples(),
         "<p><label>Your name (written on every label row): <input id='gb-labeller' autocomplete='name'></label> "
-        "<span id='gb-name-needed' class='gate-failed' hidden>Type your name first: each label row says who gave it.</span></p>",
+        "<span id='gb-name-needed' class='gate-failed' hidden>Type your name first: each label row says who "
+        "gave it.</span></p>",
         f"<table id='sample' class='cases'>{SAMPLE_COLUMNS}</table>",
         "<p><button type='button' id='gb-export-button'>Export labels (JSONL)</button> "
-        "<span id='gb-count'>0</span> labelled replies <button type='button' id='gb-clear-button'>Forget labels</button></p>"
+        "<span id='gb-count'>0</span> labelled replies <button type='button' id='gb-clear-button'>Forget "
+        "labels</button></p>"
         "<textarea id='gb-export' rows='6' cols='100' readonly></textarea>",
         f"<script type='application/json' id='gb-cases'>{page_data}</script>",
         f"<script>{SCRIPT}</script></body></html>",

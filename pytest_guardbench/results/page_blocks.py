@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import html
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from pytest_guardbench.results.corrected import judge_lines
 from pytest_guardbench.results.figures import confusion_matrix, depth_chart
@@ -19,7 +18,7 @@ from pytest_guardbench.document.scorecards import Scorecard
 from pytest_guardbench.scoring.scorecard import fmt_rate
 
 
-def escape(value: Any) -> str:
+def escape(value: object) -> str:
     """A value as HTML text, quotes included, so it is safe in an element or an attribute."""
     return html.escape(str(value), quote=True)
 
@@ -46,7 +45,10 @@ def _card_cells(card: Scorecard, scope: str = "") -> str:
     )
 
 
-CARD_HEADER = "<th>n</th><th>TP</th><th>FP</th><th>TN</th><th>FN</th><th>recall</th><th>FPR</th><th>BER</th><th>F1</th><th>precision</th>"
+CARD_HEADER = (
+    "<th>n</th><th>TP</th><th>FP</th><th>TN</th><th>FN</th><th>recall</th><th>FPR</th><th>BER</th><th>F1</th>"
+    "<th>precision</th>"
+)
 
 
 def scorecard_header(summary: RunSummary) -> str:
@@ -109,14 +111,18 @@ def flip_table(flip_rates: Mapping[str, FlipRate]) -> str:
     if not flip_rates:
         return "<p>No flip rate: the run has no variant paired with <code>original</code>.</p>"
     rows = "".join(
-        f"<tr><th>{escape(variant)}</th><td>{fmt_rate(f.guard_flip_rate)}</td><td>{f.guard_flips} of {f.guard_pairs}</td>"
-        f"<td>{fmt_rate(f.outcome_flip_rate)}</td><td>{f.became_mishandled}</td><td>{f.became_handled}</td><td>{f.outcome_pairs}</td></tr>"
+        f"<tr><th>{escape(variant)}</th><td>{fmt_rate(f.guard_flip_rate)}</td><td>{f.guard_flips} of "
+        f"{f.guard_pairs}</td>"
+        f"<td>{fmt_rate(f.outcome_flip_rate)}</td><td>{f.became_mishandled}</td><td>{f.became_handled}</td>"
+        f"<td>{f.outcome_pairs}</td></tr>"
         for variant, f in flip_rates.items()
     )
     return (
         "<p>How often a variant is handled differently from the <code>original</code> prompt it was made from "
-        "(pairs of the same base prompt and sample).</p><table id='flip-rates'><tr><th>variant</th><th>guard flip rate</th>"
-        "<th>guard flips</th><th>outcome flip rate</th><th>became mishandled</th><th>became handled</th><th>pairs</th></tr>"
+        "(pairs of the same base prompt and sample).</p><table id='flip-rates'><tr><th>variant</th><th>guard "
+        "flip rate</th>"
+        "<th>guard flips</th><th>outcome flip rate</th><th>became mishandled</th><th>became handled</th>"
+        "<th>pairs</th></tr>"
         f"{rows}</table>"
     )
 
@@ -124,7 +130,10 @@ def flip_table(flip_rates: Mapping[str, FlipRate]) -> str:
 def _depth_cell(row: DepthRate | None) -> str:
     if row is None:
         return "<td></td>"
-    return f"<td data-count='{row.count}'>{fmt_rate(row.rate)}<small>{_interval(row.interval)} {row.count} of {row.n}</small></td>"
+    return (
+        f"<td data-count='{row.count}'>{fmt_rate(row.rate)}<small>{_interval(row.interval)} {row.count} of "
+        f"{row.n}</small></td>"
+    )
 
 
 def conversations_block(talks: ConversationMetrics | None) -> str:
@@ -137,7 +146,8 @@ def conversations_block(talks: ConversationMetrics | None) -> str:
         f"<tr><th>{escape(scope)}</th>{_card_cells(card)}</tr>" for scope, card in talks.scorecards.scopes()
     )
     depths = "".join(
-        f"<tr><th>{d}</th>{_depth_cell(talks.at('recall_by_turn', d))}{_depth_cell(talks.at('over_blocking_by_turn', d))}"
+        "<tr>"
+        f"<th>{d}</th>{_depth_cell(talks.at('recall_by_turn', d))}{_depth_cell(talks.at('over_blocking_by_turn', d))}"
         f"<td>{talks.first_unsafe_turn.get(d, 0)}</td></tr>"
         for d in range(1, talks.max_depth + 1)
     )
@@ -169,8 +179,11 @@ def corrected_block(correction: Correction | None) -> str:
     if correction is None:
         return ""
     rows = "".join(
-        f"<tr><th>{escape(scope)} {escape(name)}</th><td>{fmt_rate(m.judge_only)}</td><td>{fmt_rate(m.labels_only)}</td>"
-        f"<td>{fmt_rate(m.estimate) if m.estimate is not None else escape(m.note or 'n/a')}<small>{_interval(_pair(m.ci_low, m.ci_high))}</small></td>"
+        f"<tr><th>{escape(scope)} {escape(name)}</th><td>{fmt_rate(m.judge_only)}</td>"
+        f"<td>{fmt_rate(m.labels_only)}</td>"
+        f"<td>{fmt_rate(m.estimate) if m.estimate is not None else escape(m.note or 'n/a')}"
+        f"<small>{_interval(_pair(m.ci_low, m.ci_high))}</small>"
+        "</td>"
         f"<td>{m.n_labelled}/{m.n_total}</td></tr>"
         for scope, pair in (
             ("system", correction.scorecards.system),
@@ -181,8 +194,10 @@ def corrected_block(correction: Correction | None) -> str:
     use = correction.labels
     notes = "".join(f"<li>{escape(line)}</li>" for line in judge_lines(correction))
     return (
-        f"<section id='corrected-section'><h2>Audit-corrected scorecards</h2><p id='corrected-labels'>Corrected by {use.used} labels of this run's own "
-        f"replies (<code>{escape(use.labels_file)}</code>, {escape(use.design)} design); the gate decides recall and FPR on the "
+        "<section id='corrected-section'><h2>Audit-corrected scorecards</h2><p "
+        f"id='corrected-labels'>Corrected by {use.used} labels of this run's own "
+        f"replies (<code>{escape(use.labels_file)}</code>, {escape(use.design)} design); the gate decides "
+        "recall and FPR on the "
         "corrected 95% intervals.</p><table id='corrected'><tr><th>metric</th><th>judge-only</th><th>labels-only</th>"
         f"<th>corrected</th><th>labelled</th></tr>{rows}</table><ul>{notes}</ul></section>"
     )
@@ -233,7 +248,8 @@ def judge_quality_block(quality: JudgeQuality | None, correction: Correction | N
             return own
         return (
             "<p id='judge-quality'>This run did not check its judge against human labels: label a sample of its "
-            "replies with <code>guardbench audit</code> (or below) and correct it with <code>guardbench correct</code>; "
+            "replies with <code>guardbench audit</code> (or below) and correct it with <code>guardbench "
+            "correct</code>; "
             "<code>--guardbench-judge-check=FILE</code> measures the judge on other replies, not this tutor's.</p>"
         )
     if quality.error is not None:
@@ -257,14 +273,18 @@ def judge_quality_block(quality: JudgeQuality | None, correction: Correction | N
     table = "".join(f"<tr><th>{escape(name)}</th><td>{value}</td></tr>" for name, value in rows)
     per_bucket = quality.per_bucket or {}
     buckets = "".join(
-        f"<tr><th>{escape(bucket)}</th><td>{escape(q.rows if q.rows is not None else '')}</td><td>{fmt_rate(q.agreement)}</td>"
-        f"<td>{fmt_rate(q.over_block_rate)}</td><td>{fmt_rate(q.miss_rate)}</td><td>{fmt_rate(q.malformed_rate)}</td></tr>"
+        f"<tr><th>{escape(bucket)}</th><td>{escape(q.rows if q.rows is not None else '')}</td>"
+        f"<td>{fmt_rate(q.agreement)}</td>"
+        f"<td>{fmt_rate(q.over_block_rate)}</td><td>{fmt_rate(q.miss_rate)}</td>"
+        f"<td>{fmt_rate(q.malformed_rate)}</td></tr>"
         for bucket, q in per_bucket.items()
     )
     disagreements = len(quality.disagreements or [])
     return own + (
-        f"<p id='judge-quality'>{'Also: judge' if own else 'Judge'} <b>{escape(quality.judge or '?')}</b> against {escape(quality.rows if quality.rows is not None else '?')} human labels "
-        f"in <code>{escape(quality.labels_file or '?')}</code>; {disagreements} disagreements (listed in summary.json).</p>"
+        f"<p id='judge-quality'>{'Also: judge' if own else 'Judge'} <b>{escape(quality.judge or '?')}</b> "
+        f"against {escape(quality.rows if quality.rows is not None else '?')} human labels "
+        f"in <code>{escape(quality.labels_file or '?')}</code>; {disagreements} disagreements (listed in "
+        "summary.json).</p>"
         f"<table id='judge-quality-table'>{table}</table>"
         + (
             "<table id='judge-quality-buckets'><tr><th>bucket</th><th>rows</th><th>agreement</th><th>over-block</th>"

@@ -14,7 +14,6 @@ from __future__ import annotations
 import bisect
 from collections import Counter
 from collections.abc import Mapping
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
@@ -82,14 +81,14 @@ class ShownCase(BaseModel):
     category: str | None
     is_harmful: bool | None
     prompt: CappedText
-    guard: dict[str, Any] | None
-    reply: dict[str, Any] | None
-    judge: dict[str, Any] | None
-    error: dict[str, Any] | None
+    guard: dict[str, object] | None
+    reply: dict[str, object] | None
+    judge: dict[str, object] | None
+    error: dict[str, object] | None
     labelable: bool  # a reply to label, shown whole (a cut text would make a wrong labels row)
     # A conversation's turns in order (role, source, depth, text; the guard's status on a user turn, the
     # judge's labels on a reply); None for a single prompt.
-    turns: list[dict[str, Any]] | None = None
+    turns: list[dict[str, object]] | None = None
     first_unsafe_turn: int | None = None
 
     @classmethod
@@ -141,8 +140,8 @@ class ShownCase(BaseModel):
         )
 
 
-def shown_turn(turn: TurnRecord) -> dict[str, Any]:
-    shown: dict[str, Any] = {
+def shown_turn(turn: TurnRecord) -> dict[str, object]:
+    shown: dict[str, object] = {
         "role": turn.role,
         "source": turn.source,
         "depth": turn.depth,
@@ -177,7 +176,8 @@ class CasePicks:
         return sum(self.failed_by_kind.values())
 
     def add(self, record: CaseRecord, outcome: Outcome | None, reason: UnscoredReason | None) -> None:
-        """Pick `record` given its classification under `policy` (the score it carries, see `runfolder.finish.RunFinish`)."""
+        """Pick `record` given its classification under `policy` (the score it carries, see
+        `runfolder.finish.RunFinish`)."""
         self.units.extend(reply.unit_id for reply in labelled_replies(record, self.policy, Scored(outcome, reason)))
         label = failed_label(outcome, reason)
         if label is None:
@@ -222,19 +222,19 @@ class SampleCase(BaseModel):
     category: str | None
     is_harmful: bool | None
     prompt: CappedText | None
-    context: list[dict[str, Any]] | None  # a conversation's turns before this reply: role and text
-    guard: dict[str, Any] | None
-    reply: dict[str, Any]
+    context: list[dict[str, object]] | None  # a conversation's turns before this reply: role and text
+    guard: dict[str, object] | None
+    reply: dict[str, object]
     labelable: bool
-    row: dict[str, Any] | None
-    labelled_as: dict[str, dict[str, Any]] | None
-    judge: dict[str, Any] | None
+    row: dict[str, object] | None
+    labelled_as: dict[str, dict[str, object]] | None
+    judge: dict[str, object] | None
     outcome: str
 
 
 def _labelled_as(
     view: CaseRecord, policy: ScoringPolicy, drawn: DrawnUnit
-) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+) -> tuple[dict[str, object], dict[str, dict[str, object]]]:
     """The row `label_row` writes for `view` without what the person's labels decide, and for each
     (safety, answer mode) the fields those labels set."""
     rows = {
@@ -249,7 +249,7 @@ def _labelled_as(
     return common, {name: {k: v for k, v in row.items() if k not in common} for name, row in rows.items()}
 
 
-def _context(record: CaseRecord, turn: int | None) -> list[dict[str, Any]] | None:
+def _context(record: CaseRecord, turn: int | None) -> list[dict[str, object]] | None:
     if turn is None:
         return None
     before = [t for t in record.turns if t.depth < turn]

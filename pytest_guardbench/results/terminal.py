@@ -30,7 +30,8 @@ def terminal_lines(summary: RunSummary, run_dir: str | None = None) -> list[str]
     def row(name: str, card: Scorecard) -> str:
         return (
             f"{name:<{width}}{card.n:>6}{card.tp:>5}{card.fp:>5}{card.tn:>5}{card.fn:>5}"
-            f"{fmt_rate(card.recall):>8}{fmt_rate(card.false_positive_rate):>7}{fmt_rate(card.balanced_error_rate):>7}{fmt_rate(card.f1):>7}"
+            f"{fmt_rate(card.recall):>8}{fmt_rate(card.false_positive_rate):>7}"
+            f"{fmt_rate(card.balanced_error_rate):>7}{fmt_rate(card.f1):>7}"
         )
 
     for scope, card in summary.scorecards.scopes():

@@ -71,7 +71,8 @@ def baseline_check(comparison: BaselineComparison) -> GateCheck:
     significant = comparison.significant_regression
     message = (
         f"against baseline: {b} regression(s), {c} improvement(s) over {comparison.paired} paired cases, "
-        f"McNemar p={comparison.mcnemar_p:.4g} ({'significant regression' if significant else 'no significant regression'} at {comparison.alpha:g})"
+        f"McNemar p={comparison.mcnemar_p:.4g} "
+        f"({'significant regression' if significant else 'no significant regression'} at {comparison.alpha:g})"
     )
     # Decided by the regressions' significance, not by p alone: a small p from improvements passes.
     status: CheckStatus = "fail" if significant else "pass"
@@ -105,7 +106,10 @@ def compare_scorecard(current: dict[str, Any], stored: dict[str, Any], tolerance
         current["policy"],
     )  # snapshots before policies were refusal-scored
     if stored_policy != policy:
-        message = f"scorecard snapshot was written under policy {stored_policy}, this run scores under {policy}; accept it with --snapshot-update"
+        message = (
+            f"scorecard snapshot was written under policy {stored_policy}, this run scores under {policy}; accept "
+            "it with --snapshot-update"
+        )
         return [gate_check("scorecard.policy", 0.0, ">=", message)]
     checks = []
     scopes = [("system", current["system"], stored.get("system", {}))]
@@ -122,7 +126,10 @@ def compare_scorecard(current: dict[str, Any], stored: dict[str, Any], tolerance
             limit = before[metric] - tolerance if better == "higher" else before[metric] + tolerance
             worse = now[metric] < limit if better == "higher" else now[metric] > limit
             op = ("<" if better == "higher" else ">") if worse else (">=" if better == "higher" else "<=")
-            message = f"{metric} ({scope}) {now[metric]:.4g} {op} stored {before[metric]:.4g} {'-' if better == 'higher' else '+'} tolerance {tolerance:g}"
+            message = (
+                f"{metric} ({scope}) {now[metric]:.4g} {op} stored {before[metric]:.4g} "
+                f"{'-' if better == 'higher' else '+'} tolerance {tolerance:g}"
+            )
             # Decided against the exact limit; the check shows it rounded.
             status: CheckStatus = "fail" if worse else "pass"
             comparison: Literal[">=", "<="] = ">=" if better == "higher" else "<="

@@ -121,7 +121,8 @@ def corrected_checks(corrected: CorrectedRun, thresholds: Thresholds) -> list[Ga
                     name,
                     threshold,
                     comparison,
-                    f"{label} undecided ({metric.note or 'no estimate'}: label more of this run's replies); needs {comparison} {threshold:g}",
+                    f"{label} undecided ({metric.note or 'no estimate'}: label more of this run's replies); "
+                    f"needs {comparison} {threshold:g}",
                     status="inconclusive",
                 )
             )
@@ -301,7 +302,10 @@ def _coverage_checks(summary: RunMetrics, thresholds: Thresholds) -> list[GateCh
     """Coverage, empty tutor replies and pipeline errors: what did not run or answer never counts as passing."""
     cov = summary.coverage
     scored = cov.scored_of_labelled
-    detail = f"scored {scored.count} of {cov.labelled.count} labelled cases; errored {cov.errored.count}, judge malformed {cov.malformed_judge.count}, missing {cov.missing.count}"
+    detail = (
+        f"scored {scored.count} of {cov.labelled.count} labelled cases; errored {cov.errored.count}, judge "
+        f"malformed {cov.malformed_judge.count}, missing {cov.missing.count}"
+    )
     coverage_check = _rate_check(
         "min_coverage",
         "coverage",
@@ -359,17 +363,20 @@ def unmatched_thresholds(thresholds: Thresholds, cases: Sequence[Case]) -> list[
     for variant in sorted(thresholds.per_variant):
         if variant not in variants:
             problems.append(
-                f"[tool.guardbench.thresholds.variant.{variant}]: no case of variant {variant!r} in this run; variants: {', '.join(variants) or '(none)'}"
+                f"[tool.guardbench.thresholds.variant.{variant}]: no case of variant {variant!r} in this run; "
+                f"variants: {', '.join(variants) or '(none)'}"
             )
     for category in sorted(thresholds.per_category):
         if category.lower() not in categories:
             problems.append(
-                f"[tool.guardbench.thresholds.category.{category}]: no case of category {category!r} in this run; categories: {', '.join(categories) or '(none)'}"
+                f"[tool.guardbench.thresholds.category.{category}]: no case of category {category!r} in this "
+                f"run; categories: {', '.join(categories) or '(none)'}"
             )
     for category in thresholds.zero_tolerance_categories:
         if category.lower() not in harmful_categories:
             problems.append(
-                f"--guardbench-zero-tolerance={category}: no harmful case of that category in this run; harmful categories: {', '.join(harmful_categories) or '(none)'}"
+                f"--guardbench-zero-tolerance={category}: no harmful case of that category in this run; "
+                f"harmful categories: {', '.join(harmful_categories) or '(none)'}"
             )
     deepest = max((len(c.live_positions()) for c in cases), default=0)
     for depth in sorted(thresholds.per_turn):
@@ -380,6 +387,7 @@ def unmatched_thresholds(thresholds: Thresholds, cases: Sequence[Case]) -> list[
             )
     if thresholds.max_flip_rate is not None and ("original" not in variants or len(variants) < 2):
         problems.append(
-            f"--guardbench-max-flip-rate: flip rates compare each variant with 'original', but this run's variants are {', '.join(variants) or '(none)'}"
+            "--guardbench-max-flip-rate: flip rates compare each variant with 'original', but this run's "
+            f"variants are {', '.join(variants) or '(none)'}"
         )
     return problems

@@ -162,7 +162,8 @@ def repeated_warning(block: RepeatedReplies | None) -> str | None:
     else:
         counted = "no safe prompt got it as an answer the judge accepted, so no case moved"
     return (
-        f'the tutor gave one reply to {top.base_prompts} of the {block.base_prompts} base prompts it replied to: "{excerpt}"'
+        f"the tutor gave one reply to {top.base_prompts} of the {block.base_prompts} base prompts it replied "
+        f'to: "{excerpt}"'
         f"{others}; a reply that does not change with the question answers none of them: {counted}. "
         f"Rule: {block.rule}"
     )

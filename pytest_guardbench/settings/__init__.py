@@ -1,1 +1,2 @@
-"""Settings: command-line options, ini keys and `[tool.guardbench]` into one frozen Settings; model aliases; thresholds."""
+"""Settings: command-line options, ini keys and `[tool.guardbench]` into one frozen Settings; model aliases;
+thresholds."""

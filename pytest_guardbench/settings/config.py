@@ -293,11 +293,11 @@ def scoped_thresholds(scoped: dict[str, Any]) -> dict[str, Any]:
     result: dict[str, Any] = {}
     for kind in ("variant", "category", "turn"):
         keys = ("min_recall", "max_fpr") if kind == "turn" else tuple(ScopeThresholds.model_fields)
-        scope: dict[Any, ScopeThresholds] = {}
-        named: dict[Any, str] = {}
+        scope: dict[str | int, ScopeThresholds] = {}
+        named: dict[str | int, str] = {}
         for name, entry in scoped.get(kind, {}).items():
             table = f"pyproject.toml: [tool.guardbench.thresholds.{kind}.{_toml_key(name)}]"
-            key: Any = name.lower() if kind == "category" else name
+            key: str | int = name.lower() if kind == "category" else name
             if kind == "turn":
                 if not re.fullmatch(r"[0-9]+", name) or int(name) < 1:
                     raise ConfigError(f"{table}: a turn is a depth, a whole number from 1")
@@ -322,23 +322,23 @@ def scoped_thresholds(scoped: dict[str, Any]) -> dict[str, Any]:
 
 class _InvocationParams(Protocol):
     @property
-    def dir(self) -> Any: ...
+    def dir(self) -> Path: ...
 
 
 class PytestConfigLike(Protocol):
     # Read-only, as pytest.Config exposes them.
     @property
-    def rootpath(self) -> Any: ...
+    def rootpath(self) -> Path: ...
 
     @property
     def invocation_params(self) -> _InvocationParams: ...
 
-    def getoption(self, name: str) -> Any: ...
+    def getoption(self, name: str) -> object: ...
 
-    def getini(self, name: str) -> Any: ...
+    def getini(self, name: str) -> object: ...
 
 
-def _refuse_unknown_ini_keys(config: Any) -> None:
+def _refuse_unknown_ini_keys(config: PytestConfigLike) -> None:
     """A misspelt `guardbench_*` ini key would otherwise only warn and leave its setting at the default
     (a gate bar silently not applied), so it stops the run and names the key and its nearest match."""
     inipath = getattr(config, "inipath", None)
@@ -366,7 +366,7 @@ def ini_keys(inipath: Path) -> list[str]:
     return sorted(sections.get(section, {}))
 
 
-def _ini_text(value: Any) -> str:
+def _ini_text(value: object) -> str:
     """One ini value as the text its parser reads. A TOML settings file ([tool.pytest.ini_options],
     pytest.toml) hands over TOML's own types: a number or a boolean is read as it is written
     (`0.5`, `true`); an array or a table, where one value goes, is refused (the caller names the key)."""
@@ -380,11 +380,13 @@ def _ini_text(value: Any) -> str:
     raise argparse.ArgumentTypeError(f"{shape} where one value goes; write it as one string")
 
 
-def _ini_lines(key: str, value: Any) -> list[str]:
+def _ini_lines(key: str, value: object) -> list[str]:
     """A list ini value's entries as text; an entry that is no text (a number in a TOML array, a table)
     is refused naming the key."""
     entries = [value] if isinstance(value, str) else list(value) if isinstance(value, list | tuple) else [value]
+    names: list[str] = []
     for entry in entries:
         if not isinstance(entry, str):
             raise ConfigError(f"ini key {key}: {entry!r} is not a name; write each entry as a string")
-    return entries
+        names.append(entry)
+    return names

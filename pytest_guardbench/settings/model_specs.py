@@ -84,7 +84,8 @@ def price_table(root: Path) -> dict[str, dict[str, float]]:
     for model, entry in table.items():
         if not isinstance(entry, dict) or set(entry) - {"input_per_million", "output_per_million"} or not entry:
             raise ConfigError(
-                f'{root / "pyproject.toml"}: [tool.guardbench.prices."{model}"] takes input_per_million and output_per_million'
+                f'{root / "pyproject.toml"}: [tool.guardbench.prices."{model}"] takes input_per_million and '
+                "output_per_million"
             )
         for key, value in entry.items():
             if not isinstance(value, int | float) or isinstance(value, bool) or not 0 <= value < math.inf:
@@ -240,7 +241,8 @@ def model_aliases(root: Path) -> dict[str, ModelSpec]:
         except ValidationError as exc:
             first = exc.errors()[0]
             raise ConfigError(
-                f"{pyproject}: [tool.guardbench.models.{name}] {'.'.join(map(str, first['loc'][first['loc'][:1] == ('guard',) :]))}: {first['msg']}"
+                f"{pyproject}: [tool.guardbench.models.{name}] "
+                f"{'.'.join(map(str, first['loc'][first['loc'][:1] == ('guard',) :]))}: {first['msg']}"
             ) from None
     return specs
 

@@ -9,7 +9,7 @@ import math
 import re
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import TypeVar
 
 from pytest_guardbench._util.redact import redact
 
@@ -78,7 +78,11 @@ def kappa(text: str) -> float:
     return value
 
 
-def _non_negative(text: str, convert: Callable[[str], Any], what: str) -> Any:
+# A number type a text converts to: int or float.
+_Number = TypeVar("_Number", int, float)
+
+
+def _non_negative(text: str, convert: Callable[[str], _Number], what: str) -> _Number:
     try:
         value = convert(text)
     except ValueError:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Literal, get_args
 
 from pytest_guardbench.errors import UsageError
 from pytest_guardbench.settings.option_values import (
@@ -54,7 +54,7 @@ class OptionSpec:
     name: str  # settings field and the suffix of dest/ini key
     flags: tuple[str, ...]
     help: str
-    parse: Callable[[str], Any] = str
+    parse: Callable[[str], object] = str
     repeatable: bool = False
     flag: bool = False  # a CLI switch without a value; its ini key takes true/false
     ini_type: Literal["string", "linelist"] = "string"
@@ -137,7 +137,8 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "policy",
         ("--guardbench-policy",),
-        "Scoring policy: assistant_policy_v2 (default; a harmful prompt is handled iff the response is safe) or refusal "
+        "Scoring policy: assistant_policy_v2 (default; a harmful prompt is handled iff the response is safe) "
+        "or refusal "
         "(it must also not be answered).",
         policy_name,
     ),
@@ -242,13 +243,16 @@ OPTIONS: tuple[OptionSpec, ...] = (
     OptionSpec(
         "concurrency",
         ("--guardbench-concurrency",),
-        "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8); under -n the workers share it.",
+        "API calls in flight per model: N, or per role guardrail=N,tutor=N,judge=N (default 8); under -n the "
+        "workers share it.",
         concurrency,
     ),
     OptionSpec(
         "api_processes",
         ("--guardbench-api-processes",),
-        "Worker processes that make the API models' calls, shared by every API model of the run; default: 2 when the run is one process, every role is an API model and it makes 1,500 calls or more, else 1 (the calls are made in the test process, as always under -n).",
+        "Worker processes that make the API models' calls, shared by every API model of the run; default: 2 "
+        "when the run is one process, every role is an API model and it makes 1,500 calls or more, else 1 (the "
+        "calls are made in the test process, as always under -n).",
         at_most(MAX_API_PROCESSES),
     ),
     OptionSpec(
