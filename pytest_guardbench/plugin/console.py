@@ -41,7 +41,8 @@ def header_line(inputs: RunInputs) -> str:
     s = inputs.settings
     return shown(
         f"guardbench: guardrail={s.guardrail} tutor={s.tutor} judge={s.judge} malformed={s.malformed_policy} "
-        f"sources={len(inputs.data.sources)} cases={len(inputs.cases)} variants={','.join(s.selected_variants)} reports={s.report_dir}"
+        f"sources={len(inputs.data.sources)} cases={len(inputs.cases)} variants={','.join(s.selected_variants)} "
+        f"reports={s.report_dir}"
     )
 
 

@@ -51,8 +51,9 @@ def pytest_guardbench_register_mutators(registry: Any) -> None:
     """Add stress variants to this run's registry, selectable in ``--guardbench-variants``.
 
     :param registry: a ``pytest_guardbench.cases.variants.MutatorRegistry``; call
-        ``registry.add(pytest_guardbench.cases.mutators.Mutator(name, family, description, apply))`` where ``apply(text, key)`` is a
-        pure function (draw any randomness from ``key``, so every xdist worker writes the same text).
+        ``registry.add(pytest_guardbench.cases.mutators.Mutator(name, family, description, apply))``
+        where ``apply(text, key)`` is a pure function (draw any randomness from ``key``, so every xdist
+        worker writes the same text).
         A ``pytest_guardbench.cases.conversations.ConversationVariant(name, family, description, apply)``
         builds conversations instead: ``apply(turns, key)`` returns a script that ends with a user turn.
         A new family name becomes selectable as a family too.

@@ -61,7 +61,8 @@ class ResponseCache:
             try:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute(
-                    "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, identity TEXT NOT NULL)"
+                    "CREATE TABLE IF NOT EXISTS responses "
+                    "(key TEXT PRIMARY KEY, value TEXT NOT NULL, identity TEXT NOT NULL)"
                 )
                 break
             except sqlite3.OperationalError as exc:
@@ -291,7 +292,8 @@ class CachedProvider:
         self._stats.add(hits=len(keys) - len(missing), misses=len(missing))
         if missing and self._mode == "replay":
             raise ProviderError(
-                f"{self._role}: no cached response in replay mode for {len(missing)} call(s) (first key {keys[missing[0]][:12]}); "
+                f"{self._role}: no cached response in replay mode for {len(missing)} call(s) "
+                f"(first key {keys[missing[0]][:12]}); "
                 "record them with --guardbench-cache=write"
             )
         values = {keys[i]: found[keys[i]] for i in range(len(keys)) if keys[i] in found}

@@ -344,7 +344,8 @@ class OpenAICompatProvider(ModelAPI):
                 message = f"{self.name}: HTTP {exc.status_code} from the server: {short(exc.message)}"
                 if self._structured == "on":
                     raise ProviderError(
-                        f'{message} (the request asked for structured output; set structured = "auto" or "off" for this model)'
+                        f"{message} (the request asked for structured output; "
+                        'set structured = "auto" or "off" for this model)'
                     ) from None
                 self.structured_rejected = message  # the parse ladder and repair call take over from here
                 return await self._complete(endpoint, conversation, params, seed, extra)

@@ -89,7 +89,8 @@ def standalone_judge(
 
     def member_model(member: str) -> tuple[ModelSpec | None, Callable[[], Any]]:
         member_spec = (member_specs or {}).get(member)
-        return member_spec, lambda: chat_provider_for(member_spec, options)  # type: ignore[arg-type]  # called only with a spec
+        # the model is called only with a spec
+        return member_spec, lambda: chat_provider_for(member_spec, options)  # type: ignore[arg-type]
 
     def provider() -> Any:
         return chat_provider_for(spec, options)  # type: ignore[arg-type]  # called only with a spec
@@ -106,7 +107,8 @@ def opened_judge(name: str, root: Path, samples: int = 1) -> Iterator[Judge]:
         yield judge
     finally:
         for llm_judge in _llm_judges(judge):
-            llm_judge.provider.close()  # type: ignore[attr-defined]  # every provider has close(); the Protocol omits it
+            # every provider has close(); the Protocol omits it
+            llm_judge.provider.close()  # type: ignore[attr-defined]
 
 
 def _llm_judges(judge: Judge) -> list[LLMJudge]:

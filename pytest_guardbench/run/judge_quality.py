@@ -186,7 +186,8 @@ def run_judge_quality(inputs: RunInputs, state: ProcessState, now: Callable[[], 
     kappa = result.cohen_kappa
     if result.low_confidence:
         why = result.error or (
-            f"judge kappa {'undefined' if kappa is None else f'{kappa:.3f}'} < {settings.min_judge_kappa:g} on {settings.judge_check}"
+            f"judge kappa {'undefined' if kappa is None else f'{kappa:.3f}'} < {settings.min_judge_kappa:g} "
+            f"on {settings.judge_check}"
         )
         confidence = Confidence(level="low", reason=why)
     else:

@@ -249,7 +249,8 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) 
             raise MergeError(f"{run_dir}: thresholds differ from {run_dirs[0]}")
         if _source_digests(run_dir) != digests:
             raise MergeError(
-                f"{run_dir}: ran on other data than {run_dirs[0]} (the packs in data_manifest.json differ by name or sha256)"
+                f"{run_dir}: ran on other data than {run_dirs[0]} "
+                "(the packs in data_manifest.json differ by name or sha256)"
             )
         _check_same_meta(run_dir, _shard_meta(run_dir), run_dirs[0], first_meta)
 
