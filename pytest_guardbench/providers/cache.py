@@ -246,7 +246,7 @@ class CachedProvider:
 
         return [Classification(**value) for value in self._through(calls, compute)]
 
-    def moderate(self, texts: Sequence[str]) -> list[Any]:
+    def moderate(self, texts: Sequence[str]) -> list[object]:
         calls = [{"call": "moderate", "input": text} for text in texts]
 
         def compute(missing: list[int]) -> list[dict[str, Any]]:
