@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from pytest_guardbench._util.terminal import shown
 from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_names
@@ -96,8 +96,16 @@ def result_lines(
     return lines
 
 
+class ResultTerminal(Protocol):
+    """What `write_result` writes to: pytest's terminal reporter has these two."""
+
+    def write_line(self, line: str, **markup: bool) -> None: ...
+
+    def write_sep(self, sep: str, title: str) -> None: ...
+
+
 def write_result(
-    terminal: Any,
+    terminal: ResultTerminal,
     summary: RunSummary | None,
     write_problem: str | None,
     stored: StoredCheck | None,
