@@ -100,7 +100,7 @@ class ClassifyRequest:
     the one user message. Plain data, so it pickles across the call processes' pipe."""
 
     conversations: Sequence[list[Message] | str]
-    template_kwargs: dict[str, Any]
+    template_kwargs: dict[str, object]
     label_words: tuple[str, str]
     max_new_tokens: int = 8
     verdict_after: str = ""

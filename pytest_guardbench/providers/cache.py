@@ -16,7 +16,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -257,7 +257,7 @@ class CachedProvider:
     def label_probabilities(
         self,
         conversations: Sequence[list[Message]],
-        template_kwargs: dict[str, Any],
+        template_kwargs: Mapping[str, object],
         label_words: tuple[str, str],
         prefix: str = "",
     ) -> list[float]:
