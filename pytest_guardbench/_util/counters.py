@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import TypeAlias
 
+from pytest_guardbench.errors import InternalError
+
 # One counter: a number; a string or boolean kept as it is (a mode, a path, a reason); None for a
 # count not taken; or a block of counters (one endpoint's, one process's).
 Count: TypeAlias = "int | float | str | bool | None | dict[str, Count]"
@@ -39,11 +41,11 @@ def add_counts(parts: Iterable[Mapping[str, Count]], *, shared_limit: bool) -> C
 
 def _block(count: Count) -> Mapping[str, Count]:
     if not isinstance(count, dict):
-        raise TypeError(f"a block of counters meets a single counter: {count!r}")
+        raise InternalError(f"a block of counters meets a single counter: {count!r}")
     return count
 
 
 def _number(count: Count) -> int | float:
     if not isinstance(count, int | float):
-        raise TypeError(f"a number meets a counter that is not one: {count!r}")
+        raise InternalError(f"a number meets a counter that is not one: {count!r}")
     return count
