@@ -8,10 +8,9 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable
-from typing import Any
 
 
-def _sorted_json_encoder() -> Callable[[Any], str]:
+def _sorted_json_encoder() -> Callable[[object], str]:
     encoder = getattr(json.encoder, "c_make_encoder", None)
     if encoder is None:  # no C encoder (another Python): plain dumps
         return functools.partial(json.dumps, sort_keys=True, ensure_ascii=False)

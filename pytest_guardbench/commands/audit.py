@@ -99,7 +99,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "--half-width",
         type=_half_width,
         default=0.05,
-        help=f"Target half-width of the 95%% intervals for --plan (default 0.05; from {MIN_HALF_WIDTH:g} to under 0.5).",
+        help=(
+            f"Target half-width of the 95%% intervals for --plan (default 0.05; from {MIN_HALF_WIDTH:g} to under 0.5)."
+        ),
     )
     command.add_argument(
         "--show-judge",
@@ -187,7 +189,8 @@ def _label(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy, 
     else:
         print(f"correct the run with it: guardbench correct {run_dir} --labels {out}")
         print(
-            f"a second labeller labels a share of it blind: guardbench audit {run_dir} --overlap 0.4 --of {out} --labeller NAME"
+            "a second labeller labels a share of it blind: "
+            f"guardbench audit {run_dir} --overlap 0.4 --of {out} --labeller NAME"
         )
     return OK
 
@@ -277,7 +280,8 @@ def _adjudicate(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPol
 
     run_adjudication(Adjudication(pairs, out, settle, earlier))
     print(
-        f"correct the run with all three: guardbench correct {run_dir} --labels {first} --labels {second} --labels {out}"
+        "correct the run with all three: "
+        f"guardbench correct {run_dir} --labels {first} --labels {second} --labels {out}"
     )
     return OK
 
@@ -301,7 +305,8 @@ def _plan(run_dir: Path, records: Sequence[CaseRecord], policy: ScoringPolicy, h
     )
     for name, design in (("random", plan.random), ("stratified", plan.stratified)):
         print(
-            f"  --design {name}: {design.total} labels (recall alone {design.recall}, FPR alone {design.false_positive_rate})"
+            f"  --design {name}: {design.total} labels "
+            f"(recall alone {design.recall}, FPR alone {design.false_positive_rate})"
         )
     print("the intervals at small samples come out a little wider than planned: treat these as floors")
     return OK

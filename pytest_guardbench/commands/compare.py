@@ -65,7 +65,8 @@ def run(args: argparse.Namespace) -> int:
             if "metric_definitions" in missing:
                 what = "has no metric definitions"
             print(
-                f"guardbench compare: {run_dir}: its summary.json {what} (written by an older pytest-guardbench?); re-score it first",
+                f"guardbench compare: {run_dir}: its summary.json {what} "
+                "(written by an older pytest-guardbench?); re-score it first",
                 file=sys.stderr,
             )
             return USAGE_ERROR

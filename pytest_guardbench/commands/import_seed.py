@@ -86,7 +86,8 @@ def run(args: argparse.Namespace) -> int:
         return OK
     if seed_summary.get("metric_definition_version") != DEFAULT_POLICY:
         print(
-            f"{shipped} was not written by the seed's {DEFAULT_POLICY} report generator; its counts follow other rules and are not compared"
+            f"{shipped} was not written by the seed's {DEFAULT_POLICY} report generator; "
+            "its counts follow other rules and are not compared"
         )
         return OK
     differences = seed_summary_differences(seed_summary, load_run(out))

@@ -73,7 +73,8 @@ def confusion_lines(result: dict[str, Any]) -> list[str]:
     changing = result["policy_changing_confusions"]
     harmful, safe = changing["harmful_prompts"], changing["safe_prompts"]
     lines.append(
-        f"confusions that change the policy label: harmful prompts (only safety counts) {harmful['policy_label_changed']} "
+        "confusions that change the policy label: harmful prompts (only safety counts) "
+        f"{harmful['policy_label_changed']} "
         f"of {harmful['rows']}; safe prompts (safety, and answered vs not answered) {safe['policy_label_changed']} of "
         f"{safe['rows']} (safety {safe['safety_confused']}, answered vs not {safe['answered_vs_not_confused']}); "
         f"answer-mode confusions that leave it unchanged: {changing['answer_mode_confusions_leaving_policy_label']}"
@@ -120,24 +121,29 @@ def run(args: argparse.Namespace) -> int:
         where = f" ({args.split} split)" if args.split else ""
         print(f"{result['judge']} on {len(labels)} labelled responses{where}, 95% Wilson intervals in brackets:")
         print(
-            f"  response safety: agreement {fmt(result['agreement'])}{ci('safety_agreement_interval_95')}, kappa {fmt(result['cohen_kappa'])}, "
-            f"unsafe missed {fmt(result['miss_rate'])}{ci('miss_rate_interval_95')}, safe over-blocked {fmt(result['over_block_rate'])}"
+            f"  response safety: agreement {fmt(result['agreement'])}{ci('safety_agreement_interval_95')}, "
+            f"kappa {fmt(result['cohen_kappa'])}, "
+            f"unsafe missed {fmt(result['miss_rate'])}{ci('miss_rate_interval_95')}, "
+            f"safe over-blocked {fmt(result['over_block_rate'])}"
             f"{ci('over_block_rate_interval_95')}, malformed {fmt(result['malformed_rate'])}"
         )
         if "answer_mode_agreement" in result:
             print(
-                f"  answer mode: agreement {fmt(result['answer_mode_agreement'])}{ci('answer_mode_agreement_interval_95')} over {result['answer_mode_rows']} rows"
+                f"  answer mode: agreement {fmt(result['answer_mode_agreement'])}"
+                f"{ci('answer_mode_agreement_interval_95')} over {result['answer_mode_rows']} rows"
             )
         if "policy_label_agreement" in result:
             print(
-                f"  policy label (assistant_policy_v2): agreement {fmt(result['policy_label_agreement'])}{ci('policy_label_agreement_interval_95')} "
+                f"  policy label (assistant_policy_v2): agreement {fmt(result['policy_label_agreement'])}"
+                f"{ci('policy_label_agreement_interval_95')} "
                 f"over {result['policy_label_rows']} rows"
             )
         for line in confusion_lines(result):
             print(f"  {line}")
         for bucket, b in result["per_bucket"].items():
             print(
-                f"  {bucket}: {b['rows']} rows, agreement {fmt(b['agreement'])}, over-block {fmt(b['over_block_rate'])}, miss {fmt(b['miss_rate'])}"
+                f"  {bucket}: {b['rows']} rows, agreement {fmt(b['agreement'])}, "
+                f"over-block {fmt(b['over_block_rate'])}, miss {fmt(b['miss_rate'])}"
             )
         if "member_disagreement" in result:
             split = result["member_disagreement"]

@@ -49,5 +49,6 @@ def carried_lines(sources: RunSummary | Sequence[RunSummary] | None, made: RunSu
     use = made.corrected.labels
     files = ", ".join(use.labels_files or [use.labels_file])
     return [
-        f"corrected by {use.used} labels ({files}); system recall {metric_text(made.corrected.scorecards.system.recall)}"
+        f"corrected by {use.used} labels ({files}); "
+        f"system recall {metric_text(made.corrected.scorecards.system.recall)}"
     ]

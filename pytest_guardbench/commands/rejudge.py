@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
     summary = load_run(out)
     card = summary.scorecards.system
     print(
-        f"rejudged with {args.judge} under {summary.policy}: recall {fmt_rate(card.recall)}, FPR {fmt_rate(card.false_positive_rate)}, gate {summary.gate.verdict}"
+        f"rejudged with {args.judge} under {summary.policy}: recall {fmt_rate(card.recall)}, "
+        f"FPR {fmt_rate(card.false_positive_rate)}, gate {summary.gate.verdict}"
     )
     split = summary.coverage.judge_disagreement
     if split is not None:

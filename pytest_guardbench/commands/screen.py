@@ -129,8 +129,10 @@ def _ci(bounds: Sequence[float] | None) -> str:
 
 def screen_lines(report: dict[str, Any]) -> list[str]:
     lines = [
-        f"guard {report['guardrail']} on {report['n']} labelled prompts ({report['harmful']} harmful, {report['safe']} safe); "
-        f"malformed verdicts count as {'blocks' if report['malformed_policy'] == 'block' else 'allows'}; 95% Wilson intervals",
+        f"guard {report['guardrail']} on {report['n']} labelled prompts "
+        f"({report['harmful']} harmful, {report['safe']} safe); "
+        f"malformed verdicts count as {'blocks' if report['malformed_policy'] == 'block' else 'allows'}; "
+        "95% Wilson intervals",
         f"  recall {_fmt(report['recall'])}{_ci(report['recall_interval_95'])}, "
         f"false positive rate {_fmt(report['false_positive_rate'])}{_ci(report['false_positive_rate_interval_95'])}",
         "  decisions: "
@@ -147,7 +149,8 @@ def screen_lines(report: dict[str, Any]) -> list[str]:
     talks = report.get("conversations")
     if talks:
         lines.append(
-            f"  conversations: {talks['conversations']} ({talks['harmful']} harmful, {talks['safe']} safe), screened turn "
+            f"  conversations: {talks['conversations']} ({talks['harmful']} harmful, {talks['safe']} safe), "
+            "screened turn "
             "by turn with the conversation so far; stopped by depth (cumulative):"
         )
         lines.append(f"  {'depth':<24} {'recall':>24} {'false positive rate':>24}")
@@ -159,7 +162,8 @@ def screen_lines(report: dict[str, Any]) -> list[str]:
     if curve is not None:
         point = curve["operating_point"]
         where = (
-            f"threshold {point['threshold']:.4f} gives recall {_fmt(point['recall'])}, FPR {_fmt(point['false_positive_rate'])}"
+            f"threshold {point['threshold']:.4f} gives recall {_fmt(point['recall'])}, "
+            f"FPR {_fmt(point['false_positive_rate'])}"
             if point
             else curve["operating_point_note"]
         )

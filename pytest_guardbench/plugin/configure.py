@@ -38,7 +38,10 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 MARKERS = (
-    "guardbench(pack, variant, harmful, category): a generated guardbench case; select with -m \"guardbench(variant='typo')\".",
+    (
+        "guardbench(pack, variant, harmful, category): a generated guardbench case; "
+        "select with -m \"guardbench(variant='typo')\"."
+    ),
     "harmful: a guardbench case whose prompt is labelled harmful.",
     "harmless: a guardbench case whose prompt is labelled safe.",
     "unlabelled: a guardbench case without a label (runs, never scored).",

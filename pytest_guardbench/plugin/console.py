@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 from pytest_guardbench._util.terminal import shown
 from pytest_guardbench._util.package_data import DATASETS, PACKS, shipped_names
@@ -41,7 +41,8 @@ def header_line(inputs: RunInputs) -> str:
     s = inputs.settings
     return shown(
         f"guardbench: guardrail={s.guardrail} tutor={s.tutor} judge={s.judge} malformed={s.malformed_policy} "
-        f"sources={len(inputs.data.sources)} cases={len(inputs.cases)} variants={','.join(s.selected_variants)} reports={s.report_dir}"
+        f"sources={len(inputs.data.sources)} cases={len(inputs.cases)} variants={','.join(s.selected_variants)} "
+        f"reports={s.report_dir}"
     )
 
 
@@ -95,8 +96,16 @@ def result_lines(
     return lines
 
 
+class ResultTerminal(Protocol):
+    """What `write_result` writes to: pytest's terminal reporter has these two."""
+
+    def write_line(self, line: str, **markup: bool) -> None: ...
+
+    def write_sep(self, sep: str, title: str) -> None: ...
+
+
 def write_result(
-    terminal: Any,
+    terminal: ResultTerminal,
     summary: RunSummary | None,
     write_problem: str | None,
     stored: StoredCheck | None,

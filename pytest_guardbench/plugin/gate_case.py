@@ -38,7 +38,10 @@ def check_line(check: GateCheck, source: str | None = None) -> str:
     value = "undefined" if check.value is None else f"{check.value:.4g}"
     interval = f", 95% CI {check.interval[0]:.3f}-{check.interval[1]:.3f}" if check.interval else ""
     said = f", {source}" if source else ""
-    return f"{check.name} {check.status}: {check.message} (value {value}, bar {check.comparison} {check.threshold:g}{interval}{said})"
+    return (
+        f"{check.name} {check.status}: {check.message} "
+        f"(value {value}, bar {check.comparison} {check.threshold:g}{interval}{said})"
+    )
 
 
 @dataclass(eq=False)

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
+if TYPE_CHECKING:
+    from pytest_guardbench.cases.variants import MutatorRegistry
+    from pytest_guardbench.document.summary import RunSummary
+    from pytest_guardbench.guards import GuardRegistry
+    from pytest_guardbench.judges.base import JudgeRegistry
+    from pytest_guardbench.providers import ProviderRegistry
+
 
 @pytest.hookspec()
-def pytest_guardbench_register_providers(registry: Any) -> None:
+def pytest_guardbench_register_providers(registry: ProviderRegistry) -> None:
     """Add tutor providers to this run's registry.
 
     :param registry: a ``pytest_guardbench.providers.ProviderRegistry``; call
@@ -20,7 +27,7 @@ def pytest_guardbench_register_providers(registry: Any) -> None:
 
 
 @pytest.hookspec()
-def pytest_guardbench_register_guards(registry: Any) -> None:
+def pytest_guardbench_register_guards(registry: GuardRegistry) -> None:
     """Add guardrails to this run's registry, selectable as ``--guardrail=<name>``.
 
     :param registry: a ``pytest_guardbench.guards.GuardRegistry``; call
@@ -34,7 +41,7 @@ def pytest_guardbench_register_guards(registry: Any) -> None:
 
 
 @pytest.hookspec()
-def pytest_guardbench_register_judges(registry: Any) -> None:
+def pytest_guardbench_register_judges(registry: JudgeRegistry) -> None:
     """Add safety judges to this run's registry, selectable as ``--judge=<name>``.
 
     :param registry: a ``pytest_guardbench.judges.base.JudgeRegistry``; call
@@ -47,12 +54,13 @@ def pytest_guardbench_register_judges(registry: Any) -> None:
 
 
 @pytest.hookspec()
-def pytest_guardbench_register_mutators(registry: Any) -> None:
+def pytest_guardbench_register_mutators(registry: MutatorRegistry) -> None:
     """Add stress variants to this run's registry, selectable in ``--guardbench-variants``.
 
     :param registry: a ``pytest_guardbench.cases.variants.MutatorRegistry``; call
-        ``registry.add(pytest_guardbench.cases.mutators.Mutator(name, family, description, apply))`` where ``apply(text, key)`` is a
-        pure function (draw any randomness from ``key``, so every xdist worker writes the same text).
+        ``registry.add(pytest_guardbench.cases.mutators.Mutator(name, family, description, apply))``
+        where ``apply(text, key)`` is a pure function (draw any randomness from ``key``, so every xdist
+        worker writes the same text).
         A ``pytest_guardbench.cases.conversations.ConversationVariant(name, family, description, apply)``
         builds conversations instead: ``apply(turns, key)`` returns a script that ends with a user turn.
         A new family name becomes selectable as a family too.
@@ -62,7 +70,7 @@ def pytest_guardbench_register_mutators(registry: Any) -> None:
 
 
 @pytest.hookspec()
-def pytest_guardbench_summary(config: pytest.Config, summary: Any, extensions: dict[str, Any]) -> None:
+def pytest_guardbench_summary(config: pytest.Config, summary: RunSummary, extensions: dict[str, Any]) -> None:
     """Add blocks of your own to the run summary before it is written.
 
     :param summary: the finished ``pytest_guardbench.results.frame.RunSummary`` (frozen: read it).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -14,6 +14,9 @@ from pytest_guardbench.settings.config import GateMode
 from pytest_guardbench.records import CaseRecord, Outcome
 from pytest_guardbench.results.sources import JUDGE_ONLY
 from pytest_guardbench.scoring.scorecard import Scored, explain
+
+if TYPE_CHECKING:
+    from syrupy.assertion import SnapshotAssertion
 
 
 @dataclass(frozen=True)
@@ -36,7 +39,7 @@ class GuardbenchOutcome:
     def handled(self) -> bool:
         return self.outcome in ("TP", "TN")
 
-    def baseline_view(self) -> dict[str, Any]:
+    def baseline_view(self) -> dict[str, str | bool | None]:
         """What a per-case baseline keeps: decisions and correctness, never the raw text (it varies)."""
         record = self.record
         return {
@@ -47,7 +50,7 @@ class GuardbenchOutcome:
             "correct": self.handled if self.outcome is not None else None,
         }
 
-    def check_baseline(self, snapshot: Any) -> None:
+    def check_baseline(self, snapshot: SnapshotAssertion) -> None:
         """Compare this case with its syrupy snapshot (JSON). A case handled in the baseline and
         mishandled now fails as a regression; an improvement or another change fails as a snapshot
         change to accept with --snapshot-update."""

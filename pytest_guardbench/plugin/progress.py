@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Generator, Mapping
-from typing import Any
 
 import pytest
 
@@ -107,7 +106,7 @@ class Progress:
         self._waited_on: tuple[int, tuple[int, int] | None] | None = None  # what was done at the last wait notice
         self._stall_started = 0.0  # when that last changed
         self._stall_shown = 0.0  # how long the stall was at the last waiting line written
-        self._terminal: Any = None  # the terminal reporter, known from the session's start
+        self._terminal: pytest.TerminalReporter | None = None  # the terminal reporter, known from the session's start
         self._in_report = False  # the terminal reporter is about to write: draw after it, not now
         self._text = ""
         self._shown = False  # the terminal status line is on the screen
@@ -158,10 +157,10 @@ class Progress:
         if wrote:
             self._stall_shown = max(stalled, 1e-9)
 
-    def _reporter(self) -> Any:
+    def _reporter(self) -> pytest.TerminalReporter | None:
         return self._terminal
 
-    def _tty(self, reporter: Any) -> bool:
+    def _tty(self, reporter: pytest.TerminalReporter) -> bool:
         return bool(getattr(reporter, "isatty", False) and reporter._tw.hasmarkup)
 
     def _show(self, now: float) -> bool:
@@ -180,7 +179,7 @@ class Progress:
         return False
 
     # -- no terminal: whole lines -------------------------------------------------------------
-    def _line(self, reporter: Any) -> None:
+    def _line(self, reporter: pytest.TerminalReporter) -> None:
         tw = reporter._tw
         dots = self.config.get_verbosity() <= 0 and getattr(reporter, "_show_progress_info", False)
         if not dots:
@@ -195,7 +194,7 @@ class Progress:
         tw.flush()
 
     # -- a terminal: one status line under the row --------------------------------------------
-    def _draw(self, reporter: Any) -> None:
+    def _draw(self, reporter: pytest.TerminalReporter) -> None:
         tw = reporter._tw
         text = shown(self._text)[: max(tw.fullwidth - 1, 0)]
         column = tw.width_of_current_line

@@ -20,6 +20,7 @@ from pytest_guardbench.providers.base import (
     GenerationParams,
     Message,
     ProviderError,
+    ProviderSettings,
     ScoringChatModel,
 )
 from pytest_guardbench.providers.options import ProviderOptions
@@ -116,7 +117,7 @@ def openai_compat_provider(
     from pytest_guardbench.providers.batch_api import BatchAPIProvider
     from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
 
-    settings: dict[str, Any] = {
+    settings: ProviderSettings = {
         "name": spec.alias,
         "model": spec.model,
         "base_url": spec.resolved_base_url(),

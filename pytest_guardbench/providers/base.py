@@ -5,9 +5,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
+from typing import Any, Literal, NotRequired, Protocol, TypedDict, runtime_checkable
 
 from pytest_guardbench.errors import GuardbenchError
+from pytest_guardbench._util.counters import Counts
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.records import Completion
 
@@ -15,6 +16,26 @@ from pytest_guardbench.records import Completion
 class Message(TypedDict):
     role: Literal["system", "user", "assistant"]
     content: str
+
+
+class ProviderSettings(TypedDict):
+    """`OpenAICompatProvider`'s keyword arguments for one model, built from its spec. Plain data with
+    the key's variable name, never the key, so it crosses the pipe to a call process."""
+
+    name: str
+    model: str
+    base_url: str | None
+    api_key_env: str | None
+    concurrency: NotRequired[int]
+    timeout_s: NotRequired[float]
+    max_retries: NotRequired[int]
+    retry_backoff_s: NotRequired[float]
+    extra_params: NotRequired[dict[str, Any] | None]  # the spec's `params`, as the user wrote them
+    fleet: NotRequired[Sequence[str]]
+    failures_to_drop: NotRequired[int]
+    cooldown_s: NotRequired[float]
+    structured: NotRequired[str]
+    breaker_after: NotRequired[int]
 
 
 # A local model's token limit when none is set (a local model has no server limit to fall back on).
@@ -79,7 +100,7 @@ class ClassifyRequest:
     the one user message. Plain data, so it pickles across the call processes' pipe."""
 
     conversations: Sequence[list[Message] | str]
-    template_kwargs: dict[str, Any]
+    template_kwargs: dict[str, object]
     label_words: tuple[str, str]
     max_new_tokens: int = 8
     verdict_after: str = ""
@@ -118,10 +139,10 @@ class ModelAPI(ABC):
     def classify(self, request: ClassifyRequest) -> list[Classification]:
         raise ProviderError(f"{self.name}: {self.model} gives no label probabilities (use it as a text guard)")
 
-    def moderate(self, texts: Sequence[str]) -> list[Any]:
+    def moderate(self, texts: Sequence[str]) -> list[object]:
         raise ProviderError(f"{self.name}: {self.model} has no moderation endpoint (use it with another adapter)")
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Counts:
         """Call counters for `summary.json` (`run.execution.api_calls`); none by default."""
         return {}
 

@@ -8,10 +8,11 @@ import hashlib
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
+from pytest_guardbench._util.counters import Counts
 from pytest_guardbench._util.files import write_files
-from pytest_guardbench.providers.base import GenerationParams, Message, ProviderError
+from pytest_guardbench.providers.base import GenerationParams, Message, ProviderError, ProviderSettings
 from pytest_guardbench.providers.openai_compat import OpenAICompatProvider
 from pytest_guardbench.providers.transport import Reply, Retryable, reply_from
 
@@ -27,9 +28,14 @@ class BatchAPIProvider(OpenAICompatProvider):
     polls it instead of paying twice. Lines the batch failed are sent again as normal calls."""
 
     def __init__(
-        self, *args: Any, state_dir: Path, poll_s: float = 10.0, completion_window: str = "24h", **kwargs: Any
+        self,
+        *,
+        state_dir: Path,
+        poll_s: float = 10.0,
+        completion_window: str = "24h",
+        **settings: Unpack[ProviderSettings],
     ) -> None:
-        super().__init__(*args, **kwargs)
+        super().__init__(**settings)
         self._state_dir = state_dir
         self._poll_s = poll_s
         self._window = completion_window
@@ -39,7 +45,7 @@ class BatchAPIProvider(OpenAICompatProvider):
         self.sent_again = 0
         self.batches_forgotten = 0
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Counts:
         return {
             **super().stats(),
             "batches_submitted": self.batches_submitted,

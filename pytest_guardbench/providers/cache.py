@@ -16,7 +16,7 @@ import random
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
 from pathlib import Path
@@ -61,7 +61,8 @@ class ResponseCache:
             try:
                 self._db.execute("PRAGMA journal_mode=WAL")
                 self._db.execute(
-                    "CREATE TABLE IF NOT EXISTS responses (key TEXT PRIMARY KEY, value TEXT NOT NULL, identity TEXT NOT NULL)"
+                    "CREATE TABLE IF NOT EXISTS responses "
+                    "(key TEXT PRIMARY KEY, value TEXT NOT NULL, identity TEXT NOT NULL)"
                 )
                 break
             except sqlite3.OperationalError as exc:
@@ -245,7 +246,7 @@ class CachedProvider:
 
         return [Classification(**value) for value in self._through(calls, compute)]
 
-    def moderate(self, texts: Sequence[str]) -> list[Any]:
+    def moderate(self, texts: Sequence[str]) -> list[object]:
         calls = [{"call": "moderate", "input": text} for text in texts]
 
         def compute(missing: list[int]) -> list[dict[str, Any]]:
@@ -256,7 +257,7 @@ class CachedProvider:
     def label_probabilities(
         self,
         conversations: Sequence[list[Message]],
-        template_kwargs: dict[str, Any],
+        template_kwargs: Mapping[str, object],
         label_words: tuple[str, str],
         prefix: str = "",
     ) -> list[float]:
@@ -291,7 +292,8 @@ class CachedProvider:
         self._stats.add(hits=len(keys) - len(missing), misses=len(missing))
         if missing and self._mode == "replay":
             raise ProviderError(
-                f"{self._role}: no cached response in replay mode for {len(missing)} call(s) (first key {keys[missing[0]][:12]}); "
+                f"{self._role}: no cached response in replay mode for {len(missing)} call(s) "
+                f"(first key {keys[missing[0]][:12]}); "
                 "record them with --guardbench-cache=write"
             )
         values = {keys[i]: found[keys[i]] for i in range(len(keys)) if keys[i] in found}

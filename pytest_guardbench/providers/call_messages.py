@@ -12,9 +12,8 @@ client CPU per call. No API key crosses the pipe: `AddModel.settings` names the 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-from pytest_guardbench.providers.base import ClassifyRequest, GenerationParams, Message
+from pytest_guardbench.providers.base import ClassifyRequest, GenerationParams, Message, ProviderSettings
 
 
 @dataclass(frozen=True)
@@ -22,7 +21,7 @@ class AddModel:
     """Build model number `model` from `settings` (OpenAICompatProvider's keyword arguments)."""
 
     model: int
-    settings: dict[str, Any]
+    settings: ProviderSettings
 
 
 @dataclass(frozen=True)
@@ -80,7 +79,7 @@ class Answer:
     moderation results, or a stats dict for `CountCalls`)."""
 
     call_id: int
-    value: Any
+    value: object
 
 
 @dataclass(frozen=True)

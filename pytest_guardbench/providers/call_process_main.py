@@ -13,7 +13,6 @@ import sys
 import threading
 from collections.abc import Coroutine
 from multiprocessing.connection import Connection
-from typing import Any
 
 from pytest_guardbench.providers.base import ProviderError
 from pytest_guardbench.providers.call_messages import (
@@ -44,7 +43,7 @@ class _Served:
         self.loop = LoopThread("call-process")
         self._answers = answers
         self._send_lock, self._running_lock = threading.Lock(), threading.Lock()
-        self._running: set[concurrent.futures.Future[Any]] = set()
+        self._running: set[concurrent.futures.Future[object]] = set()
 
     def send(self, answer: FromCallProcess) -> None:
         with self._send_lock:
@@ -68,7 +67,7 @@ class _Served:
             self._running.add(started)
         started.add_done_callback(functools.partial(self._answered, request.call_id, provider.name))
 
-    def _answered(self, call_id: int, name: str, done: concurrent.futures.Future[Any]) -> None:
+    def _answered(self, call_id: int, name: str, done: concurrent.futures.Future[object]) -> None:
         with self._running_lock:
             self._running.discard(done)
         try:
@@ -89,7 +88,7 @@ class _Served:
         self._answers.close()
 
 
-def _coroutine(provider: OpenAICompatProvider, call: Generate | Classify | Moderate) -> Coroutine[Any, Any, Any]:
+def _coroutine(provider: OpenAICompatProvider, call: Generate | Classify | Moderate) -> Coroutine[object, None, object]:
     match call:
         case Generate():
             return provider.generate_async(call.conversations, call.params, call.seeds)

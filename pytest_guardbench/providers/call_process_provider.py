@@ -3,7 +3,7 @@ classifier calls of `OpenAICompatProvider`, each group of calls made by the leas
 
 from __future__ import annotations
 
-from pytest_guardbench._util.counters import add_counts
+from pytest_guardbench._util.counters import Counts, add_counts
 
 import math
 from collections.abc import Sequence
@@ -17,6 +17,7 @@ from pytest_guardbench.providers.base import (
     Message,
     ModelAPI,
     ProviderError,
+    ProviderSettings,
 )
 from pytest_guardbench.providers.call_messages import Call, Classify, CountCalls, Generate, Moderate
 from pytest_guardbench.providers.call_processes import CallProcesses
@@ -29,7 +30,7 @@ class CallProcessProvider(ModelAPI):
     OpenAICompatProvider's keyword arguments; `concurrency` is the whole model's limit and is split
     between the processes."""
 
-    def __init__(self, settings: dict[str, Any], size: int, call_processes: CallProcesses | None = None) -> None:
+    def __init__(self, settings: ProviderSettings, size: int, call_processes: CallProcesses | None = None) -> None:
         # Built here too (no client, no connection) so a missing key fails in this process, with the
         # same name, repr and cache identity as a single-process run.
         self._description = OpenAICompatProvider(**settings)
@@ -38,9 +39,9 @@ class CallProcessProvider(ModelAPI):
         self._owns_call_processes = call_processes is None
         self._call_processes = call_processes if call_processes is not None else CallProcesses(size, self.name)
         self._per_process = math.ceil(int(settings.get("concurrency", 8)) / self._call_processes.size)
-        self._number = self._call_processes.register(dict(settings, concurrency=self._per_process))
+        self._number = self._call_processes.register({**settings, "concurrency": self._per_process})
         self._handed: dict[int, int] = {}
-        self._last_stats: dict[int, dict[str, Any]] = {}
+        self._last_stats: dict[int, Counts] = {}
 
     def __repr__(self) -> str:
         return f"{self._description!r} in {self._call_processes.size} processes"
@@ -62,11 +63,11 @@ class CallProcessProvider(ModelAPI):
         calls = [Classify(self._number, request.for_conversations(request.conversations[a:b])) for a, b in parts]
         return self._gather(calls, parts)
 
-    def moderate(self, texts: Sequence[str]) -> list[Any]:
+    def moderate(self, texts: Sequence[str]) -> list[object]:
         parts = self._parts(len(texts))
         return self._gather([Moderate(self._number, list(texts[a:b])) for a, b in parts], parts)
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Counts:
         """The processes' counts added up (`lowest_concurrency` too: the lowest limits reached, summed);
         a process that is gone counts with what it last reported."""
         self._refresh_stats()
@@ -120,7 +121,7 @@ class CallProcessProvider(ModelAPI):
 _PROCESS_COUNTS = ("calls", "retries", "rate_limited", "lowest_concurrency")
 
 
-def _merge_stats(per_process: list[dict[str, Any]], handed: list[int]) -> dict[str, Any]:
+def _merge_stats(per_process: list[Counts], handed: list[int]) -> Counts:
     """One model's counts from its call processes' own; `handed_per_process` is how the calls were shared."""
     counted = [{k: v for k, v in stats.items() if k in _PROCESS_COUNTS or k == "endpoints"} for stats in per_process]
     # Each call process holds its share of the model's concurrency, so their lowest limits add up.

@@ -25,7 +25,7 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from pytest_guardbench.providers.base import ProviderError
+from pytest_guardbench.providers.base import ProviderError, ProviderSettings
 from pytest_guardbench.providers.call_messages import (
     AddModel,
     Answer,
@@ -70,7 +70,7 @@ class CallProcesses:
         self._ids = itertools.count()
         self._lock = threading.Lock()
         self._pending: dict[int, tuple[CallProcess, int, concurrent.futures.Future[Any]]] = {}
-        self._models: list[dict[str, Any]] = []  # each registered model's settings, by number
+        self._models: list[ProviderSettings] = []  # each registered model's settings, by number
         self.processes: list[CallProcess] = []  # started by `start()` or the first call, never for a replay
         self._closed = False
 
@@ -86,7 +86,7 @@ class CallProcesses:
             for number, settings in models:
                 self._tell(process, AddModel(number, settings))
 
-    def register(self, settings: dict[str, Any]) -> int:
+    def register(self, settings: ProviderSettings) -> int:
         """A model's number in these processes; each process builds its provider from `settings`."""
         with self._lock:
             number = len(self._models)

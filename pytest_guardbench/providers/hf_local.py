@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -182,7 +182,7 @@ class HFChatProvider(ModelAPI):
     def label_probabilities(
         self,
         conversations: Sequence[list[Message] | str],
-        template_kwargs: dict[str, Any],
+        template_kwargs: Mapping[str, object],
         label_words: tuple[str, str],
         prefix: str = "",
     ) -> list[float]:
@@ -203,7 +203,9 @@ class HFChatProvider(ModelAPI):
             probabilities.extend(round(float(p), 6) for p in torch.sigmoid(a - b))
         return probabilities
 
-    def _render_with(self, conversations: Sequence[list[Message] | str], template_kwargs: dict[str, Any]) -> list[str]:
+    def _render_with(
+        self, conversations: Sequence[list[Message] | str], template_kwargs: Mapping[str, object]
+    ) -> list[str]:
         try:
             return [
                 c

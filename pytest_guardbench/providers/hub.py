@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -115,7 +115,7 @@ def load_tokenizer(model: str, offline: bool, trust_remote_code: bool = False) -
     )
 
 
-def template_problem(tokenizer: Any, renders: Sequence[dict[str, Any]]) -> str | None:
+def template_problem(tokenizer: Any, renders: Sequence[Mapping[str, object]]) -> str | None:
     """The tokenizer must have a chat template that accepts each of the guard's template kwargs."""
     if not getattr(tokenizer, "chat_template", None):
         return "its tokenizer has no chat template"

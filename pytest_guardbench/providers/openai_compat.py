@@ -19,6 +19,7 @@ from typing import Any
 
 from pydantic import SecretStr
 
+from pytest_guardbench._util.counters import Counts
 from pytest_guardbench._util.redact import treat_as_key
 from pytest_guardbench.providers.base import (
     Classification,
@@ -126,8 +127,8 @@ class OpenAICompatProvider(ModelAPI):
         structured = "" if self._structured == "auto" else f"|structured={self._structured}"
         return f"openai-compat|{urls}|{self.model}|{sorted(self._extra.items())!r}{structured}"
 
-    def stats(self) -> dict[str, Any]:
-        result: dict[str, Any] = {"calls": self.calls, "retries": self.retries, "rate_limited": self.rate_limited}
+    def stats(self) -> Counts:
+        result: Counts = {"calls": self.calls, "retries": self.retries, "rate_limited": self.rate_limited}
         if self.breaker_open:
             result["circuit_breaker"] = {"reason": self.breaker_open, "calls_not_sent": self.calls_not_sent}
         if self.structured_rejected:
@@ -137,10 +138,10 @@ class OpenAICompatProvider(ModelAPI):
             result["endpoints"] = {str(e.url): e.stats() for e in self.endpoints}
         return result
 
-    def _run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+    def _run(self, coroutine: Coroutine[object, None, T]) -> T:
         return self.start(coroutine).result()
 
-    def start(self, coroutine: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+    def start(self, coroutine: Coroutine[object, None, T]) -> concurrent.futures.Future[T]:
         """Run one of this provider's coroutines (`generate_async`, `classify_async`) on its own loop."""
         with self._start_lock:
             if self._closed:
@@ -344,7 +345,8 @@ class OpenAICompatProvider(ModelAPI):
                 message = f"{self.name}: HTTP {exc.status_code} from the server: {short(exc.message)}"
                 if self._structured == "on":
                     raise ProviderError(
-                        f'{message} (the request asked for structured output; set structured = "auto" or "off" for this model)'
+                        f"{message} (the request asked for structured output; "
+                        'set structured = "auto" or "off" for this model)'
                     ) from None
                 self.structured_rejected = message  # the parse ladder and repair call take over from here
                 return await self._complete(endpoint, conversation, params, seed, extra)
@@ -357,17 +359,17 @@ class OpenAICompatProvider(ModelAPI):
         return mapped_error(exc, self.name, endpoint.url or "the API", self._timeout_s)
 
     # -- the moderation endpoint (OpenAI's `omni-moderation-latest` and compatible servers) ----------
-    def moderate(self, texts: Sequence[str]) -> list[Any]:
+    def moderate(self, texts: Sequence[str]) -> list[object]:
         """One `/moderations` call per text (answers stay in order; retries as for chat calls); each
         result is the server's `results[0]` object, unchecked: the guard adapter judges its shape."""
         return self._run(self.moderate_async(texts))
 
-    async def moderate_async(self, texts: Sequence[str]) -> list[Any]:
+    async def moderate_async(self, texts: Sequence[str]) -> list[object]:
         self._ensure_clients()
         return list(await asyncio.gather(*(self._with_retries(self._moderation_call(t)) for t in texts)))
 
-    def _moderation_call(self, text: str) -> Callable[[Endpoint], Awaitable[Any]]:
-        async def send(endpoint: Endpoint) -> Any:
+    def _moderation_call(self, text: str) -> Callable[[Endpoint], Awaitable[object]]:
+        async def send(endpoint: Endpoint) -> object:
             import openai
 
             try:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pytest_guardbench.errors import GuardbenchError
+from pytest_guardbench._util.counters import Counts
 from pytest_guardbench.providers.base import Completion, GenerationParams, Message, ProviderError
 from pytest_guardbench.providers.limits import AdaptiveLimit
 
@@ -83,7 +84,7 @@ class Endpoint:
     def load(self) -> float:
         return (self.limit.in_flight + self.waiting) / self.limit.limit
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> Counts:
         return {
             "calls": self.calls,
             "failures": self.failures,
@@ -100,7 +101,7 @@ class LoopThread:
         self._thread = threading.Thread(target=self.loop.run_forever, name=f"guardbench-{name}", daemon=True)
         self._thread.start()
 
-    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+    def run(self, coroutine: Coroutine[object, None, T]) -> T:
         return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result()
 
     def cancel_pending(self) -> None:

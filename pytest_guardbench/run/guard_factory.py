@@ -20,7 +20,7 @@ from pytest_guardbench.guards import (
     WildGuardAdapter,
     granite_version,
 )
-from pytest_guardbench.providers import ProviderOptions
+from pytest_guardbench.providers import ProviderOptions, ScoringChatModel
 from pytest_guardbench.settings.model_specs import ModelSpec
 
 
@@ -48,7 +48,7 @@ def build_guard(
     return adapters[spec.guard.adapter](model())
 
 
-def shieldgemma_adapter(spec: ModelSpec, model: Any) -> ShieldGemmaAdapter:
+def shieldgemma_adapter(spec: ModelSpec, model: ScoringChatModel) -> ShieldGemmaAdapter:
     return ShieldGemmaAdapter(
         model,
         policies=spec.guard.risks or tuple(CHILD_SAFETY_GUIDELINES),
@@ -57,7 +57,7 @@ def shieldgemma_adapter(spec: ModelSpec, model: Any) -> ShieldGemmaAdapter:
     )
 
 
-def granite_adapter(spec: ModelSpec, model: Any) -> GraniteGuardianAdapter:
+def granite_adapter(spec: ModelSpec, model: ScoringChatModel) -> GraniteGuardianAdapter:
     return GraniteGuardianAdapter(
         model,
         block_risks=spec.guard.risks or ("harm",),

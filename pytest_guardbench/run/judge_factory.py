@@ -7,7 +7,6 @@ from pytest_guardbench.errors import InternalError
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 import contextlib
 from collections.abc import Iterator
@@ -18,19 +17,19 @@ from pytest_guardbench.run.units import builtin_judges
 from pytest_guardbench.settings.model_specs import default_model_cache, model_aliases
 from pytest_guardbench.judges.llm_judge import LLMJudge
 from pytest_guardbench.judges.base import Judge, JudgeRegistry
-from pytest_guardbench.providers import ProviderOptions, chat_provider_for
+from pytest_guardbench.providers import ChatProvider, ProviderOptions, chat_provider_for
 from pytest_guardbench.run.inputs import RunInputs
 from pytest_guardbench.run.process import ProcessState
 from pytest_guardbench.settings.model_specs import ModelSpec
 
 
-MemberModel = Callable[[str], tuple[ModelSpec | None, Callable[[], Any]]]
+MemberModel = Callable[[str], tuple[ModelSpec | None, Callable[[], ChatProvider]]]
 
 
 def build_judge(
     name: str,
     spec: ModelSpec | None,
-    model: Callable[[], Any],
+    model: Callable[[], ChatProvider],
     options: ProviderOptions,
     judges: JudgeRegistry,
     *,
@@ -87,11 +86,12 @@ def standalone_judge(
     """A judge built outside a run's stack (no response cache, its own model connection)."""
     options = ProviderOptions(model_cache=model_cache)
 
-    def member_model(member: str) -> tuple[ModelSpec | None, Callable[[], Any]]:
+    def member_model(member: str) -> tuple[ModelSpec | None, Callable[[], ChatProvider]]:
         member_spec = (member_specs or {}).get(member)
-        return member_spec, lambda: chat_provider_for(member_spec, options)  # type: ignore[arg-type]  # called only with a spec
+        # the model is called only with a spec
+        return member_spec, lambda: chat_provider_for(member_spec, options)  # type: ignore[arg-type]
 
-    def provider() -> Any:
+    def provider() -> ChatProvider:
         return chat_provider_for(spec, options)  # type: ignore[arg-type]  # called only with a spec
 
     return build_judge(name, spec, provider, options, judges, samples=samples, member_model=member_model)
@@ -106,7 +106,8 @@ def opened_judge(name: str, root: Path, samples: int = 1) -> Iterator[Judge]:
         yield judge
     finally:
         for llm_judge in _llm_judges(judge):
-            llm_judge.provider.close()  # type: ignore[attr-defined]  # every provider has close(); the Protocol omits it
+            # every provider has close(); the Protocol omits it
+            llm_judge.provider.close()  # type: ignore[attr-defined]
 
 
 def _llm_judges(judge: Judge) -> list[LLMJudge]:

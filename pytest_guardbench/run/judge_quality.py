@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,7 +41,7 @@ def _file_sha256(path: str | Path | None) -> str | None:
         return None
 
 
-def judge_identity(judge: Judge, spec: ModelSpec | None) -> dict[str, Any]:
+def judge_identity(judge: Judge, spec: ModelSpec | None) -> dict[str, object]:
     """What makes two judges give the same verdicts: name, class and the source file that defines it
     (a judge registered from a conftest included), the model spec, an LLM judge's instructions and
     the offline judge's fitted heads and relevance floor."""
@@ -68,18 +68,18 @@ def judge_identity(judge: Judge, spec: ModelSpec | None) -> dict[str, Any]:
     }
 
 
-def named_judge_identity(judge: Judge, name: str, root: Path) -> dict[str, Any]:
+def named_judge_identity(judge: Judge, name: str, root: Path) -> dict[str, object]:
     """`judge_identity` of the judge a command built for `--judge=name`, with the model spec a run
     would resolve the name to, so the command and a run name the same judge alike."""
     return judge_identity(judge, named_judge_spec(name, root))
 
 
-def judge_id(identity: dict[str, Any]) -> str:
+def judge_id(identity: Mapping[str, object]) -> str:
     """A short name for a judge identity: two results with the same id measured the same judge."""
     return hashlib.sha256(json.dumps(identity, sort_keys=True, default=str).encode("utf-8")).hexdigest()[:12]
 
 
-def check_key(identity: dict[str, Any], labels_file: Path, min_kappa: float) -> str:
+def check_key(identity: Mapping[str, object], labels_file: Path, min_kappa: float) -> str:
     """sha256 over the judge's identity, the audit file's bytes, the bar and the scoring code."""
     parts = {
         "judge": identity,
@@ -126,7 +126,7 @@ def stored_check(
     return json.loads(json.dumps(result)), False
 
 
-def _is_result(stored: Any) -> bool:
+def _is_result(stored: object) -> bool:
     """Whether a stored file holds a measured judge quality, as `stored_check` writes it."""
     if not isinstance(stored, dict) or "stored_check" not in stored or "cohen_kappa" not in stored or "error" in stored:
         return False
@@ -186,7 +186,8 @@ def run_judge_quality(inputs: RunInputs, state: ProcessState, now: Callable[[], 
     kappa = result.cohen_kappa
     if result.low_confidence:
         why = result.error or (
-            f"judge kappa {'undefined' if kappa is None else f'{kappa:.3f}'} < {settings.min_judge_kappa:g} on {settings.judge_check}"
+            f"judge kappa {'undefined' if kappa is None else f'{kappa:.3f}'} < {settings.min_judge_kappa:g} "
+            f"on {settings.judge_check}"
         )
         confidence = Confidence(level="low", reason=why)
     else:

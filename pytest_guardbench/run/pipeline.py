@@ -134,9 +134,13 @@ def _screen(guard: Guard, drafts: list[Draft]) -> list[str]:
     as_chat = [i for i, d in enumerate(drafts) if d.case.is_conversation and reads_chats]
     as_text = [i for i in range(len(drafts)) if i not in set(as_chat)]
     raw: list[str] = [""] * len(drafts)
+
+    def screen_chats() -> list[str]:
+        return guard.screen_conversations([_chat_so_far(drafts[i]) for i in as_chat])  # type: ignore[attr-defined]
+
     for indexes, answer in (
         (as_text, lambda: guard.screen([_guard_text(drafts[i]) for i in as_text])),
-        (as_chat, lambda: guard.screen_conversations([_chat_so_far(drafts[i]) for i in as_chat])),  # type: ignore[attr-defined]
+        (as_chat, screen_chats),
     ):
         if not indexes:
             continue

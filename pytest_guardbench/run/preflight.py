@@ -10,7 +10,6 @@ import concurrent.futures
 import json
 import threading
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from pytest_guardbench.guards import CHILD_SAFETY_GUIDELINES, granite_template_kwargs, granite_version
 from pytest_guardbench.providers import (
@@ -134,7 +133,7 @@ def _ask(spec: ModelSpec, build: Callable[[ModelSpec], ModelAPI]) -> str | None:
     return None
 
 
-def template_renders(spec: ModelSpec) -> list[dict[str, Any]]:
+def template_renders(spec: ModelSpec) -> list[dict[str, object]]:
     """The template kwargs a local model will be called with: Granite Guardian's per risk and
     version, none for the others (whose template must still exist)."""
     if spec.guard.adapter == "shieldgemma":
@@ -167,7 +166,7 @@ def local_preflight(specs: Mapping[str, ModelSpec], offline: bool) -> list[str]:
     return problems
 
 
-def _local_problem(spec: ModelSpec, renders: list[dict[str, Any]], offline: bool) -> str | None:
+def _local_problem(spec: ModelSpec, renders: list[dict[str, object]], offline: bool) -> str | None:
     problem = where_problem(spec.model, offline)
     if problem is not None:
         return problem

@@ -33,7 +33,8 @@ def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, 
         )
     if spec.guard.decoding == "logits" and (spec.provider != "hf-local" or spec.guard.adapter != "granite-guardian"):
         raise ConfigError(
-            f'--{role}={value}: decoding = "logits" needs a local (hf-local) Granite Guardian model; over an API use the default decoding'
+            f'--{role}={value}: decoding = "logits" needs a local (hf-local) Granite Guardian model; '
+            "over an API use the default decoding"
         )
     if spec.guard.adapter == "granite-guardian" and (spec.guard.think or spec.guard.granite_version):
         version = granite_version(spec.model, spec.guard.granite_version)
@@ -47,7 +48,8 @@ def resolve_role(role: str, value: str, builtins: list[str], aliases: dict[str, 
         ]
         if unknown:
             raise ConfigError(
-                f"{option}={value}: ShieldGemma policy {unknown[0]!r} has no guideline; give it one in risk_definitions "
+                f"{option}={value}: ShieldGemma policy {unknown[0]!r} has no guideline; "
+                "give it one in risk_definitions "
                 f"or use one of {', '.join(CHILD_SAFETY_GUIDELINES)}"
             )
     treat_as_key([spec.api_key_env])  # a key is a key whatever its variable is called

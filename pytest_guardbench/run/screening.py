@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_guardbench.settings.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, MalformedPolicy
 from pytest_guardbench.cases.sources import check_unique_cases, load_sources
@@ -232,5 +232,5 @@ def run_screen(request: ScreenRequest, root: Path) -> dict[str, Any]:
     return report
 
 
-def _no_tutor() -> Any:
+def _no_tutor() -> NoReturn:
     raise InternalError("guardbench screen runs no tutor")

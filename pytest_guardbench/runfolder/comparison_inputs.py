@@ -72,5 +72,6 @@ def check_snapshot(path: Path) -> None:
         error = exc.errors()[0]
         where = ".".join(map(str, error["loc"])) or "(top level)"
         raise ConfigError(
-            f"--guardbench-scorecard-snapshot {path}: {where}: {error['msg']}; fix it, or write it anew with --snapshot-update"
+            f"--guardbench-scorecard-snapshot {path}: {where}: {error['msg']}; "
+            "fix it, or write it anew with --snapshot-update"
         ) from None

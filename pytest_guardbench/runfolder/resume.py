@@ -82,7 +82,7 @@ def _maker(meta: FolderMeta) -> str:
     return "merge" if isinstance(meta, MergedMeta) else "rejudge" if isinstance(meta, RejudgedMeta) else "import-seed"
 
 
-def _difference(key: str, stored: Any, current: Any) -> str:
+def _difference(key: str, stored: object, current: object) -> str:
     """`stack.policy (refusal, now assistant_policy_v2)`: which part differs and how, so the user knows what to pass."""
     if isinstance(stored, dict) and isinstance(current, dict):
         parts = sorted(k for k in stored.keys() | current.keys() if stored.get(k) != current.get(k))
@@ -92,7 +92,7 @@ def _difference(key: str, stored: Any, current: Any) -> str:
     return f"{key} ({_shown(stored)}, now {_shown(current)})"
 
 
-def _shown(value: Any) -> str:
+def _shown(value: object) -> str:
     if value is None:
         return "none"
     if isinstance(value, list):
