@@ -8,6 +8,7 @@ import hashlib
 import json
 import time
 from pathlib import Path
+from collections.abc import Mapping
 from typing import Any, Unpack
 
 from pytest_guardbench._util.counters import Counts
@@ -60,7 +61,7 @@ class BatchAPIProvider(OpenAICompatProvider):
         conversations: list[list[Message]],
         params: GenerationParams,
         seeds: list[int | None],
-        extra: dict[str, Any] | None,
+        extra: Mapping[str, object] | None,
     ) -> list[Reply]:
         self._ensure_clients()
         bodies = [
@@ -140,7 +141,7 @@ class BatchAPIProvider(OpenAICompatProvider):
         conversation: list[Message],
         params: GenerationParams,
         seed: int | None,
-        extra: dict[str, Any] | None,
+        extra: Mapping[str, object] | None,
     ) -> Reply:
         response = (row or {}).get("response") or {}
         if response.get("status_code") == 200:

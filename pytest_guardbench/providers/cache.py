@@ -159,7 +159,7 @@ class ResponseCache:
             self._db.close()
 
 
-def cache_key(identity: str, call: dict[str, Any]) -> str:
+def cache_key(identity: str, call: Mapping[str, object]) -> str:
     payload = json.dumps({"format": CACHE_FORMAT, "identity": identity, **call}, sort_keys=True, ensure_ascii=False)
     return hashlib.sha256(payload.encode("utf-8")).hexdigest()
 

@@ -14,7 +14,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Mapping, Sequence
 from typing import Any
 
 from pydantic import SecretStr
@@ -65,7 +65,7 @@ class OpenAICompatProvider(ModelAPI):
         timeout_s: float = 60.0,
         max_retries: int = 3,
         retry_backoff_s: float = 0.5,
-        extra_params: dict[str, Any] | None = None,
+        extra_params: Mapping[str, object] | None = None,
         fleet: Sequence[str] = (),
         failures_to_drop: int = 3,
         cooldown_s: float = 30.0,
@@ -190,7 +190,7 @@ class OpenAICompatProvider(ModelAPI):
         conversations: list[list[Message]],
         params: GenerationParams,
         seeds: list[int | None],
-        extra: dict[str, Any] | None,
+        extra: Mapping[str, object] | None,
     ) -> list[Reply]:
         self._ensure_clients()
         calls = list(zip(conversations, seeds, strict=True))
@@ -209,7 +209,7 @@ class OpenAICompatProvider(ModelAPI):
         conversation: list[Message],
         params: GenerationParams,
         seed: int | None,
-        extra: dict[str, Any] | None,
+        extra: Mapping[str, object] | None,
     ) -> Reply:
         # Only a group that failed leaves outcomes behind: the hot path does not build a key.
         kept = self._settled.pop(call_key(conversation, params, seed, extra), None) if self._settled else None
@@ -312,7 +312,11 @@ class OpenAICompatProvider(ModelAPI):
         raise ProviderError(f"{last} (gave up after {self._retry.attempts} attempts)")
 
     def _request(
-        self, conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
+        self,
+        conversation: list[Message],
+        params: GenerationParams,
+        seed: int | None,
+        extra: Mapping[str, object] | None,
     ) -> dict[str, Any]:
         return chat_request(
             self.model, conversation, params, seed, {**self._extra, **(extra or {})}, self._asks_structured(params)
@@ -327,7 +331,7 @@ class OpenAICompatProvider(ModelAPI):
         conversation: list[Message],
         params: GenerationParams,
         seed: int | None,
-        extra: dict[str, Any] | None,
+        extra: Mapping[str, object] | None,
     ) -> Reply:
         import openai
 

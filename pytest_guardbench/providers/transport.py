@@ -12,7 +12,7 @@ import concurrent.futures
 import re
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -326,7 +326,7 @@ def chat_request(
     conversation: list[Message],
     params: GenerationParams,
     seed: int | None,
-    extra: dict[str, Any],
+    extra: Mapping[str, object],
     structured: bool,
 ) -> dict[str, Any]:
     """The body of one `/chat/completions` call. `extra` is the model's params then the call's own
@@ -351,7 +351,7 @@ def chat_request(
 
 
 def call_key(
-    conversation: list[Message], params: GenerationParams, seed: int | None, extra: dict[str, Any] | None
+    conversation: list[Message], params: GenerationParams, seed: int | None, extra: Mapping[str, object] | None
 ) -> str:
     """Names one call, so that when one call of a group fails, the others' replies are kept and not sent again."""
     return json.dumps([conversation, repr(params), seed, extra], sort_keys=True, default=str)

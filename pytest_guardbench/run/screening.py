@@ -22,7 +22,7 @@ from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TypedDict
 
 from pytest_guardbench.settings.config import DEFAULT_VARIANTS, MINORBENCH_HARMFUL_CATEGORIES, MalformedPolicy
 from pytest_guardbench.cases.sources import check_unique_cases, load_sources
@@ -69,10 +69,44 @@ def guard_score(record: CaseRecord) -> float | None:
     return max(scores, default=None)
 
 
-def _by_depth(records: Sequence[CaseRecord], malformed_policy: MalformedPolicy, depth: int) -> list[dict[str, Any]]:
+class DepthRow(TypedDict):
+    """Of `n` conversations, how many were stopped at `depth` or earlier."""
+
+    depth: int
+    count: int
+    n: int
+    rate: float | None
+    interval: tuple[float, float] | None
+
+
+class RateBlock(TypedDict):
+    """The guard's recall and false positive rate over some cases (all, a variant, a category)."""
+
+    n: int
+    harmful: int
+    safe: int
+    recall: float | None
+    recall_interval_95: tuple[float, float] | None
+    false_positive_rate: float | None
+    false_positive_rate_interval_95: tuple[float, float] | None
+
+
+class ConversationBlock(TypedDict):
+    """Conversations screened turn by turn: how many each turn depth stopped."""
+
+    conversations: int
+    harmful: int
+    safe: int
+    max_depth: int
+    recall_by_turn: list[DepthRow]
+    false_positive_rate_by_turn: list[DepthRow]
+
+
+def _by_depth(records: Sequence[CaseRecord], malformed_policy: MalformedPolicy, depth: int) -> list[DepthRow]:
     """Per depth 1..`depth`: how many of `records` were stopped at that depth or earlier."""
     stopped = Counter(stopped_depth(r, malformed_policy) for r in records)
-    rows, total = [], 0
+    rows: list[DepthRow] = []
+    total = 0
     for d in range(1, depth + 1):
         total += stopped[d]
         rows.append(
@@ -87,7 +121,7 @@ def _by_depth(records: Sequence[CaseRecord], malformed_policy: MalformedPolicy, 
     return rows
 
 
-def _conversation_block(screened: Sequence[CaseRecord], malformed_policy: MalformedPolicy) -> dict[str, Any] | None:
+def _conversation_block(screened: Sequence[CaseRecord], malformed_policy: MalformedPolicy) -> ConversationBlock | None:
     conversations = [r for r in screened if r.turns]
     if not conversations:
         return None
@@ -104,7 +138,7 @@ def _conversation_block(screened: Sequence[CaseRecord], malformed_policy: Malfor
     }
 
 
-def _rate_block(records: Sequence[CaseRecord], malformed_policy: MalformedPolicy) -> dict[str, Any]:
+def _rate_block(records: Sequence[CaseRecord], malformed_policy: MalformedPolicy) -> RateBlock:
     harmful = [r for r in records if r.is_harmful is True]
     safe = [r for r in records if r.is_harmful is False]
     caught = sum(stops(r, malformed_policy) for r in harmful)

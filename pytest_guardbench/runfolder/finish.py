@@ -6,10 +6,11 @@ gate check is added in one place."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.results import html as html_report
@@ -80,7 +81,8 @@ class RunFinish:
 
     Records are counted as they arrive and never kept, so a run of any size finishes in bounded
     memory; they are read back from results.jsonl only when a case came twice or a reply the tutor
-    gave to many prompts moves cases (scoring/repeated_replies.py). `handled` (case id → handled correctly) is kept only when a baseline check asks for it.
+    gave to many prompts moves cases (scoring/repeated_replies.py). `handled` (case id → handled
+    correctly) is kept only when a baseline check asks for it.
     With `labels` (a person's labels of this run's replies), the scorecards are also corrected by them
     and the gate decides on the corrected intervals."""
 
@@ -199,7 +201,7 @@ class RunFinish:
         for record in iter_records(self.run_dir, each_case_once=each_case_once):
             self._count(record, None)
 
-    def write(self, summary: RunSummary, *, manifest: dict[str, Any], meta: FolderMeta | None) -> None:
+    def write(self, summary: RunSummary, *, manifest: Mapping[str, object], meta: FolderMeta | None) -> None:
         """summary.json, summary.md, variant_metrics.csv, data_manifest.json, meta.json, report.html and,
         for a corrected run, corrected.json (results.jsonl is written as records arrive, before this),
         all of them or none: a folder written again (correct, rejudge, merge) keeps its old documents

@@ -14,7 +14,6 @@ import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_guardbench._util.redact import redact, redact_json
 from pytest_guardbench.errors import DataError, UsageError
@@ -163,10 +162,10 @@ def merged_labels(run_dirs: Sequence[Path], summaries: Sequence[RunSummary], giv
 
 def _merged_selection(
     summaries: Sequence[RunSummary], shards: list[str], absent: list[str], selected: int
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """The selection block the unsharded run would have had, and the shards it was made of."""
     first = summaries[0].selection
-    block: dict[str, Any] = {"keyword": first.keyword, "markexpr": first.markexpr, "selected_cases": selected}
+    block: dict[str, object] = {"keyword": first.keyword, "markexpr": first.markexpr, "selected_cases": selected}
     totals = [s.selection.total_cases for s in summaries]
     if all(t is not None for t in totals):  # each shard's own slice: together, every case of the run
         total = sum(t or 0 for t in totals)

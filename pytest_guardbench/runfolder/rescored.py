@@ -3,11 +3,12 @@ stream through the run folder's one finish (`runfolder.finish.RunFinish`) as in 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pytest_guardbench.document.meta import FolderMeta
 
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
 
 from pytest_guardbench.records import Case, CaseRecord
 from pytest_guardbench.document.summary import RunInfo, RunSummary, Selection, StackInfo
@@ -25,7 +26,7 @@ def write_rescored_run(
     original_summary: RunSummary | None,
     *,
     run: RunInfo,
-    manifest: dict[str, Any],
+    manifest: Mapping[str, object],
     meta: FolderMeta | Callable[[], FolderMeta] | None,
     policy: ScoringPolicy,
     missing: Sequence[Case] = (),

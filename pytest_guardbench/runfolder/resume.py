@@ -8,6 +8,8 @@ is then written to it exactly once."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import contextlib
 
 from pytest_guardbench._util.files import FileWriteError
@@ -22,7 +24,6 @@ from pytest_guardbench.document.read import read_meta
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -55,7 +56,7 @@ def read_records_tolerant(path: Path) -> tuple[dict[str, CaseRecord], int]:
     return records, skipped
 
 
-def check_same_run(run_dir: Path, current_meta: dict[str, Any]) -> None:
+def check_same_run(run_dir: Path, current_meta: Mapping[str, object]) -> None:
     try:
         meta = read_meta(run_dir)
     except DataError as exc:
@@ -132,7 +133,7 @@ def _script_changed(record: CaseRecord, case: Case) -> bool:
 
 
 def prepare(
-    run_dir: Path, current_meta: dict[str, Any], cases: dict[str, Case]
+    run_dir: Path, current_meta: Mapping[str, object], cases: dict[str, Case]
 ) -> tuple[dict[str, CaseRecord], int, list[str]]:
     """Controller side: fold the folder's finished cases into resume_base.jsonl and empty
     results.jsonl. Returns the reusable records (no errors, same case as now), the count of skipped
