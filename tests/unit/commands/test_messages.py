@@ -111,3 +111,34 @@ def test_a_pytest_run_with_label_rows_that_name_no_design_never_says_give_design
 
     assert "--design" not in LABELS_DESIGN and "guardbench_labels" in LABELS_DESIGN
     assert json.dumps(LABELS_DESIGN)  # one line of text
+
+
+KEY = "planted-team-key-5Rw8Tq2Zx"
+
+
+def test_a_key_given_where_a_labels_file_goes_is_not_echoed(tmp_path, capsys, monkeypatch):
+    """`correct RUN --labels "$OPENAI_API_KEY"`: the message says there is no such file, without the key."""
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    run = write_run(tmp_path / "run")
+    assert main(["correct", str(run), "--labels", KEY]) == 4
+    captured = capsys.readouterr()
+    assert "[REDACTED]: no such judge-labels file" in captured.err
+    assert KEY not in captured.out + captured.err
+
+
+def test_a_key_shaped_id_labelled_twice_is_not_printed_whole(tmp_path, capsys):
+    run = write_run(tmp_path / "run")
+    row = {
+        "id": "p.sk-live-Qw3rTy8uI0pAs2DfGh",
+        "prompt": "prompt 0",
+        "response": "reply 0",
+        "human_label": "safe",
+        "answer_mode": "answered",
+        "design": "random",
+        "stratum": "random",
+    }
+    labels = tmp_path / "labels.jsonl"
+    labels.write_text((json.dumps(row) + "\n") * 2, encoding="utf-8")
+    assert main(["correct", str(run), "--labels", str(labels)]) == 4
+    err = capsys.readouterr().err
+    assert "labelled twice" in err and "sk-live-Qw3rTy8uI0pAs2DfGh" not in err
