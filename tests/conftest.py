@@ -13,6 +13,14 @@ import pytest
 
 from tests import builders
 
+def pytest_configure(config: pytest.Config) -> None:
+    # The default run leaves out the tests marked slow (real models, fits, Monte-Carlo coverage: about
+    # five minutes of the suite's twenty on two cores); `-m slow` runs just them, and .ci/run runs both.
+    # Any -m given on the command line is taken as it is.
+    if not config.option.markexpr:
+        config.option.markexpr = "not slow"
+
+
 # pytester comes from `-p pytester` in the project ini (pytest_plugins is only allowed in the root conftest).
 
 # The scripted tutor is a real ChatProvider registered via pytest_guardbench_register_providers:
