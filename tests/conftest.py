@@ -13,6 +13,7 @@ import pytest
 
 from tests import builders
 
+
 def pytest_configure(config: pytest.Config) -> None:
     # The default run leaves out the tests marked slow (real models, fits, Monte-Carlo coverage: about
     # five minutes of the suite's twenty on two cores); `-m slow` runs just them, and .ci/run runs both.
