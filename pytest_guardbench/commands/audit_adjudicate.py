@@ -14,7 +14,7 @@ from typing import IO
 
 from pytest_guardbench.audit.adjudication import LabelPair
 from pytest_guardbench.audit.labels import write_labels
-from pytest_guardbench.commands.audit_tui import Screen, block, single_keys
+from pytest_guardbench.commands.audit_tui import Position, Screen, block, single_keys
 from pytest_guardbench.records import JudgeLabel
 
 # Makes a settled row from a pair and the labels it is settled with.
@@ -71,10 +71,10 @@ def run_adjudication(
             rows[pair.unit] = adjudication.settle(pair, (pair.first.human_label, pair.first.answer_mode or ""))
     save()
     disagreements = [pair for pair in pairs if not pair.agreed]
-    history: list[int] = []
-    index = next((i for i, p in enumerate(disagreements) if p.unit not in rows), len(disagreements))
+    position = Position(next((i for i, p in enumerate(disagreements) if p.unit not in rows), len(disagreements)))
     with single_keys(screen.stdin):
-        while index < len(disagreements):
+        while position.index < len(disagreements):
+            index = position.index
             pair = disagreements[index]
 
             def redraw(pair: LabelPair = pair, position: int = index + 1) -> str:
@@ -84,13 +84,8 @@ def run_adjudication(
 
             screen.write(redraw() + "\n\n", clear=True)
             answer = screen.label(redraw, "kbq")
-            if answer == "q":
+            if not position.move(answer):
                 break
-            if answer == "b":
-                index = history.pop() if history else index
-                continue
-            history.append(index)
-            index += 1
             if isinstance(answer, tuple):
                 rows[pair.unit] = adjudication.settle(pair, answer)
                 save()

@@ -113,6 +113,26 @@ class Screen:
         return safety, MODE_KEYS[mode]
 
 
+class Position:
+    """Where a labelling screen is in its list, shared by the audit and the adjudication: `b` goes back
+    to the item shown before this one, `q` stops, any other answer moves on to the next item."""
+
+    def __init__(self, start: int) -> None:
+        self.index = start
+        self._history: list[int] = []
+
+    def move(self, answer: object) -> bool:
+        """Follow `answer`; False when it stops the walk."""
+        if answer == "q":
+            return False
+        if answer == "b":
+            self.index = self._history.pop() if self._history else self.index
+        else:
+            self._history.append(self.index)
+            self.index += 1
+        return True
+
+
 def question_text(field: str, moves: str, width: int) -> str:
     """The question, each choice's key with its name and one-line rule, and the other keys."""
     choices = field_rubric(field).choices
@@ -190,9 +210,8 @@ def run_audit(labelling: Labelling, stdin: IO[str] | None = None, stdout: IO[str
     screen = Screen(stdin or sys.stdin, stdout or sys.stdout)
     sample, out = labelling.sample, labelling.out
     rows: dict[str, JudgeLabel] = {unit_of(row): row for row in labelling.earlier}
-    history: list[int] = []
     revealed = ""  # the judge's labels of the case just labelled, shown on the next screen
-    index = next((i for i, r in enumerate(sample) if r.case_id not in rows), len(sample))
+    position = Position(next((i for i, r in enumerate(sample) if r.case_id not in rows), len(sample)))
 
     def save() -> None:
         shown = {r.case_id for r in sample}
@@ -200,7 +219,8 @@ def run_audit(labelling: Labelling, stdin: IO[str] | None = None, stdout: IO[str
         write_labels(out, [rows[r.case_id] for r in sample if r.case_id in rows] + kept)
 
     with single_keys(screen.stdin):
-        while index < len(sample):
+        while position.index < len(sample):
+            index = position.index
             record = sample[index]
             earlier = rows.get(record.case_id)
 
@@ -213,14 +233,9 @@ def run_audit(labelling: Labelling, stdin: IO[str] | None = None, stdout: IO[str
             revealed = ""
             theirs = earlier is not None and earlier.labeller != labelling.labeller
             answer = screen.label(redraw, "kbq") if not theirs else _move(screen, "kbq")
-            if answer == "q":
+            if not position.move(answer):
                 break
-            if answer == "b":
-                index = history.pop() if history else index
-                continue
-            history.append(index)
-            index += 1
-            if answer == "k":
+            if answer in ("b", "k"):
                 continue
             assert isinstance(answer, tuple)
             safety, mode = answer
