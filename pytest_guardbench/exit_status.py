@@ -26,7 +26,8 @@ EXIT_STATUSES: tuple[tuple[ExitStatus, str], ...] = (
     (ExitStatus.FAILED, "gate failed, a pipeline error, a failing test, or a command whose calls failed"),
     (
         ExitStatus.INTERRUPTED,
-        "interrupted (Ctrl-C or SIGTERM): reports written and marked incomplete; a second signal exits at once",
+        "interrupted (Ctrl-C or SIGTERM): reports written and marked incomplete (finished as they stand when "
+        "the tests were over); a second signal exits at once",
     ),
     (ExitStatus.INTERNAL_ERROR, "internal error (a bug: please report it)"),
     (

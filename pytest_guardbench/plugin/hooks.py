@@ -63,13 +63,15 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_unconfigure(config: pytest.Config) -> None:
     interrupts = config.stash.get(INTERRUPTS_KEY, None)
+    session = config.stash.get(SESSION_KEY, None)
     if interrupts is not None:
         interrupts.uninstall()
         del config.stash[INTERRUPTS_KEY]
+        if interrupts.while_finishing and session is not None:
+            session.interrupted_while_finishing()  # pytest returns the status after unconfigure
     state = config.stash.get(PROCESS_KEY, None)
     if state is not None:
         state.close()
-    session = config.stash.get(SESSION_KEY, None)
     if session is not None:
         session.release()
         config.pluginmanager.unregister(session)

@@ -20,6 +20,7 @@ from pytest_guardbench.document.summary import RunSummary
 from pytest_guardbench.exit_status import ExitStatus
 from pytest_guardbench.plugin.console import write_result
 from pytest_guardbench.plugin.gate_case import gate_nodeid, gate_reports, gate_teststatus
+from pytest_guardbench.plugin.keys import INTERRUPTS_KEY
 from pytest_guardbench.plugin.progress import Progress, RunCounts
 from pytest_guardbench.plugin.wire import RECORD_ATTR, SLOT_FIXTURE, WORKER_OUTPUT_KEY, Inbox, case_id_of
 from pytest_guardbench.plugin.write_ahead import WriteAhead
@@ -180,6 +181,9 @@ class GuardbenchSession:
     # tryfirst: the gate case's reports must reach the JUnit plugin before its own sessionfinish writes the file.
     @pytest.hookimpl(tryfirst=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        interrupts = self.config.stash.get(INTERRUPTS_KEY, None)
+        if interrupts is not None:
+            interrupts.finishing()
         try:
             if self.config.option.collectonly or self.abandoned or (not self.expected_ids and not self.received):
                 return
@@ -281,6 +285,12 @@ class GuardbenchSession:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif summary.gate.inconclusive:
             session.exitstatus = ExitStatus.INCONCLUSIVE
+
+    def interrupted_while_finishing(self) -> None:
+        """A signal came while the reports were written: they were finished, and the run says it was
+        stopped (2) as any stopped run does, whatever the gate said."""
+        if self._pytest_session is not None:
+            self._pytest_session.exitstatus = pytest.ExitCode.INTERRUPTED
 
     @property
     def gate(self) -> GateResult | None:

@@ -135,8 +135,10 @@ def test_a_killed_run_resumes_to_exactly_n_outcomes(tmp_path, stub_factory):
             break
         time.sleep(0.05)
     assert results is not None, "the first run did not get going"
+    stub.hold()  # no case finishes between the check above and the kill, however slow the machine
     first.send_signal(signal.SIGKILL)
     first.wait()
+    stub.release()
     run = results.parent
     finished_before = {r.case_id for r in _records(run) if r.error is None}
     assert 15 <= len(finished_before) < 60 and not (run / "summary.json").exists()
@@ -286,8 +288,10 @@ def test_ctrl_c_mid_run_exits_in_seconds_marks_the_run_partial_and_resume_finish
         len(p.read_text().splitlines()) >= 10 for p in (tmp_path / "reports").glob("*/results.jsonl")
     ):
         time.sleep(0.05)
+    stub.hold()  # no case finishes between the check above and the signal, however slow the machine
     interrupted_at = time.monotonic()
     os.killpg(first.pid, signal.SIGINT)  # what a terminal's Ctrl-C sends: the whole process group
+    stub.release()
     try:
         output, _ = first.communicate(timeout=15)
     except subprocess.TimeoutExpired:

@@ -73,7 +73,9 @@ def test_sigterm_mid_run_writes_the_reports_marked_incomplete_and_exits_2(tmp_pa
         len(p.read_text().splitlines()) >= 10 for p in Path(tmp_path / "reports").glob("*/results.jsonl")
     ):
         time.sleep(0.05)
+    slow_stub.hold()  # no case finishes between the check above and the signal, however slow the machine
     run.send_signal(signal.SIGTERM)  # to the runner alone, as `timeout` or a CI cancel sends it
+    slow_stub.release()
     try:
         output, _ = run.communicate(timeout=30)
     except subprocess.TimeoutExpired:
@@ -119,6 +121,10 @@ def _wait_for_results(tmp_path: Path, lines: int) -> Path:
 
 def test_ctrl_c_under_xdist_still_reports_how_many_cases_were_selected(tmp_path, slow_stub):
     command = _slow_project(tmp_path, slow_stub)
+    # The server holds every call until the signal is sent, so it lands mid-run however slow the
+    # machine is (on a loaded one the workers could otherwise finish all 60 before it is sent). A call
+    # means a worker runs cases, which xdist starts only once every worker has collected.
+    slow_stub.hold()
     run = subprocess.Popen(
         [*command, "-n", "2"],
         cwd=tmp_path,
@@ -127,17 +133,57 @@ def test_ctrl_c_under_xdist_still_reports_how_many_cases_were_selected(tmp_path,
         text=True,
         start_new_session=True,
     )
-    folder = _wait_for_results(tmp_path, 6)
+    deadline = time.time() + 60
+    while time.time() < deadline and not slow_stub.requests:
+        time.sleep(0.05)
+    assert slow_stub.requests, "no call reached the server within 60 s"
     os.killpg(run.pid, signal.SIGINT)  # a terminal's Ctrl-C reaches the controller and its workers
+    slow_stub.release()
     try:
         output, _ = run.communicate(timeout=60)
     except subprocess.TimeoutExpired:
         os.killpg(run.pid, signal.SIGKILL)
         pytest.fail("the run did not stop within 60 s of Ctrl-C")
     assert run.returncode == pytest.ExitCode.INTERRUPTED, output
+    folder = next((tmp_path / "reports").iterdir())
     summary = json.loads((folder / "summary.json").read_text())
     assert summary["completeness"]["complete"] is False
     assert summary["selection"]["selected_cases"] == 60, "the workers' selection is known before they finish"
+
+
+# A plugin hook that runs while guardbench writes the reports: the signal arrives after the last test,
+# in the middle of the finish, as a Ctrl-C pressed a moment too late does.
+SIGNAL_IN_THE_FINISH = """import os
+import signal
+
+
+def pytest_guardbench_summary(config, summary, extensions):
+    os.kill(os.getpid(), signal.{name})
+    extensions["after_the_signal"] = {{"still": "written"}}
+"""
+
+
+@pytest.mark.parametrize("kind", ["in one process", "under -n 2"])
+@pytest.mark.parametrize("name", ["SIGINT", "SIGTERM"])
+def test_a_signal_while_the_reports_are_written_finishes_them_and_exits_2(tmp_path, slow_stub, kind, name):
+    command = _slow_project(tmp_path, slow_stub, n=8)
+    (tmp_path / "conftest.py").write_text(SIGNAL_IN_THE_FINISH.format(name=name))
+    done = subprocess.run(
+        [*command, *(["-p", "no:xdist"] if kind == "in one process" else ["-n", "2"])],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == pytest.ExitCode.INTERRUPTED, done.stdout + done.stderr
+    assert f"guardbench: {name}: finishing the reports, then exit 2 (again to stop at once)" in done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    folder = next((tmp_path / "reports").iterdir())
+    summary = json.loads((folder / "summary.json").read_text())
+    assert summary["extensions"] == {"after_the_signal": {"still": "written"}}, "the writes went on past it"
+    assert summary["completeness"]["complete"] is True, "every case had run before the signal"
+    assert len((folder / "results.jsonl").read_text().splitlines()) == 8
+    assert (folder / "report.html").is_file()
 
 
 def test_a_second_resume_of_a_folder_in_use_stops_at_once_naming_the_holder(tmp_path, slow_stub):
