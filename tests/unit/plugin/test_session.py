@@ -36,6 +36,7 @@ def session(tmp_path):
         rootpath=tmp_path,
         invocation_params=SimpleNamespace(args=()),
         hook=SimpleNamespace(pytest_guardbench_summary=lambda **kw: None),
+        stash=pytest.Stash(),  # no signal handler installed, as in a process that is not the main thread
     )
     return GuardbenchSession(config, inputs)  # type: ignore[arg-type]
 
