@@ -50,15 +50,44 @@ from bench_fixed_costs import SHAPE, Timings, outcomes, phases, summary_of  # no
 
 class Runs(Timings):
     """Wall times and phases, and each run's CPU (its process and every process it waited for: call
-    processes, xdist workers), which says more than wall time on a machine that others share."""
+    processes, xdist workers), which says more than wall time on a machine that others share. `split`:
+    each pytest process's own CPU (the controller or only process as "main", workers by id), and the
+    test loop's wall time."""
 
     def __init__(self) -> None:
         super().__init__()
         self.cpus: list[float] = []
+        self.splits: list[dict[str, float]] = []
 
     def shown(self) -> str:
         cpu = f"; CPU median {statistics.median(self.cpus):.2f} s" if self.cpus else ""
         return f"{super().shown()}{cpu}"
+
+    def print_split(self) -> None:
+        """Median CPU seconds of each pytest process, whole and within the test loop, and the loop's wall."""
+        if not self.splits:
+            return
+        shown = ", ".join(f"{name} {statistics.median(s[name] for s in self.splits):.2f}" for name in self.splits[0])
+        print(f"  CPU by pytest process, from its start (median s): {shown}")
+
+
+def cpu_split(marks_file: Path, total_cpu: float) -> dict[str, float]:
+    """The CPU each pytest process of one run used (`_phases`' .cpu files), in all and in its test loop,
+    the rest (each process after its unconfigure mark, and the processes they started: call processes),
+    and the controller's test loop wall time."""
+    split: dict[str, float] = {}
+    for path in sorted(marks_file.parent.glob(f"{marks_file.name}.*.cpu")):
+        who = path.name[len(marks_file.name) + 1 : -len(".cpu")]
+        data = json.loads(path.read_text())
+        cpu, marks = data["cpu"], data["marks"]
+        split[who] = cpu["unconfigure"]
+        if "test loop" in cpu and "finish" in cpu:
+            split[f"{who} in its test loop"] = cpu["finish"] - cpu["test loop"]
+        if who == "main":
+            split["test loop wall"] = marks["last test done"] - marks["test loop"]
+    own = sum(v for k, v in split.items() if " " not in k)
+    split["the rest (after unconfigure; call processes)"] = max(0.0, total_cpu - own)
+    return split
 
 
 BARS = {"whole": 1.20, "n2": 1.10, "replay": 1.25, "finish_s": 60.0, "finish_mb": 2048.0}
@@ -81,7 +110,8 @@ def pytest_run(folder: Path, env: dict[str, str], *args: str) -> tuple[float, fl
     """The wall time of one pytest process, its CPU (with its children's), and its phases' marks on
     the shared monotonic clock."""
     marks_file = folder / "phases.json"
-    marks_file.unlink(missing_ok=True)
+    for old in (marks_file, *folder.glob("phases.json.*.cpu")):
+        old.unlink(missing_ok=True)
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.monotonic()
     done = subprocess.run(
@@ -165,6 +195,7 @@ def main() -> None:
                         wall, cpu, marks = pytest_run(project, env, *mode.guardbench, *roles, "--guardbench-cache=off")
                         into.walls.append(wall)
                         into.cpus.append(cpu)
+                        into.splits.append(cpu_split(project / "phases.json", cpu))
                         into.phases.append(phases(marks, server.calls()))
                         same(what)
 
@@ -175,6 +206,7 @@ def main() -> None:
                     wall, cpu, _ = pytest_run(project, mode.env, *args_n2)
                     mode.n2.walls.append(wall)
                     mode.n2.cpus.append(cpu)
+                    mode.n2.splits.append(cpu_split(project / "phases.json", cpu))
                     server.calls()
                     same("-n 2")
 
@@ -265,7 +297,9 @@ def report(
             if timings.walls:
                 print(f"{label}: {timings.shown()}")
                 timings.print_phases()
+                timings.print_split()
         print(f"whole command, -n 2, same options: {mode.n2.shown()}")
+        mode.n2.print_split()
         whole, n2, replay = (
             mode.whole.median / ideal,
             mode.n2.median / mode.whole.median,
