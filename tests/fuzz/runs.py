@@ -54,6 +54,20 @@ def write_run(out: Path, records: list[CaseRecord] | None = None, shard: str | N
     return out
 
 
+def label_row(**fields: str) -> dict[str, str]:
+    """A human label of `write_run`'s first case as an audit writes it, with `fields` in its place."""
+    row = {
+        "id": "p.i0.original",
+        "prompt": "prompt 0",
+        "response": "reply 0",
+        "human_label": "safe",
+        "answer_mode": "answered",
+        "design": "random",
+        "stratum": "random",
+    }
+    return {**row, **fields}
+
+
 def write_shards(folder: Path) -> list[Path]:
     """The two shards of one run (the records split by case), each a finished run folder."""
     records = _records()

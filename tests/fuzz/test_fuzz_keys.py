@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from pytest_guardbench.commands import audit
 from pytest_guardbench.commands.main import main
 from tests.fuzz.conftest import check_outcome, files_under, fuzz
-from tests.fuzz.runs import write_run
+from tests.fuzz.runs import label_row, write_run
 from tests.fuzz.strategies import key_text
 from tests.fuzz.test_fuzz_argv import argvs, places  # noqa: F401 - `places` is a fixture this module uses
 
@@ -51,16 +51,7 @@ def test_a_key_in_a_labels_file_reaches_no_output(capsys, key, field, command):
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         run = write_run(root / "run")
-        row = {
-            "id": "p.i0.original",
-            "prompt": "prompt 0",
-            "response": "reply 0",
-            "human_label": "safe",
-            "answer_mode": "answered",
-            "design": "random",
-            "stratum": "random",
-        }
-        row[field] = key if field != "id" else f"p.{key}"
+        row = label_row(**{field: key if field != "id" else f"p.{key}"})
         labels = root / "labels.jsonl"
         labels.write_text(json.dumps(row) + "\n" + json.dumps({**row, "id": row["id"]}) + "\n", encoding="utf-8")
         argv = {

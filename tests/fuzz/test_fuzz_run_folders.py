@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from pytest_guardbench.commands.main import main
 from tests.fuzz.conftest import SECRET, check_outcome, files_under, fuzz
-from tests.fuzz.runs import copy_run, write_run, write_shards
+from tests.fuzz.runs import copy_run, label_row, write_run, write_shards
 from tests.fuzz.strategies import escape_text, json_value
 
 pytestmark = pytest.mark.usefixtures("planted_key")
@@ -266,19 +266,7 @@ def test_a_run_file_that_is_not_json_is_named_by_every_command(capsys, made, tmp
     run = copy_run(made["whole"], tmp_path)
     (run / name).write_bytes(content)
     labels = tmp_path / "labels.jsonl"
-    labels.write_text(
-        json.dumps(
-            {
-                "id": "p.i0.original",
-                "prompt": "prompt 0",
-                "response": "reply 0",
-                "human_label": "safe",
-                "answer_mode": "answered",
-                "design": "random",
-            }
-        )
-        + "\n"
-    )
+    labels.write_text(json.dumps(label_row()) + "\n")
     argv = {
         "compare": ["compare", str(made["whole"]), str(run)],
         "audit": ["audit", str(run), "--plan"],

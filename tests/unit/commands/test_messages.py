@@ -13,7 +13,7 @@ from pytest_guardbench.commands.main import main
 from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.exit_status import ExitStatus
 from pytest_guardbench.providers.cache import CacheUnusable, ResponseCache
-from tests.fuzz.runs import _records, write_run
+from tests.fuzz.runs import _records, label_row, write_run
 
 
 def _reworded_run(folder: Path, changed: set[int]) -> Path:
@@ -128,15 +128,7 @@ def test_a_key_given_where_a_labels_file_goes_is_not_echoed(tmp_path, capsys, mo
 
 def test_a_key_shaped_id_labelled_twice_is_not_printed_whole(tmp_path, capsys):
     run = write_run(tmp_path / "run")
-    row = {
-        "id": "p.sk-live-Qw3rTy8uI0pAs2DfGh",
-        "prompt": "prompt 0",
-        "response": "reply 0",
-        "human_label": "safe",
-        "answer_mode": "answered",
-        "design": "random",
-        "stratum": "random",
-    }
+    row = label_row(id="p.sk-live-Qw3rTy8uI0pAs2DfGh")
     labels = tmp_path / "labels.jsonl"
     labels.write_text((json.dumps(row) + "\n") * 2, encoding="utf-8")
     assert main(["correct", str(run), "--labels", str(labels)]) == 4
