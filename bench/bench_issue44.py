@@ -12,6 +12,8 @@ process and in a rotating order:
 - a replay (`--guardbench-cache=replay`: every answer from the cache, no model call);
 - a bare pytest of guardbench's test shape without guardbench (an indirect parameter with two marks and
   three fixtures that do nothing, `bench_fixed_costs.SHAPE`): pytest's floor for one test per case;
+- the same bare pytest under `-n 2`: what xdist itself costs for that many tests on this machine,
+  printed beside the `-n 2` ratio (no bar: it says how much of that ratio is xdist's own);
 - with `--before PATH`, the whole command and the replay again with that checkout's package on
   PYTHONPATH (before and after, phase by phase).
 
@@ -141,7 +143,7 @@ class Mode:
         # With autoloading off a run names the plugins it uses; with it on, naming them again would register them twice.
         self.guardbench = () if autoload else ("-p", "pytest_guardbench.plugin.hooks")
         self.xdist = () if autoload else ("-p", "xdist.plugin")
-        self.whole, self.n2, self.replay, self.shape = Runs(), Runs(), Runs(), Runs()
+        self.whole, self.n2, self.replay, self.shape, self.shape_n2 = Runs(), Runs(), Runs(), Runs(), Runs()
         self.before_whole, self.before_replay = Runs(), Runs()
 
     @property
@@ -230,11 +232,17 @@ def main() -> None:
                     mode.shape.cpus.append(cpu)
                     mode.shape.phases.append(phases(marks, []))
 
+                def bare_shape_n2() -> None:
+                    wall, cpu, _ = pytest_run(shape, mode.env, *mode.xdist, "-n", "2")
+                    mode.shape_n2.walls.append(wall)
+                    mode.shape_n2.cpus.append(cpu)
+
                 found = [
                     whole(mode.env, mode.whole, "whole"),
                     n2,
                     replay(mode.env, mode.replay, "replay"),
                     bare_shape,
+                    bare_shape_n2,
                 ]
                 if mode.before_env is not None:
                     found += [
@@ -300,16 +308,21 @@ def report(
                 timings.print_split()
         print(f"whole command, -n 2, same options: {mode.n2.shown()}")
         mode.n2.print_split()
+        print(f"bare pytest of guardbench's test shape, -n 2: {mode.shape_n2.shown()}")
         whole, n2, replay = (
             mode.whole.median / ideal,
             mode.n2.median / mode.whole.median,
             mode.replay.median / mode.shape.median,
         )
         n2_cpu = statistics.median(mode.n2.cpus) / statistics.median(mode.whole.cpus)
+        xdist_own = mode.shape_n2.median - mode.shape.median
         replay_cpu = statistics.median(mode.replay.cpus) / statistics.median(mode.shape.cpus)
         lines += [
             f"[{mode.name}] whole / ideal: {whole:.3f} {verdict(whole, BARS['whole'])}",
             f"[{mode.name}] -n 2 / one process, same options: {n2:.3f} {verdict(n2, BARS['n2'])}; CPU {n2_cpu:.3f}",
+            f"[{mode.name}]   xdist's own cost for {args.cases} tests of the bare shape: {xdist_own:+.2f} s "
+            f"({mode.shape_n2.median / mode.shape.median:.3f}x its one process), against the bar's allowance of "
+            f"{(BARS['n2'] - 1) * mode.whole.median:.2f} s over this one process",
             f"[{mode.name}] replay / bare pytest of the same shape: {replay:.3f} {verdict(replay, BARS['replay'])}; "
             f"CPU {replay_cpu:.3f}",
         ]
