@@ -32,8 +32,10 @@ def may_freeze() -> bool:
 
 
 def freeze_long_lived(config: pytest.Config) -> None:
-    """At the start of the test loop: what is alive now lives until the end."""
-    if config.stash.get(FROZEN_KEY, False):
+    """At the start of the test loop of a process that runs cases or of an xdist controller: what is
+    alive now lives until the end, and this process collects once at its end (`pytest_unconfigure`)."""
+    config.stash[FROZEN_KEY] = may_freeze()
+    if config.stash[FROZEN_KEY]:
         gc.freeze()
 
 

@@ -12,7 +12,6 @@ import pytest
 from pytest_guardbench.plugin import hookspecs
 from pytest_guardbench.plugin.configure import MARKERS, add_options, is_worker
 from pytest_guardbench.plugin.keys import (
-    FROZEN_KEY,
     INPUTS_KEY,
     INTERRUPTS_KEY,
     PROCESS_KEY,
@@ -135,14 +134,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = config.stash.get(PROCESS_KEY, None)
     if state is None or state.engine is not None or config.option.collectonly:
         return
-    from pytest_guardbench.plugin.collector import freeze_long_lived, may_freeze
+    from pytest_guardbench.plugin.collector import freeze_long_lived
     from pytest_guardbench.plugin.worker import case_of, start_engine
 
     if not any(case_of(item) for item in session.items):
         return
     run_session = config.stash.get(SESSION_KEY, None)
     start_engine(session, state, config.stash[INPUTS_KEY], run_session.abandon if run_session else lambda: None)
-    config.stash[FROZEN_KEY] = may_freeze()
     freeze_long_lived(config)
 
 

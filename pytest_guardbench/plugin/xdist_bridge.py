@@ -12,8 +12,7 @@ from pytest_guardbench._util.terminal import shown
 from pytest_guardbench._util.redact import redact
 from pytest_guardbench.errors import GuardbenchError
 from pytest_guardbench.exit_status import ExitStatus
-from pytest_guardbench.plugin.collector import freeze_long_lived, may_freeze
-from pytest_guardbench.plugin.keys import FROZEN_KEY
+from pytest_guardbench.plugin.collector import freeze_long_lived
 from pytest_guardbench.plugin.session import GuardbenchSession
 from pytest_guardbench.plugin.wire import case_id_of
 from pytest_guardbench.run.stack import calls_only_apis
@@ -28,7 +27,8 @@ class XdistBridge:
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> None:
         """The models must have answered the preflight before xdist sends any worker a test; a model
-        that did not stops the run here as it would have at configure time: exit 4, one line."""
+        that did not stops the run here as it would have at configure time: exit 4, one line. Then the
+        controller's long-lived objects leave the garbage collector's passes."""
         pending, self.session.preflight = self.session.preflight, None
         if pending is not None:
             try:
@@ -39,11 +39,7 @@ class XdistBridge:
                 self.session.abandon()
                 raise pytest.UsageError(shown(redact(f"guardbench: {exc}"))) from None
         if self.session.inputs.cases:
-            # The controller keeps every worker's reports until it ends; without this, the collector's
-            # passes at its end (pytest's, then the interpreter's) walked its whole heap: half a second
-            # of a 1,000-case `-n 2` run (bench/bench_issue44.py).
-            session.config.stash[FROZEN_KEY] = may_freeze()
-            freeze_long_lived(session.config)
+            freeze_long_lived(session.config)  # it keeps every worker's reports until it ends (plugin/collector.py)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any | None:
